@@ -1,0 +1,205 @@
+//! The bridge listener: serves ask calls on a unix socket and puts them in
+//! front of the operator through the [`OperatorPrompter`].
+//!
+//! Shaped `run(listener, bridge, shutdown)` like mini-redis, so a test binds
+//! a socket in a temp dir and spawns the server. The same listener serves the
+//! app's well-known socket and per-call sockets.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::io::BufReader;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::task::JoinSet;
+
+use crate::item::{Item, ItemId, Outcome};
+use crate::prompter::{OperatorPrompter, Unanswered};
+use crate::registry::{Pending, Registry, Reply};
+use crate::socket::peer_is_owner;
+use crate::validate::{Rules, validate};
+use crate::wire::{
+    ClientFrame, ErrorCode, FrameError, ServerFrame, WireError, read_frame, write_frame,
+};
+
+/// The longest wait a call may ask for (a day).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+/// How long a shutting-down listener waits for connections to deliver their
+/// cancellations.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// What a listener needs to serve calls.
+#[derive(Clone)]
+pub struct Bridge {
+    pub registry: Registry,
+    pub prompter: Arc<dyn OperatorPrompter>,
+    /// The wait when a call names none.
+    pub default_timeout: Duration,
+    pub rules: Rules,
+}
+
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bridge")
+            .field("default_timeout", &self.default_timeout)
+            .field("rules", &self.rules)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Serves connections until `shutdown` completes, then cancels every pending
+/// item (each waiting agent gets its error at once) and drains.
+pub async fn run(listener: UnixListener, bridge: Bridge, shutdown: impl Future<Output = ()>) {
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(serve_connection(stream, bridge.clone()));
+                }
+                Err(e) => tracing::warn!("accept failed: {e}"),
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    bridge.registry.shutdown("hark is shutting down");
+    let _ = tokio::time::timeout(DRAIN, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+}
+
+async fn serve_connection(stream: UnixStream, bridge: Bridge) {
+    match peer_is_owner(&stream) {
+        Ok(true) => {}
+        Ok(false) | Err(_) => {
+            let uid = stream.peer_cred().map(|c| c.uid()).ok();
+            tracing::warn!(?uid, "refused a connection from another user");
+            let (_, mut writer) = stream.into_split();
+            let refusal = WireError::new(ErrorCode::Forbidden, "this socket serves its owner only");
+            let _ = write_frame(&mut writer, &ServerFrame::Error(refusal)).await;
+            return;
+        }
+    }
+    let (reader, mut writer) = stream.into_split();
+    let mut reader = BufReader::new(reader);
+    let mut buf = Vec::new();
+    let frame = match read_frame(&mut reader, &mut buf).await {
+        Ok(true) => serde_json::from_slice::<ClientFrame>(&buf)
+            .map_err(|e| WireError::new(ErrorCode::BadFrame, format!("not a hark frame: {e}"))),
+        Ok(false) => return,
+        Err(FrameError::TooLarge) => Err(WireError::new(
+            ErrorCode::FrameTooLarge,
+            format!(
+                "the call exceeds the {} byte frame limit",
+                crate::wire::MAX_FRAME
+            ),
+        )),
+        Err(e) => {
+            tracing::debug!("connection dropped: {e}");
+            return;
+        }
+    };
+    let reply = match frame {
+        Ok(ClientFrame::Ask {
+            session_id,
+            asker,
+            request,
+            timeout_secs,
+        }) => match validate(&request, bridge.rules) {
+            Ok(request) => {
+                let item = Item {
+                    id: ItemId::random(),
+                    session_id: session_id.unwrap_or_else(|| "unnamed".into()),
+                    asker,
+                    request,
+                    created_at: SystemTime::now(),
+                    timeout: effective_timeout(timeout_secs, bridge.default_timeout),
+                };
+                let pending = bridge.registry.open(item);
+                return wait_for_operator(pending, &bridge, reader, writer).await;
+            }
+            Err(issues) => {
+                let mut refusal = WireError::new(ErrorCode::Invalid, "the ask call is malformed");
+                refusal.issues = issues;
+                refusal
+            }
+        },
+        Ok(ClientFrame::Cancel) => WireError::new(ErrorCode::BadFrame, "nothing to cancel"),
+        Err(refusal) => refusal,
+    };
+    let _ = write_frame(&mut writer, &ServerFrame::Error(reply)).await;
+}
+
+/// The call's wait: its own when valid, else the default; never above [`MAX_TIMEOUT`].
+fn effective_timeout(requested: Option<f64>, default: Duration) -> Duration {
+    requested
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(|s| Duration::from_secs_f64(s.min(MAX_TIMEOUT.as_secs_f64())))
+        .unwrap_or(default)
+}
+
+/// Races the prompter, the registry (timeouts, other surfaces) and the peer
+/// (cancel or hang-up) until the item settles, then reports the outcome.
+async fn wait_for_operator(
+    mut pending: Pending,
+    bridge: &Bridge,
+    mut reader: BufReader<tokio::net::unix::OwnedReadHalf>,
+    mut writer: OwnedWriteHalf,
+) {
+    let id = pending.item.id;
+    let accepted = ServerFrame::Accepted {
+        id,
+        timeout_ms: u64::try_from(pending.item.timeout.as_millis()).unwrap_or(u64::MAX),
+    };
+    if write_frame(&mut writer, &accepted).await.is_err() {
+        return; // dropping `pending` cancels the item
+    }
+    let mut prompt = bridge
+        .prompter
+        .ask(&pending.item.session_id, pending.item.clone());
+    let mut prompting = true;
+    let mut buf = Vec::new();
+    let outcome = loop {
+        tokio::select! {
+            outcome = pending.outcome() => break outcome,
+            answered = &mut prompt, if prompting => {
+                prompting = false;
+                apply(&bridge.registry, id, answered);
+            }
+            frame = read_frame(&mut reader, &mut buf) => match frame {
+                Ok(true) if serde_json::from_slice::<ClientFrame>(&buf).ok() == Some(ClientFrame::Cancel) => {
+                    bridge.registry.cancel(id, "the agent cancelled the call");
+                }
+                Ok(true) => {}
+                // Hang-up: nobody is listening any more.
+                Ok(false) | Err(_) => return,
+            },
+        }
+    };
+    let _ = write_frame(&mut writer, &ServerFrame::Settled { id, outcome }).await;
+}
+
+/// Hands what the prompter returned to the registry, which resolves it.
+fn apply(registry: &Registry, id: ItemId, answered: Result<crate::resolve::Picks, Unanswered>) {
+    let result = match answered {
+        Ok(picks) => registry.reply(id, Reply::Answer(picks)).map(|_| ()),
+        Err(Unanswered::Skipped) => registry.reply(id, Reply::Skip).map(|_| ()),
+        Err(Unanswered::Cancelled(reason)) => {
+            registry.cancel(id, &reason);
+            Ok(())
+        }
+        Err(Unanswered::NoOperator) => {
+            registry.settle_as(id, Outcome::NoOperator);
+            Ok(())
+        }
+    };
+    if let Err(e) = result {
+        // The item stays pending: another surface may still answer, or it times out.
+        tracing::warn!(question_id = %id, "the prompter's reply was refused: {e}");
+    }
+}

@@ -1,0 +1,93 @@
+//! The asking side of the bridge: dials a socket, sends one ask frame and
+//! waits for its outcome. Used by `hark mcp-operator-ask` and `hark ask`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::io::BufReader;
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+use crate::item::{ItemId, Outcome};
+use crate::wire::{ClientFrame, ServerFrame, WireError, read_frame, write_frame};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// Nothing listens on the socket: no operator is attached.
+    #[error("no operator is reachable at {}: {source}", path.display())]
+    Unreachable { path: PathBuf, source: io::Error },
+    /// The server refused the call.
+    #[error("{}", .0.message)]
+    Refused(WireError),
+    /// The server broke off or spoke something else.
+    #[error("the operator connection broke: {0}")]
+    Broken(String),
+}
+
+/// An ask call the server accepted, waiting for its outcome. Dropping it
+/// hangs up, which cancels the item.
+#[derive(Debug)]
+pub struct Call {
+    pub id: ItemId,
+    /// How long the operator has.
+    pub timeout: Duration,
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+}
+
+impl Call {
+    /// Connects to `socket`, sends `frame` and waits until it is accepted.
+    pub async fn start(socket: &Path, frame: &ClientFrame) -> Result<Call, AskError> {
+        let stream = UnixStream::connect(socket)
+            .await
+            .map_err(|source| AskError::Unreachable {
+                path: socket.to_owned(),
+                source,
+            })?;
+        let (reader, mut writer) = stream.into_split();
+        let mut reader = BufReader::new(reader);
+        write_frame(&mut writer, frame)
+            .await
+            .map_err(|e| AskError::Broken(e.to_string()))?;
+        match next_frame(&mut reader).await? {
+            ServerFrame::Accepted { id, timeout_ms } => Ok(Call {
+                id,
+                timeout: Duration::from_millis(timeout_ms),
+                reader,
+                writer,
+            }),
+            ServerFrame::Error(refusal) => Err(AskError::Refused(refusal)),
+            other => Err(AskError::Broken(format!("unexpected frame {other:?}"))),
+        }
+    }
+
+    /// Waits for the item to settle.
+    pub async fn outcome(&mut self) -> Result<Outcome, AskError> {
+        match next_frame(&mut self.reader).await? {
+            ServerFrame::Settled { outcome, .. } => Ok(outcome),
+            ServerFrame::Error(refusal) => Err(AskError::Refused(refusal)),
+            other => Err(AskError::Broken(format!("unexpected frame {other:?}"))),
+        }
+    }
+
+    /// Asks the server to cancel the item; the outcome still follows.
+    pub async fn cancel(&mut self) -> Result<(), AskError> {
+        write_frame(&mut self.writer, &ClientFrame::Cancel)
+            .await
+            .map_err(|e| AskError::Broken(e.to_string()))
+    }
+}
+
+async fn next_frame(reader: &mut BufReader<OwnedReadHalf>) -> Result<ServerFrame, AskError> {
+    let mut buf = Vec::new();
+    match read_frame(reader, &mut buf).await {
+        Ok(true) => {
+            serde_json::from_slice(&buf).map_err(|e| AskError::Broken(format!("bad frame: {e}")))
+        }
+        Ok(false) => Err(AskError::Broken(
+            "the operator closed the connection".into(),
+        )),
+        Err(e) => Err(AskError::Broken(e.to_string())),
+    }
+}

@@ -1,0 +1,94 @@
+//! hark's config file (TOML, in the platform config dir; `HARK_CONFIG`
+//! overrides the path). A missing file means the defaults.
+//!
+//! ```toml
+//! ask_timeout_secs = 300   # the bounded wait for an answer
+//! strict_defaults = false  # require a pre-picked default on every question
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::validate::Rules;
+
+/// The default bounded wait (SPEC §4).
+pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(300);
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// How long the operator has to answer, in seconds.
+    pub ask_timeout_secs: u64,
+    /// Every question must carry a default.
+    pub strict_defaults: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            ask_timeout_secs: DEFAULT_ASK_TIMEOUT.as_secs(),
+            strict_defaults: false,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the config {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the config {} is not valid: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+}
+
+impl Config {
+    /// Where the config file is read from.
+    pub fn path() -> Option<PathBuf> {
+        if let Some(path) = std::env::var_os("HARK_CONFIG").filter(|p| !p.is_empty()) {
+            return Some(PathBuf::from(path));
+        }
+        directories::ProjectDirs::from("", "", "hark").map(|d| d.config_dir().join("config.toml"))
+    }
+
+    /// Loads the config file; a missing one is the defaults.
+    pub fn load() -> Result<Config, ConfigError> {
+        let Some(path) = Config::path() else {
+            return Ok(Config::default());
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => toml::from_str(&text).map_err(|source| ConfigError::Parse { path, source }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(source) => Err(ConfigError::Read { path, source }),
+        }
+    }
+
+    pub fn ask_timeout(&self) -> Duration {
+        Duration::from_secs(self.ask_timeout_secs.max(1))
+    }
+
+    pub fn rules(&self) -> Rules {
+        Rules {
+            strict_defaults: self.strict_defaults,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_optional_and_unknown_ones_are_refused() {
+        let c: Config = toml::from_str("strict_defaults = true").unwrap();
+        assert_eq!(c.ask_timeout_secs, 300);
+        assert!(c.rules().strict_defaults);
+        assert!(toml::from_str::<Config>("ask_timeout = 5").is_err());
+    }
+}

@@ -1,0 +1,32 @@
+//! hark's core: everything between an agent's question and the operator's
+//! answer, with no GUI dependency, so it builds and tests fast.
+//!
+//! # Layout
+//! - [`schema`], [`validate`], [`resolve`]: AskUserQuestion's shapes, the
+//!   checks on a call, and turning the operator's picks into answers.
+//! - [`item`], [`registry`]: pending items, their deadlines and outcomes.
+//! - [`prompter`]: the `OperatorPrompter` seam, with [`script`] and
+//!   [`terminal`] implementations (the desktop one lives in `src-tauri`).
+//! - [`wire`], [`socket`], [`bridge`], [`client`]: the unix-socket bridge
+//!   between `hark mcp-operator-ask` and whoever serves the operator.
+//! - [`mcp`]: the `operator` MCP server with its `ask` tool.
+//! - [`serve`], [`ask`]: the `hark serve` daemon and `hark ask` command.
+//! - [`trace`], [`config`]: trace events and logging; the config file.
+
+pub mod ask;
+pub mod bridge;
+pub mod client;
+pub mod config;
+pub mod item;
+pub mod mcp;
+pub mod prompter;
+pub mod registry;
+pub mod resolve;
+pub mod schema;
+pub mod script;
+pub mod serve;
+pub mod socket;
+pub mod terminal;
+pub mod trace;
+pub mod validate;
+pub mod wire;

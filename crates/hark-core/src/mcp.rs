@@ -1,0 +1,345 @@
+//! `hark mcp-operator-ask`: the MCP stdio server an agent spawns. Server
+//! `operator`, one tool `ask` whose input is AskUserQuestion's, so the agent
+//! sees `mcp__operator__ask`.
+//!
+//! The call is validated here first (a malformed call never parks a person),
+//! then carried over the bridge socket to whoever is the operator. Every
+//! unanswered outcome is a tool error whose text starts
+//! [`NOT_ANSWERED`](crate::item::NOT_ANSWERED). Logs go to stderr only: stdout
+//! belongs to the protocol.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::client::{AskError, Call};
+use crate::item::{Asker, Outcome};
+use crate::schema::{MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
+use crate::validate::{Rules, describe, validate};
+use crate::wire::{ClientFrame, MAX_FRAME};
+
+/// The MCP server's name: the agent sees the tool as `mcp__operator__ask`.
+pub const SERVER_NAME: &str = "operator";
+pub const TOOL_NAME: &str = "ask";
+
+const TOOL_DESCRIPTION: &str = "Ask the human operator one to four multiple-choice questions and wait for the answers. \
+Use it for decisions that belong to the operator (scope, trade-offs, anything you would otherwise guess). \
+Each question has 2-4 options; the operator may also type free text. Mark the option you would pick with a \
+label ending in \" (Recommended)\" (or name it in \"default\") so confirming is enough. The result is \
+{\"answers\": {\"<question>\": \"<label>\" | [\"<label>\", ...]}}. If the operator does not answer in time, \
+the tool returns an error: proceed on your own judgement.";
+
+/// How the server is set up.
+#[derive(Debug, Clone)]
+pub struct McpSettings {
+    /// The bridge socket to dial.
+    pub socket: PathBuf,
+    /// The agent session the questions belong to.
+    pub session_id: String,
+    /// The bounded wait to ask for (the server's default when `None`).
+    pub timeout: Option<Duration>,
+    pub rules: Rules,
+    /// How often to send progress notifications while waiting.
+    pub progress_interval: Duration,
+    /// Who is asking (the agent process), without the MCP client's name.
+    pub asker: Asker,
+}
+
+/// The `operator` MCP server.
+#[derive(Debug, Clone)]
+pub struct OperatorServer {
+    settings: Arc<McpSettings>,
+}
+
+impl OperatorServer {
+    pub fn new(settings: McpSettings) -> OperatorServer {
+        OperatorServer {
+            settings: Arc::new(settings),
+        }
+    }
+
+    /// Serves MCP on stdin/stdout until the client closes it.
+    pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let service = self.serve(rmcp::transport::io::stdio_pipes()).await?;
+        service.waiting().await?;
+        Ok(())
+    }
+
+    /// The `ask` tool as `tools/list` shows it.
+    pub fn tool(&self) -> Tool {
+        Tool::new(
+            TOOL_NAME,
+            TOOL_DESCRIPTION,
+            Arc::new(ask_input_schema(self.settings.rules)),
+        )
+    }
+
+    async fn ask(&self, args: Value, context: &RequestContext<RoleServer>) -> CallToolResult {
+        let request = match validate(&args, self.settings.rules) {
+            Ok(_) => args,
+            Err(issues) => {
+                return error_text(format!(
+                    "invalid ask call; fix these and call again:\n{}",
+                    describe(&issues)
+                ));
+            }
+        };
+        let mut asker = self.settings.asker.clone();
+        asker.client = context
+            .peer
+            .peer_info()
+            .map(|info| format!("{} {}", info.client_info.name, info.client_info.version));
+        let frame = ClientFrame::Ask {
+            session_id: Some(self.settings.session_id.clone()),
+            asker,
+            request,
+            timeout_secs: self.settings.timeout.map(|t| t.as_secs_f64()),
+        };
+        let size = serde_json::to_vec(&frame).map(|v| v.len()).unwrap_or(0);
+        if size >= MAX_FRAME {
+            return error_text(format!(
+                "invalid ask call: it is {size} bytes, over the {MAX_FRAME} byte limit; shorten the questions"
+            ));
+        }
+        let mut call = match Call::start(&self.settings.socket, &frame).await {
+            Ok(call) => call,
+            Err(AskError::Unreachable { .. }) => {
+                return error_text(Outcome::NoOperator.unanswered_message().unwrap_or_default());
+            }
+            Err(AskError::Refused(refusal)) if !refusal.issues.is_empty() => {
+                return error_text(format!(
+                    "invalid ask call; fix these and call again:\n{}",
+                    describe(&refusal.issues)
+                ));
+            }
+            Err(e) => return error_text(format!("{}: {e}", crate::item::NOT_ANSWERED)),
+        };
+        let progress_token = context.meta.get_progress_token();
+        let mut ticker = tokio::time::interval(self.settings.progress_interval);
+        ticker.tick().await;
+        let started = tokio::time::Instant::now();
+        let outcome = loop {
+            tokio::select! {
+                outcome = call.outcome() => break outcome,
+                () = context.ct.cancelled() => {
+                    // The client gave up on the call: cancel the item, then hang up.
+                    let _ = call.cancel().await;
+                    return error_text(format!("{} (cancelled by the client)", crate::item::NOT_ANSWERED));
+                }
+                _ = ticker.tick(), if progress_token.is_some() => {
+                    let waited = started.elapsed();
+                    let left = call.timeout.saturating_sub(waited).as_secs();
+                    let Some(token) = progress_token.clone() else { continue };
+                    let note = ProgressNotificationParam::new(token, waited.as_secs_f64())
+                        .with_total(call.timeout.as_secs_f64())
+                        .with_message(format!("waiting for the operator ({left} s left)"));
+                    if let Err(e) = context.peer.notify_progress(note).await {
+                        tracing::debug!("progress notification failed: {e}");
+                    }
+                }
+            }
+        };
+        match outcome {
+            Ok(Outcome::Answered(resolution)) => CallToolResult::success(vec![ContentBlock::text(
+                json!({ "answers": resolution.answers }).to_string(),
+            )]),
+            Ok(other) => error_text(other.unanswered_message().unwrap_or_default()),
+            Err(e) => error_text(format!("{} ({e})", crate::item::NOT_ANSWERED)),
+        }
+    }
+}
+
+fn error_text(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+impl ServerHandler for OperatorServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(rmcp::model::Implementation::new(
+                SERVER_NAME,
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Ask the human operator with the `ask` tool when a decision is theirs; never guess at it.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(vec![self.tool()]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        (name == TOOL_NAME).then(|| self.tool())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if request.name != TOOL_NAME {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool {:?}; this server has only {TOOL_NAME:?}",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        Ok(self.ask(args, &context).await.into())
+    }
+}
+
+/// AskUserQuestion's input schema, verbatim, plus the optional `default`
+/// (required on every question under strict defaults). Extra fields are
+/// allowed so a newer client's call still validates.
+pub fn ask_input_schema(rules: Rules) -> JsonObject {
+    let mut question_required = vec!["question", "header", "options", "multiSelect"];
+    if rules.strict_defaults {
+        question_required.push("default");
+    }
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "questions": {
+                "type": "array",
+                "description": format!("Questions to ask the user ({MIN_QUESTIONS}-{MAX_QUESTIONS} questions)"),
+                "minItems": MIN_QUESTIONS,
+                "maxItems": MAX_QUESTIONS,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "question": {
+                            "type": "string",
+                            "description": "The complete question to ask the user. Should be clear, specific, and end with a question mark. Question texts must be unique within a call."
+                        },
+                        "header": {
+                            "type": "string",
+                            "description": format!("Very short label displayed as a chip/tag (max {MAX_HEADER_CHARS} chars). Examples: \"Auth method\", \"Library\", \"Approach\".")
+                        },
+                        "options": {
+                            "type": "array",
+                            "description": format!("The available choices for this question. Must have {MIN_OPTIONS}-{MAX_OPTIONS} options. End the label of the option you recommend with \" (Recommended)\". The operator can always type free text instead (\"Other\")."),
+                            "minItems": MIN_OPTIONS,
+                            "maxItems": MAX_OPTIONS,
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "label": {
+                                        "type": "string",
+                                        "description": "The display text for this option that the user will see and select. Should be concise (1-5 words)."
+                                    },
+                                    "description": {
+                                        "type": "string",
+                                        "description": "Explanation of what this option means or what will happen if chosen."
+                                    }
+                                },
+                                "required": ["label", "description"]
+                            }
+                        },
+                        "multiSelect": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "Set to true to allow the user to select multiple options instead of just one. The answer is then an array of labels."
+                        },
+                        "default": {
+                            "description": "The pre-picked answer: an option label, or an array of labels for multiSelect. Taken when the operator confirms without choosing.",
+                            "anyOf": [
+                                {"type": "string"},
+                                {"type": "array", "items": {"type": "string"}}
+                            ]
+                        }
+                    },
+                    "required": question_required
+                }
+            }
+        },
+        "required": ["questions"]
+    });
+    match schema {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+/// The default interval between progress notifications while waiting: well
+/// under the 60 s some hosts allow a silent tool call.
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
+
+impl McpSettings {
+    /// Settings for a server spawned by an agent: `HARK_ASK_SOCK` (else the
+    /// app socket), `HARK_SESSION_ID` (else one session per server),
+    /// `HARK_ASK_TIMEOUT` seconds, `HARK_PROGRESS_INTERVAL_MS`, the config's rules.
+    pub fn from_env(
+        config: &crate::config::Config,
+    ) -> Result<McpSettings, crate::socket::SocketError> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let socket = match var(crate::socket::ASK_SOCK_ENV) {
+            Some(path) => PathBuf::from(path),
+            None => crate::socket::app_socket_path()?,
+        };
+        let parent = std::os::unix::process::parent_id();
+        Ok(McpSettings {
+            socket,
+            session_id: var("HARK_SESSION_ID").unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            timeout: var("HARK_ASK_TIMEOUT")
+                .and_then(|s| s.parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map(Duration::from_secs_f64),
+            rules: config.rules(),
+            progress_interval: var("HARK_PROGRESS_INTERVAL_MS")
+                .and_then(|s| s.parse().ok())
+                .filter(|ms| *ms > 0)
+                .map(Duration::from_millis)
+                .unwrap_or(DEFAULT_PROGRESS_INTERVAL),
+            asker: Asker {
+                pid: Some(parent),
+                cwd: std::env::current_dir()
+                    .ok()
+                    .map(|p| p.display().to_string()),
+                command: command_line(parent),
+                client: None,
+            },
+        })
+    }
+}
+
+/// A process's command line, where the platform tells it.
+fn command_line(pid: u32) -> Option<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let words: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// The MCP config naming this `hark` as the `operator` server, for an agent
+/// a user starts by hand: `claude -p … --mcp-config "$(hark mcp-config)"`.
+pub fn mcp_config(hark: &std::path::Path) -> Value {
+    json!({
+        "mcpServers": {
+            SERVER_NAME: {
+                "type": "stdio",
+                "command": hark.display().to_string(),
+                "args": ["mcp-operator-ask"]
+            }
+        }
+    })
+}

@@ -1,0 +1,422 @@
+//! The registry of pending items.
+//!
+//! Shaped like mini-redis's `Db`: one cheap-to-clone handle around
+//! `Arc<Shared>`, a std `Mutex` held only for short sections, and an ordered
+//! set of deadlines driven by one background task. Time is tokio's, so tests
+//! control it with a paused clock.
+//!
+//! Settling removes the item under the lock, so exactly one settlement wins:
+//! an answer, a skip, a timeout or a cancellation, whichever comes first.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
+
+use crate::item::{Item, ItemId, Outcome};
+use crate::resolve::{Picks, resolve, unconfirmed_defaults};
+use crate::trace;
+use crate::validate::Issue;
+
+/// A handle to the registry. Clones share the same items.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    state: Mutex<State>,
+    /// Wakes the expiry task when an earlier deadline arrives or on shutdown.
+    expiry: Notify,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Items waiting on the operator.
+    pending: HashMap<ItemId, Entry>,
+    /// Deadlines in order, so the expiry task sleeps until the first one.
+    expirations: BTreeSet<(Instant, ItemId)>,
+    /// Set once: no new items are accepted and the expiry task ends.
+    shutdown: bool,
+}
+
+#[derive(Debug)]
+struct Entry {
+    item: Arc<Item>,
+    /// When it was opened (tokio clock), for `duration_ms`.
+    opened: Instant,
+    deadline: Instant,
+    /// Delivers the outcome to the asker.
+    settle: oneshot::Sender<Outcome>,
+}
+
+/// What the operator did, as any surface reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    Answer(Picks),
+    Skip,
+}
+
+/// Why a reply was refused. The item is left as it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    #[error("item {0} is not pending (already settled, or never asked)")]
+    NotPending(ItemId),
+    #[error("the answers do not fit the questions:\n{}", crate::validate::describe(.0))]
+    Invalid(Vec<Issue>),
+}
+
+/// An opened item, held by the asker. Dropping it before the item settles
+/// cancels the item, so the registry entry is torn down on every exit path.
+#[derive(Debug)]
+pub struct Pending {
+    pub item: Arc<Item>,
+    outcome: Option<oneshot::Receiver<Outcome>>,
+    registry: Registry,
+}
+
+impl Pending {
+    /// Waits for the item to settle, whoever settles it.
+    pub async fn outcome(&mut self) -> Outcome {
+        let Some(rx) = self.outcome.as_mut() else {
+            return Outcome::Cancelled {
+                reason: "outcome already taken".into(),
+            };
+        };
+        let outcome = rx.await.unwrap_or_else(|_| Outcome::Cancelled {
+            reason: "hark is shutting down".into(),
+        });
+        self.outcome = None;
+        outcome
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.outcome.is_some() {
+            self.registry.settle(self.item.id, |_| Outcome::Cancelled {
+                reason: "the agent went away".into(),
+            });
+        }
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new()
+    }
+}
+
+impl Registry {
+    /// Creates a registry and spawns its expiry task on the current runtime.
+    pub fn new() -> Registry {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            expiry: Notify::new(),
+        });
+        tokio::spawn(expire_items(shared.clone()));
+        Registry { shared }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind; keep serving.
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Opens an item. After shutdown it settles at once as cancelled.
+    pub fn open(&self, item: Item) -> Pending {
+        let (tx, rx) = oneshot::channel();
+        let item = Arc::new(item);
+        let now = Instant::now();
+        let deadline = now + item.timeout;
+        let wake = {
+            let mut state = self.lock();
+            if state.shutdown {
+                drop(state);
+                let _ = tx.send(Outcome::Cancelled {
+                    reason: "hark is shutting down".into(),
+                });
+                return Pending {
+                    item,
+                    outcome: Some(rx),
+                    registry: self.clone(),
+                };
+            }
+            let earliest = state.expirations.first().is_none_or(|(d, _)| deadline < *d);
+            state.expirations.insert((deadline, item.id));
+            state.pending.insert(
+                item.id,
+                Entry {
+                    item: item.clone(),
+                    opened: now,
+                    deadline,
+                    settle: tx,
+                },
+            );
+            earliest
+        };
+        trace::asked(&item);
+        if wake {
+            self.shared.expiry.notify_one();
+        }
+        Pending {
+            item,
+            outcome: Some(rx),
+            registry: self.clone(),
+        }
+    }
+
+    /// Applies the operator's reply. Answers are resolved against the request
+    /// (defaults filled in); a reply that does not fit is refused and the item
+    /// stays pending. Exactly one reply wins.
+    pub fn reply(&self, id: ItemId, reply: Reply) -> Result<Outcome, ReplyError> {
+        let item = self.get(id).ok_or(ReplyError::NotPending(id))?;
+        let outcome = match reply {
+            Reply::Answer(picks) => {
+                Outcome::Answered(resolve(&item.request, &picks).map_err(ReplyError::Invalid)?)
+            }
+            Reply::Skip => Outcome::Skipped {
+                unconfirmed_defaults: unconfirmed_defaults(&item.request),
+            },
+        };
+        self.settle(id, |_| outcome)
+            .ok_or(ReplyError::NotPending(id))
+    }
+
+    /// Settles an item as cancelled. Returns false when it was not pending.
+    pub fn cancel(&self, id: ItemId, reason: &str) -> bool {
+        self.settle_as(
+            id,
+            Outcome::Cancelled {
+                reason: reason.to_owned(),
+            },
+        )
+    }
+
+    /// Settles an item with an unanswered outcome decided elsewhere (cancel,
+    /// no operator). Returns false when it was not pending.
+    pub fn settle_as(&self, id: ItemId, outcome: Outcome) -> bool {
+        self.settle(id, |_| outcome).is_some()
+    }
+
+    /// The item, while it is pending.
+    pub fn get(&self, id: ItemId) -> Option<Arc<Item>> {
+        self.lock().pending.get(&id).map(|e| e.item.clone())
+    }
+
+    /// Every pending item, oldest first.
+    pub fn pending(&self) -> Vec<Arc<Item>> {
+        let mut items: Vec<Arc<Item>> = self
+            .lock()
+            .pending
+            .values()
+            .map(|e| e.item.clone())
+            .collect();
+        items.sort_by_key(|i| i.created_at);
+        items
+    }
+
+    /// Stops accepting items and cancels every pending one, so each waiting
+    /// agent gets its error at once.
+    pub fn shutdown(&self, reason: &str) {
+        let ids: Vec<ItemId> = {
+            let mut state = self.lock();
+            state.shutdown = true;
+            state.pending.keys().copied().collect()
+        };
+        for id in ids {
+            self.cancel(id, reason);
+        }
+        self.shared.expiry.notify_one();
+    }
+
+    /// Removes the item if it is still pending and delivers its outcome.
+    fn settle(&self, id: ItemId, outcome: impl FnOnce(&Entry) -> Outcome) -> Option<Outcome> {
+        let (entry, outcome) = {
+            let mut state = self.lock();
+            let entry = state.pending.remove(&id)?;
+            state.expirations.remove(&(entry.deadline, id));
+            let outcome = outcome(&entry);
+            (entry, outcome)
+        };
+        trace::settled(&entry.item, &outcome, entry.opened.elapsed());
+        // The asker may be gone already; the outcome is still traced.
+        let _ = entry.settle.send(outcome.clone());
+        Some(outcome)
+    }
+
+    /// Times out every item whose deadline has passed; returns the next deadline.
+    fn expire_due(&self) -> Option<Instant> {
+        let now = Instant::now();
+        loop {
+            let due = {
+                let state = self.lock();
+                if state.shutdown {
+                    return None;
+                }
+                match state.expirations.first() {
+                    Some(&(deadline, id)) if deadline <= now => id,
+                    Some(&(deadline, _)) => return Some(deadline),
+                    None => return None,
+                }
+            };
+            self.settle(due, |entry| Outcome::TimedOut {
+                after_ms: millis(entry.opened.elapsed()),
+            });
+        }
+    }
+
+    fn is_shut_down(&self) -> bool {
+        self.lock().shutdown
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The expiry task: sleeps until the earliest deadline, or until woken.
+async fn expire_items(shared: Arc<Shared>) {
+    let registry = Registry { shared };
+    while !registry.is_shut_down() {
+        match registry.expire_due() {
+            Some(when) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(when) => {}
+                    _ = registry.shared.expiry.notified() => {}
+                }
+            }
+            None => registry.shared.expiry.notified().await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::item::Asker;
+    use crate::resolve::Pick;
+    use crate::validate::{Rules, validate};
+    use serde_json::json;
+    use std::time::SystemTime;
+
+    fn item(timeout: Duration) -> Item {
+        Item {
+            id: ItemId::random(),
+            session_id: "s1".into(),
+            asker: Asker::default(),
+            request: validate(
+                &json!({"questions": [{"question": "Go?", "header": "Go", "multiSelect": false,
+                    "options": [{"label": "Yes (Recommended)", "description": ""}, {"label": "No", "description": ""}]}]}),
+                Rules::default(),
+            )
+            .unwrap(),
+            created_at: SystemTime::now(),
+            timeout,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_item_times_out_at_its_deadline_and_not_before() {
+        let registry = Registry::new();
+        let mut pending = registry.open(item(Duration::from_secs(300)));
+        let id = pending.item.id;
+        tokio::time::advance(Duration::from_secs(299)).await;
+        assert!(
+            registry.get(id).is_some(),
+            "still pending before the deadline"
+        );
+        let outcome = pending.outcome().await;
+        assert_eq!(outcome, Outcome::TimedOut { after_ms: 300_000 });
+        assert!(registry.get(id).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_earlier_deadline_wakes_the_expiry_task() {
+        let registry = Registry::new();
+        let _long = registry.open(item(Duration::from_secs(3600)));
+        let mut short = registry.open(item(Duration::from_secs(5)));
+        assert_eq!(short.outcome().await, Outcome::TimedOut { after_ms: 5_000 });
+        assert_eq!(registry.pending().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn exactly_one_reply_wins() {
+        let registry = Registry::new();
+        let mut pending = registry.open(item(Duration::from_secs(60)));
+        let id = pending.item.id;
+        let first = registry.reply(
+            id,
+            Reply::Answer(Picks::from([("Go?".into(), Pick::Label("No".into()))])),
+        );
+        assert!(matches!(first, Ok(Outcome::Answered(_))));
+        assert_eq!(
+            registry.reply(id, Reply::Skip),
+            Err(ReplyError::NotPending(id))
+        );
+        assert!(!registry.cancel(id, "late"));
+        let Outcome::Answered(resolution) = pending.outcome().await else {
+            panic!()
+        };
+        assert_eq!(
+            serde_json::to_value(resolution.answers).unwrap(),
+            json!({"Go?": "No"})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_reply_that_does_not_fit_leaves_the_item_pending() {
+        let registry = Registry::new();
+        let pending = registry.open(item(Duration::from_secs(60)));
+        let id = pending.item.id;
+        let refused = registry.reply(
+            id,
+            Reply::Answer(Picks::from([("Go?".into(), Pick::Label("Maybe".into()))])),
+        );
+        assert!(matches!(refused, Err(ReplyError::Invalid(_))));
+        assert!(registry.get(id).is_some());
+    }
+
+    #[tokio::test]
+    async fn a_skip_names_the_unconfirmed_defaults() {
+        let registry = Registry::new();
+        let mut pending = registry.open(item(Duration::from_secs(60)));
+        registry.reply(pending.item.id, Reply::Skip).unwrap();
+        let outcome = pending.outcome().await;
+        assert_eq!(outcome.name(), "skipped");
+        assert!(
+            outcome
+                .unanswered_message()
+                .unwrap()
+                .contains("Yes (Recommended)")
+        );
+    }
+
+    #[tokio::test]
+    async fn dropping_the_asker_tears_the_entry_down() {
+        let registry = Registry::new();
+        let pending = registry.open(item(Duration::from_secs(60)));
+        let id = pending.item.id;
+        drop(pending);
+        assert!(registry.get(id).is_none());
+        assert!(registry.pending().is_empty());
+    }
+
+    #[tokio::test]
+    async fn shutdown_cancels_everything_pending_and_refuses_new_items() {
+        let registry = Registry::new();
+        let mut a = registry.open(item(Duration::from_secs(60)));
+        registry.shutdown("hark is quitting");
+        assert_eq!(
+            a.outcome().await,
+            Outcome::Cancelled {
+                reason: "hark is quitting".into()
+            }
+        );
+        let mut b = registry.open(item(Duration::from_secs(60)));
+        assert_eq!(b.outcome().await.name(), "cancelled");
+    }
+}

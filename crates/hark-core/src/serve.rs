@@ -1,0 +1,102 @@
+//! `hark serve`: the headless daemon. It owns the app socket, the registry
+//! and a terminal or scripted prompter, until SIGINT/SIGTERM.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::bridge::{self, Bridge};
+use crate::config::{Config, ConfigError};
+use crate::prompter::OperatorPrompter;
+use crate::registry::Registry;
+use crate::script::{ScriptError, ScriptedPrompter};
+use crate::socket::{self, SocketError};
+use crate::terminal::TerminalPrompter;
+
+/// Who answers: `terminal` or `script:PATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrompterChoice {
+    Terminal,
+    Script(PathBuf),
+}
+
+impl FromStr for PrompterChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.split_once(':') {
+            None if s == "terminal" => Ok(PrompterChoice::Terminal),
+            Some(("script", path)) if !path.is_empty() => Ok(PrompterChoice::Script(path.into())),
+            _ => Err(format!(
+                "unknown prompter {s:?}: use `terminal` or `script:PATH`"
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub prompter: PrompterChoice,
+    /// The socket to serve; the app socket when `None`.
+    pub socket: Option<PathBuf>,
+    /// The default bounded wait; the config's when `None`.
+    pub ask_timeout: Option<Duration>,
+    /// Require a default on every question (on top of the config's switch).
+    pub strict_defaults: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    #[error(transparent)]
+    Socket(#[from] SocketError),
+}
+
+/// Runs the daemon until SIGINT or SIGTERM.
+pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
+    let config = Config::load()?;
+    let prompter: Arc<dyn OperatorPrompter> = match &options.prompter {
+        PrompterChoice::Terminal => Arc::new(TerminalPrompter::new()),
+        PrompterChoice::Script(path) => Arc::new(ScriptedPrompter::load(path)?),
+    };
+    let path = match options.socket {
+        Some(path) => path,
+        None => socket::app_socket_path()?,
+    };
+    let (listener, socket_file) = socket::bind(&path)?;
+    let mut rules = config.rules();
+    rules.strict_defaults |= options.strict_defaults;
+    let bridge = Bridge {
+        registry: Registry::new(),
+        prompter,
+        default_timeout: options.ask_timeout.unwrap_or_else(|| config.ask_timeout()),
+        rules,
+    };
+    tracing::info!(
+        socket = %socket_file.path().display(),
+        timeout_s = bridge.default_timeout.as_secs(),
+        "hark is serving the operator"
+    );
+    eprintln!(
+        "hark: serving on {} — agents started with `--mcp-config \"$(hark mcp-config)\"` ask here",
+        socket_file.path().display()
+    );
+    bridge::run(listener, bridge, shutdown_signal()).await;
+    drop(socket_file);
+    Ok(())
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        Some(_) = async { term.as_mut()?.recv().await } => {}
+    }
+    tracing::info!("hark is shutting down");
+}

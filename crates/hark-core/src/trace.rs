@@ -1,0 +1,79 @@
+//! Trace events (SPEC §9), greppable by name: the event name is the message,
+//! and every event carries `question_id`, `session_id`, `headers`,
+//! `duration_ms` and `outcome`.
+//!
+//! If an agent seems stuck, a question never appeared, or an agent got blank
+//! answers, these three events are the first thing to grep.
+
+use std::time::Duration;
+
+use tracing_subscriber::EnvFilter;
+
+use crate::item::{Item, Outcome};
+
+pub const ASKED: &str = "operator.question.asked";
+pub const ANSWERED: &str = "operator.question.answered";
+pub const UNANSWERED: &str = "operator.question.unanswered";
+
+fn headers(item: &Item) -> String {
+    item.request.headers().join(", ")
+}
+
+/// A question reached the operator surface.
+pub fn asked(item: &Item) {
+    tracing::info!(
+        question_id = %item.id,
+        session_id = %item.session_id,
+        headers = %headers(item),
+        duration_ms = 0u64,
+        outcome = "pending",
+        timeout_ms = u64::try_from(item.timeout.as_millis()).unwrap_or(u64::MAX),
+        "{ASKED}"
+    );
+}
+
+/// An item settled: answered, or unanswered with the reason as `outcome`.
+pub fn settled(item: &Item, outcome: &Outcome, duration: Duration) {
+    let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    let name = if matches!(outcome, Outcome::Answered(_)) {
+        ANSWERED
+    } else {
+        UNANSWERED
+    };
+    tracing::info!(
+        question_id = %item.id,
+        session_id = %item.session_id,
+        headers = %headers(item),
+        duration_ms,
+        outcome = outcome.name(),
+        "{name}"
+    );
+}
+
+/// How logs are written (always to stderr: stdout may belong to a protocol).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    /// One JSON object per line, fields flattened: `{"message":"operator.question.asked",…}`.
+    Json,
+}
+
+/// Installs the stderr logger. `HARK_LOG` (an `EnvFilter`) picks the levels;
+/// the default is `info`.
+pub fn init_logging(format: LogFormat, default_level: &str) {
+    let filter =
+        EnvFilter::try_from_env("HARK_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    let _ = match format {
+        LogFormat::Text => builder.with_target(false).try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .try_init(),
+    };
+}

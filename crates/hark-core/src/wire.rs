@@ -1,0 +1,182 @@
+//! The bridge protocol: newline-delimited JSON frames on a unix socket.
+//!
+//! One protocol serves both kinds of socket (the app's well-known one and the
+//! per-call ones a dispatcher hands to a child as `HARK_ASK_SOCK`):
+//!
+//! ```text
+//! client → {"type":"ask","session_id":…,"asker":{…},"request":{"questions":[…]},"timeout_secs":…}
+//! server ← {"type":"accepted","id":…,"timeout_ms":…}
+//! server ← {"type":"settled","id":…,"outcome":{"outcome":"answered","answers":{…},"defaulted":[…]}}
+//! client → {"type":"cancel"}            (optional; closing the socket does the same)
+//! server ← {"type":"error","code":"invalid","message":…,"issues":[…]}
+//! ```
+//!
+//! Frames are capped at [`MAX_FRAME`] bytes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::item::{Asker, ItemId, Outcome};
+use crate::validate::Issue;
+
+/// The largest frame either side accepts (1 MiB).
+pub const MAX_FRAME: usize = 1 << 20;
+
+/// A frame from a client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientFrame {
+    /// Ask the operator. `request` is the raw call, validated by the server.
+    Ask {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        #[serde(default)]
+        asker: Asker,
+        request: Value,
+        /// This call's bounded wait; the server's default when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_secs: Option<f64>,
+    },
+    /// The asker no longer wants the answer.
+    Cancel,
+}
+
+/// A frame from the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerFrame {
+    /// The item is pending; the operator has `timeout_ms`.
+    Accepted { id: ItemId, timeout_ms: u64 },
+    /// The item settled.
+    Settled { id: ItemId, outcome: Outcome },
+    /// The frame was refused; nothing is pending.
+    Error(WireError),
+}
+
+/// A refused frame, with every validation issue when there are any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireError {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub issues: Vec<Issue>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The ask call failed validation; `issues` lists why.
+    Invalid,
+    /// The frame exceeded [`MAX_FRAME`].
+    FrameTooLarge,
+    /// The frame was not a known JSON frame.
+    BadFrame,
+    /// The peer runs as another user.
+    Forbidden,
+}
+
+impl WireError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> WireError {
+        WireError {
+            code,
+            message: message.into(),
+            issues: Vec::new(),
+        }
+    }
+}
+
+/// Why a frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame exceeds {MAX_FRAME} bytes")]
+    TooLarge,
+    #[error("connection closed in the middle of a frame")]
+    Truncated,
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads one newline-terminated frame into `buf` (cleared first). Returns
+/// `Ok(false)` on a clean end of stream. Never buffers more than [`MAX_FRAME`].
+pub async fn read_frame<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+) -> Result<bool, FrameError> {
+    buf.clear();
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return if buf.is_empty() {
+                Ok(false)
+            } else {
+                Err(FrameError::Truncated)
+            };
+        }
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..i], Some(i + 1)),
+            None => (available, None),
+        };
+        if buf.len() + chunk.len() > MAX_FRAME {
+            return Err(FrameError::TooLarge);
+        }
+        buf.extend_from_slice(chunk);
+        let used = done.unwrap_or(chunk.len());
+        reader.consume(used);
+        if done.is_some() {
+            return Ok(true);
+        }
+    }
+}
+
+/// Writes one frame and flushes it.
+pub async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(
+    writer: &mut W,
+    frame: &T,
+) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec(frame)?;
+    bytes.push(b'\n');
+    writer.write_all(&bytes).await?;
+    writer.flush().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::BufReader;
+
+    #[tokio::test]
+    async fn frames_split_on_newlines() {
+        let data = b"{\"type\":\"cancel\"}\n{\"a\":1}\n".to_vec();
+        let mut reader = BufReader::with_capacity(4, &data[..]);
+        let mut buf = Vec::new();
+        assert!(read_frame(&mut reader, &mut buf).await.unwrap());
+        let frame: ClientFrame = serde_json::from_slice(&buf).unwrap();
+        assert_eq!(frame, ClientFrame::Cancel);
+        assert!(read_frame(&mut reader, &mut buf).await.unwrap());
+        assert_eq!(buf, b"{\"a\":1}");
+        assert!(!read_frame(&mut reader, &mut buf).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn an_oversized_frame_is_refused_without_buffering_it() {
+        let data = vec![b'x'; MAX_FRAME + 10];
+        let mut reader = BufReader::new(&data[..]);
+        let mut buf = Vec::new();
+        assert!(matches!(
+            read_frame(&mut reader, &mut buf).await,
+            Err(FrameError::TooLarge)
+        ));
+        assert!(buf.len() <= MAX_FRAME);
+    }
+
+    #[tokio::test]
+    async fn a_frame_cut_short_is_reported() {
+        let data = b"{\"type\":".to_vec();
+        let mut buf = Vec::new();
+        assert!(matches!(
+            read_frame(&mut &data[..], &mut buf).await,
+            Err(FrameError::Truncated)
+        ));
+    }
+}

@@ -1,0 +1,162 @@
+//! `hark`: the one command users and agents type. This file only parses the
+//! command line and calls into `hark_core`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use hark_core::trace::LogFormat;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hark",
+    version,
+    about = "An operator console for headless AI agents: their questions reach you, your answers reach them."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the headless daemon: agents' questions are asked on this terminal
+    /// or answered by a script.
+    Serve {
+        /// Who answers: `terminal`, or `script:PATH` (a JSON map of question → answer).
+        #[arg(long, default_value = "terminal")]
+        prompter: hark_core::serve::PrompterChoice,
+        /// Seconds the operator has to answer (default: the config's, else 300).
+        #[arg(long, value_name = "SECS")]
+        ask_timeout: Option<f64>,
+        /// The socket to serve (default: $HARK_SOCKET, else $XDG_RUNTIME_DIR/hark/hark.sock).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        /// Require a pre-picked default on every question.
+        #[arg(long)]
+        strict_defaults: bool,
+        /// How logs (and trace events) are written to stderr.
+        #[arg(long, value_enum, default_value = "text")]
+        log_format: LogFormatArg,
+    },
+    /// The MCP stdio server an agent spawns (server `operator`, tool `ask`).
+    McpOperatorAsk,
+    /// Ask the operator from a script; prints `{"outcome":…}` as JSON.
+    /// Exit 0 answered, 2 invalid input, 3 not answered.
+    Ask {
+        /// The questions, `{"questions":[…]}` as AskUserQuestion takes them (`-` for stdin).
+        #[arg(long, value_name = "Q.json")]
+        file: PathBuf,
+        /// Seconds to wait for the answer.
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<f64>,
+        /// Return `not_answered` at once when no operator is attached.
+        #[arg(long)]
+        no_wait: bool,
+        /// The session to file the question under.
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Print the MCP config that points an agent at this hark:
+    /// `claude -p … --mcp-config "$(hark mcp-config)" --allowedTools mcp__operator__ask`.
+    McpConfig,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormatArg {
+    Text,
+    Json,
+}
+
+fn seconds(s: Option<f64>) -> Result<Option<Duration>, String> {
+    match s {
+        Some(s) if !(s.is_finite() && s > 0.0) => Err(format!(
+            "a timeout must be a positive number of seconds, got {s}"
+        )),
+        Some(s) => Ok(Some(Duration::from_secs_f64(s))),
+        None => Ok(None),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("hark: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> Result<ExitCode, String> {
+    match command {
+        Command::Serve {
+            prompter,
+            ask_timeout,
+            socket,
+            strict_defaults,
+            log_format,
+        } => {
+            let format = match log_format {
+                LogFormatArg::Text => LogFormat::Text,
+                LogFormatArg::Json => LogFormat::Json,
+            };
+            hark_core::trace::init_logging(format, "info");
+            let options = hark_core::serve::ServeOptions {
+                prompter,
+                socket,
+                ask_timeout: seconds(ask_timeout)?,
+                strict_defaults,
+            };
+            multi_thread()?
+                .block_on(hark_core::serve::serve(options))
+                .map_err(|e| e.to_string())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::McpOperatorAsk => {
+            hark_core::trace::init_logging(LogFormat::Text, "warn");
+            let config = hark_core::config::Config::load().map_err(|e| e.to_string())?;
+            let settings =
+                hark_core::mcp::McpSettings::from_env(&config).map_err(|e| e.to_string())?;
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            runtime
+                .block_on(hark_core::mcp::OperatorServer::new(settings).serve_stdio())
+                .map_err(|e| e.to_string())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ask {
+            file,
+            timeout,
+            no_wait,
+            session,
+        } => {
+            let options = hark_core::ask::AskOptions {
+                file,
+                timeout: seconds(timeout)?,
+                no_wait,
+                session_id: session,
+            };
+            let code = multi_thread()?.block_on(hark_core::ask::run(options));
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }
+        Command::McpConfig => {
+            let hark = std::env::current_exe()
+                .map_err(|e| format!("cannot find this hark's path: {e}"))?;
+            let hark = hark.canonicalize().unwrap_or(hark);
+            println!("{}", hark_core::mcp::mcp_config(&hark));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn multi_thread() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
