@@ -116,7 +116,7 @@ impl Outcome {
             }
             Outcome::TimedOut { after_ms } => format!(
                 "timed out after {} s; no default was applied",
-                Duration::from_millis(*after_ms).as_secs_f64().round()
+                (*after_ms as f64 / 100.0).round() / 10.0
             ),
             Outcome::Cancelled { reason } => format!("cancelled: {reason}"),
             Outcome::NoOperator => {

@@ -1,0 +1,221 @@
+//! Helpers that drive the real `hark` binary the way an agent host does:
+//! a daemon with a scripted prompter on a temp socket, and MCP clients
+//! (rmcp's) that spawn `hark mcp-operator-ask`.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientRequest, Request};
+use rmcp::service::{PeerRequestOptions, RequestHandle, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+/// How long any test waits for an event before failing.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+pub fn hark() -> &'static str {
+    env!("CARGO_BIN_EXE_hark")
+}
+
+/// Lines a child wrote, collected by a reader thread; tests wait on them.
+#[derive(Clone, Default)]
+pub struct Lines {
+    inner: Arc<(Mutex<Vec<String>>, Condvar)>,
+}
+
+impl Lines {
+    pub fn follow(stream: impl std::io::Read + Send + 'static) -> Lines {
+        let lines = Lines::default();
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines() {
+                let Ok(line) = line else { break };
+                let (lock, cvar) = &*sink.inner;
+                lock.lock().unwrap().push(line);
+                cvar.notify_all();
+            }
+        });
+        lines
+    }
+
+    pub fn all(&self) -> Vec<String> {
+        self.inner.0.lock().unwrap().clone()
+    }
+
+    /// Waits until a line satisfies `pred` and returns it.
+    pub fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let (lock, cvar) = &*self.inner;
+        let deadline = Instant::now() + PATIENCE;
+        let mut lines = lock.lock().unwrap();
+        loop {
+            if let Some(line) = lines.iter().find(|l| pred(l)) {
+                return line.clone();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "timed out waiting for {what}; saw:\n{}",
+                lines.join("\n")
+            );
+            lines = cvar.wait_timeout(lines, left).unwrap().0;
+        }
+    }
+
+    /// Waits for a JSON log event with this message whose fields match `fields`.
+    pub fn wait_event(&self, message: &str, fields: &[(&str, &str)]) -> Value {
+        let line = self.wait_for(&format!("event {message} {fields:?}"), |l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|v| {
+                v["message"] == message
+                    && fields.iter().all(|(k, want)| v[*k].as_str() == Some(*want))
+            })
+        });
+        serde_json::from_str(&line).unwrap()
+    }
+}
+
+/// A `hark serve --prompter script:…` on a socket in its own temp dir.
+pub struct Daemon {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub child: Child,
+    pub log: Lines,
+}
+
+impl Daemon {
+    pub fn start(script: Value) -> Daemon {
+        Daemon::start_with(script, &[])
+    }
+
+    pub fn start_with(script: Value, args: &[&str]) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let script_path = dir.path().join("script.json");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let socket = dir.path().join("run").join("hark.sock");
+        let mut child = Command::new(hark())
+            .arg("serve")
+            .arg(format!("--prompter=script:{}", script_path.display()))
+            .arg("--socket")
+            .arg(&socket)
+            .args(["--log-format", "json"])
+            .args(args)
+            .env("HARK_CONFIG", dir.path().join("no-config.toml"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = Lines::follow(child.stderr.take().unwrap());
+        log.wait_event("hark is serving the operator", &[]);
+        Daemon {
+            dir,
+            socket,
+            child,
+            log,
+        }
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client that counts progress notifications.
+#[derive(Clone, Default)]
+pub struct Host {
+    pub progress: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Host {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.progress
+            .lock()
+            .unwrap()
+            .push(params.message.unwrap_or_default());
+    }
+}
+
+pub type Agent = RunningService<RoleClient, Host>;
+
+/// Spawns `hark mcp-operator-ask` as an agent host would, pointed at `socket`.
+pub async fn agent(socket: &Path, env: &[(&str, &str)]) -> Agent {
+    let mut cmd = tokio::process::Command::new(hark());
+    cmd.arg("mcp-operator-ask")
+        .env("HARK_ASK_SOCK", socket)
+        .env("HARK_CONFIG", socket.with_extension("no-config.toml"))
+        .env_remove("HARK_SESSION_ID")
+        .env_remove("HARK_ASK_TIMEOUT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let transport = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+        .0;
+    Host::default().serve(transport).await.unwrap()
+}
+
+fn params(args: Value) -> CallToolRequestParams {
+    let Value::Object(map) = args else {
+        panic!("arguments must be an object")
+    };
+    CallToolRequestParams::new("ask").with_arguments(map)
+}
+
+/// Calls `ask` and returns the result.
+pub async fn ask(agent: &Agent, args: Value) -> CallToolResult {
+    agent.call_tool(params(args)).await.unwrap()
+}
+
+/// Starts an `ask` call that can be cancelled.
+pub async fn ask_cancellable(agent: &Agent, args: Value) -> RequestHandle<RoleClient> {
+    agent
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(Request::new(params(args))),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap()
+}
+
+/// The text of a tool result's one content block.
+pub fn text(result: &CallToolResult) -> String {
+    let block = result.content.first().expect("a content block");
+    block.as_text().expect("text content").text.clone()
+}
+
+/// A question in AskUserQuestion's shape.
+pub fn question(text: &str, header: &str, labels: &[&str], multi: bool) -> Value {
+    json!({
+        "question": text,
+        "header": header,
+        "multiSelect": multi,
+        "options": labels.iter().map(|l| json!({"label": l, "description": format!("pick {l}")})).collect::<Vec<_>>(),
+    })
+}
+
+pub fn questions(qs: &[Value]) -> Value {
+    json!({ "questions": qs })
+}
