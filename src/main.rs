@@ -58,6 +58,48 @@ enum Command {
         #[arg(long)]
         session: Option<String>,
     },
+    /// List the items waiting for you (and, with --all, the history).
+    Inbox {
+        /// Settled items too: answered, skipped, timed out, cancelled.
+        #[arg(long)]
+        all: bool,
+        /// Keep following: print each item as it arrives or settles.
+        #[arg(long)]
+        watch: bool,
+        /// One JSON value per line, for scripts.
+        #[arg(long)]
+        json: bool,
+        /// At most this many items.
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Delete the settled history.
+        #[arg(long, conflicts_with_all = ["watch", "all"])]
+        clear_settled: bool,
+    },
+    /// Answer a pending item. Questions you leave out take their defaults.
+    Answer {
+        /// The item's id, or a unique prefix of it (see `hark inbox`).
+        id: String,
+        /// Pick an option by label (repeat for multi-select); `QUESTION=LABEL`
+        /// when several questions share the label.
+        #[arg(long = "pick", value_name = "LABEL", num_args = 1..)]
+        picks: Vec<String>,
+        /// Free text instead of an option (`QUESTION=TEXT` when there are several questions).
+        #[arg(long)]
+        text: Option<String>,
+        /// Confirm the pre-picked defaults.
+        #[arg(long, conflicts_with_all = ["picks", "text"])]
+        defaults: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Skip a pending item: the agent proceeds without confirmed answers.
+    Skip {
+        /// The item's id, or a unique prefix of it.
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the MCP config that points an agent at this hark:
     /// `claude -p … --mcp-config "$(hark mcp-config)" --allowedTools mcp__operator__ask`.
     McpConfig,
@@ -141,8 +183,42 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 no_wait,
                 session_id: session,
             };
-            let code = multi_thread()?.block_on(hark_core::ask::run(options));
-            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+            exit(multi_thread()?.block_on(hark_core::ask::run(options)))
+        }
+        Command::Inbox {
+            all,
+            watch,
+            json,
+            limit,
+            clear_settled,
+        } => {
+            let options = hark_core::inbox_cli::InboxOptions {
+                json,
+                all,
+                watch,
+                clear_settled,
+                limit,
+            };
+            exit(multi_thread()?.block_on(hark_core::inbox_cli::inbox(options)))
+        }
+        Command::Answer {
+            id,
+            picks,
+            text,
+            defaults,
+            json,
+        } => {
+            let options = hark_core::inbox_cli::AnswerOptions {
+                id,
+                picks,
+                text,
+                defaults,
+                json,
+            };
+            exit(multi_thread()?.block_on(hark_core::inbox_cli::answer(options)))
+        }
+        Command::Skip { id, json } => {
+            exit(multi_thread()?.block_on(hark_core::inbox_cli::skip(&id, json)))
         }
         Command::McpConfig => {
             let hark = std::env::current_exe()
@@ -152,6 +228,10 @@ fn run(command: Command) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn exit(code: i32) -> Result<ExitCode, String> {
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
 fn multi_thread() -> Result<tokio::runtime::Runtime, String> {

@@ -93,7 +93,11 @@ impl Daemon {
     }
 
     pub fn start_with(script: Value, args: &[&str]) -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
+        Daemon::start_in(tempfile::tempdir().unwrap(), script, args)
+    }
+
+    /// Starts a daemon whose socket and store live in `dir`.
+    pub fn start_in(dir: tempfile::TempDir, script: Value, args: &[&str]) -> Daemon {
         let script_path = dir.path().join("script.json");
         std::fs::write(&script_path, script.to_string()).unwrap();
         let socket = dir.path().join("run").join("hark.sock");
@@ -105,6 +109,7 @@ impl Daemon {
             .args(["--log-format", "json"])
             .args(args)
             .env("HARK_CONFIG", dir.path().join("no-config.toml"))
+            .env("HARK_DATA_DIR", dir.path().join("data"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -118,6 +123,37 @@ impl Daemon {
             child,
             log,
         }
+    }
+
+    /// Kills the daemon with SIGKILL (no clean-up at all) and hands back its
+    /// directory, so a new daemon can start on the same store.
+    pub fn kill9(mut self) -> tempfile::TempDir {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::mem::replace(&mut self.dir, dir)
+    }
+
+    /// Runs `hark` with this daemon's socket and store, returning its output.
+    pub fn hark(&self, args: &[&str]) -> std::process::Output {
+        Command::new(hark())
+            .args(args)
+            .env("HARK_SOCKET", &self.socket)
+            .env("HARK_DATA_DIR", self.dir.path().join("data"))
+            .env("HARK_CONFIG", self.dir.path().join("no-config.toml"))
+            .output()
+            .unwrap()
+    }
+
+    /// `hark inbox --all --json`, parsed.
+    pub fn inbox(&self) -> Vec<Value> {
+        let out = self.hark(&["inbox", "--all", "--json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
     }
 
     /// Sends SIGTERM.

@@ -14,6 +14,7 @@ use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::task::JoinSet;
 
+use crate::inbox;
 use crate::item::{Item, ItemId, Outcome};
 use crate::prompter::{OperatorPrompter, Unanswered};
 use crate::registry::{Pending, Registry, Reply};
@@ -104,13 +105,20 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
             return;
         }
     };
-    let reply = match frame {
-        Ok(ClientFrame::Ask {
+    let frame = match frame {
+        Ok(frame) => frame,
+        Err(refusal) => {
+            let _ = write_frame(&mut writer, &ServerFrame::Error(refusal)).await;
+            return;
+        }
+    };
+    let answer = match frame {
+        ClientFrame::Ask {
             session_id,
             asker,
             request,
             timeout_secs,
-        }) => match validate(&request, bridge.rules) {
+        } => match validate(&request, bridge.rules) {
             Ok(request) => {
                 let item = Item {
                     id: ItemId::random(),
@@ -126,13 +134,20 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
             Err(issues) => {
                 let mut refusal = WireError::new(ErrorCode::Invalid, "the ask call is malformed");
                 refusal.issues = issues;
-                refusal
+                ServerFrame::Error(refusal)
             }
         },
-        Ok(ClientFrame::Cancel) => WireError::new(ErrorCode::BadFrame, "nothing to cancel"),
-        Err(refusal) => refusal,
+        ClientFrame::Cancel => {
+            ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "nothing to cancel"))
+        }
+        ClientFrame::Subscribe => return inbox::follow(&bridge.registry, reader, writer).await,
+        ClientFrame::Reply { id, reply, surface } => {
+            inbox::reply(&bridge.registry, id, reply, surface)
+        }
+        ClientFrame::List { filter } => inbox::list(&bridge.registry, &filter),
+        ClientFrame::ClearSettled => inbox::clear_settled(&bridge.registry),
     };
-    let _ = write_frame(&mut writer, &ServerFrame::Error(reply)).await;
+    let _ = write_frame(&mut writer, &answer).await;
 }
 
 /// The call's wait: its own when valid, else the default; never above [`MAX_TIMEOUT`].
@@ -169,7 +184,7 @@ async fn wait_for_operator(
             outcome = pending.outcome() => break outcome,
             answered = &mut prompt, if prompting => {
                 prompting = false;
-                apply(&bridge.registry, id, answered);
+                apply(&bridge.registry, bridge.prompter.surface(), id, answered);
             }
             frame = read_frame(&mut reader, &mut buf) => match frame {
                 Ok(true) if serde_json::from_slice::<ClientFrame>(&buf).ok() == Some(ClientFrame::Cancel) => {
@@ -185,10 +200,17 @@ async fn wait_for_operator(
 }
 
 /// Hands what the prompter returned to the registry, which resolves it.
-fn apply(registry: &Registry, id: ItemId, answered: Result<crate::resolve::Picks, Unanswered>) {
+fn apply(
+    registry: &Registry,
+    surface: &str,
+    id: ItemId,
+    answered: Result<crate::resolve::Picks, Unanswered>,
+) {
     let result = match answered {
-        Ok(picks) => registry.reply(id, Reply::Answer(picks)).map(|_| ()),
-        Err(Unanswered::Skipped) => registry.reply(id, Reply::Skip).map(|_| ()),
+        Ok(picks) => registry
+            .reply(id, Reply::Answer(picks), surface)
+            .map(|_| ()),
+        Err(Unanswered::Skipped) => registry.reply(id, Reply::Skip, surface).map(|_| ()),
         Err(Unanswered::Cancelled(reason)) => {
             registry.cancel(id, &reason);
             Ok(())

@@ -47,9 +47,7 @@ impl Call {
             })?;
         let (reader, mut writer) = stream.into_split();
         let mut reader = BufReader::new(reader);
-        write_frame(&mut writer, frame)
-            .await
-            .map_err(|e| AskError::Broken(e.to_string()))?;
+        send(&mut reader, &mut writer, frame).await?;
         match next_frame(&mut reader).await? {
             ServerFrame::Accepted { id, timeout_ms } => Ok(Call {
                 id,
@@ -76,6 +74,58 @@ impl Call {
         write_frame(&mut self.writer, &ClientFrame::Cancel)
             .await
             .map_err(|e| AskError::Broken(e.to_string()))
+    }
+}
+
+/// Sends one operator frame (reply, list, clear) and returns the answer.
+pub async fn request(socket: &Path, frame: &ClientFrame) -> Result<ServerFrame, AskError> {
+    let mut feed = Feed::open(socket, frame).await?;
+    feed.next().await
+}
+
+/// A connection that streams frames back: `subscribe`, or a one-shot request.
+#[derive(Debug)]
+pub struct Feed {
+    reader: BufReader<OwnedReadHalf>,
+    /// Kept open: closing it ends a subscription.
+    _writer: OwnedWriteHalf,
+}
+
+impl Feed {
+    pub async fn open(socket: &Path, frame: &ClientFrame) -> Result<Feed, AskError> {
+        let stream = UnixStream::connect(socket)
+            .await
+            .map_err(|source| AskError::Unreachable {
+                path: socket.to_owned(),
+                source,
+            })?;
+        let (reader, mut writer) = stream.into_split();
+        let mut reader = BufReader::new(reader);
+        send(&mut reader, &mut writer, frame).await?;
+        Ok(Feed {
+            reader,
+            _writer: writer,
+        })
+    }
+
+    pub async fn next(&mut self) -> Result<ServerFrame, AskError> {
+        next_frame(&mut self.reader).await
+    }
+}
+
+/// Sends a frame. If the server hung up first (it refuses a peer before
+/// reading), its refusal is still waiting to be read: report that instead.
+async fn send(
+    reader: &mut BufReader<OwnedReadHalf>,
+    writer: &mut OwnedWriteHalf,
+    frame: &ClientFrame,
+) -> Result<(), AskError> {
+    let Err(e) = write_frame(writer, frame).await else {
+        return Ok(());
+    };
+    match next_frame(reader).await {
+        Ok(ServerFrame::Error(refusal)) => Err(AskError::Refused(refusal)),
+        _ => Err(AskError::Broken(e.to_string())),
     }
 }
 

@@ -4,6 +4,7 @@
 //! ```toml
 //! ask_timeout_secs = 300   # the bounded wait for an answer
 //! strict_defaults = false  # require a pre-picked default on every question
+//! history_limit = 10000    # settled items kept in the inbox history
 //! ```
 
 use std::path::PathBuf;
@@ -23,6 +24,8 @@ pub struct Config {
     pub ask_timeout_secs: u64,
     /// Every question must carry a default.
     pub strict_defaults: bool,
+    /// How many settled items the history keeps (the newest).
+    pub history_limit: u64,
 }
 
 impl Default for Config {
@@ -30,6 +33,7 @@ impl Default for Config {
         Config {
             ask_timeout_secs: DEFAULT_ASK_TIMEOUT.as_secs(),
             strict_defaults: false,
+            history_limit: 10_000,
         }
     }
 }

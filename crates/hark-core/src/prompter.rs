@@ -36,4 +36,7 @@ pub type PromptFuture = Pin<Box<dyn Future<Output = Result<Picks, Unanswered>> +
 /// checked) by the core, not here.
 pub trait OperatorPrompter: Send + Sync + 'static {
     fn ask(&self, session_id: &str, item: Arc<Item>) -> PromptFuture;
+
+    /// The surface's name, recorded as who replied (`desktop`, `terminal`, `script`).
+    fn surface(&self) -> &'static str;
 }

@@ -12,11 +12,12 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, broadcast, oneshot};
 use tokio::time::Instant;
 
 use crate::item::{Item, ItemId, Outcome};
 use crate::resolve::{Picks, resolve, unconfirmed_defaults};
+use crate::store::Store;
 use crate::trace;
 use crate::validate::Issue;
 
@@ -29,6 +30,10 @@ pub struct Registry {
 #[derive(Debug)]
 struct Shared {
     state: Mutex<State>,
+    /// Where every item and outcome is recorded, when there is a store.
+    store: Option<Arc<Store>>,
+    /// Item added / settled, for surfaces that follow the inbox.
+    events: broadcast::Sender<Event>,
     /// Wakes the expiry task when an earlier deadline arrives or on shutdown.
     expiry: Notify,
 }
@@ -56,8 +61,35 @@ struct Entry {
 /// What the operator did, as any surface reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
+    /// Answers to a question set (omitted questions take their defaults).
     Answer(Picks),
+    /// Skip a question set: proceed without confirmed answers.
     Skip,
+    /// A verdict on an approval.
+    Approve,
+    Deny,
+}
+
+impl Reply {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Reply::Answer(_) => "answer",
+            Reply::Skip => "skip",
+            Reply::Approve => "approve",
+            Reply::Deny => "deny",
+        }
+    }
+}
+
+/// A change in the inbox, as followers see it.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Added(Arc<Item>),
+    Settled {
+        item: Arc<Item>,
+        outcome: Outcome,
+        replied_by: Option<String>,
+    },
 }
 
 /// Why a reply was refused. The item is left as it was.
@@ -67,6 +99,15 @@ pub enum ReplyError {
     NotPending(ItemId),
     #[error("the answers do not fit the questions:\n{}", crate::validate::describe(.0))]
     Invalid(Vec<Issue>),
+    /// The reply is of the wrong shape for the item (answers to an approval,
+    /// a verdict on a question set). HTTP-ish callers report it as 409.
+    #[error("item {id} is a {kind} and takes {takes}, not {got}")]
+    HumanReplyMismatch {
+        id: ItemId,
+        kind: &'static str,
+        takes: &'static str,
+        got: &'static str,
+    },
 }
 
 /// An opened item, held by the asker. Dropping it before the item settles
@@ -97,9 +138,7 @@ impl Pending {
 impl Drop for Pending {
     fn drop(&mut self) {
         if self.outcome.is_some() {
-            self.registry.settle(self.item.id, |_| Outcome::Cancelled {
-                reason: "the agent went away".into(),
-            });
+            self.registry.cancel(self.item.id, "the agent went away");
         }
     }
 }
@@ -111,14 +150,32 @@ impl Default for Registry {
 }
 
 impl Registry {
-    /// Creates a registry and spawns its expiry task on the current runtime.
+    /// Creates a registry with no store and spawns its expiry task on the
+    /// current runtime.
     pub fn new() -> Registry {
+        Registry::with_store(None)
+    }
+
+    /// Creates a registry that records every item and outcome in `store`.
+    pub fn with_store(store: Option<Arc<Store>>) -> Registry {
         let shared = Arc::new(Shared {
+            store,
+            events: broadcast::channel(EVENT_BUFFER).0,
             state: Mutex::new(State::default()),
             expiry: Notify::new(),
         });
         tokio::spawn(expire_items(shared.clone()));
         Registry { shared }
+    }
+
+    /// Follows items being added and settled.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.shared.events.subscribe()
+    }
+
+    /// The store items are recorded in, if any.
+    pub fn store(&self) -> Option<&Arc<Store>> {
+        self.shared.store.as_ref()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -158,7 +215,13 @@ impl Registry {
             );
             earliest
         };
+        if let Some(store) = &self.shared.store
+            && let Err(e) = store.insert(&item)
+        {
+            tracing::error!(question_id = %item.id, "could not record the item: {e}");
+        }
         trace::asked(&item);
+        let _ = self.shared.events.send(Event::Added(item.clone()));
         if wake {
             self.shared.expiry.notify_one();
         }
@@ -171,8 +234,9 @@ impl Registry {
 
     /// Applies the operator's reply. Answers are resolved against the request
     /// (defaults filled in); a reply that does not fit is refused and the item
-    /// stays pending. Exactly one reply wins.
-    pub fn reply(&self, id: ItemId, reply: Reply) -> Result<Outcome, ReplyError> {
+    /// stays pending. Exactly one reply wins. `surface` names who replied
+    /// (`desktop`, `terminal`, `cli`, `script`) for the record.
+    pub fn reply(&self, id: ItemId, reply: Reply, surface: &str) -> Result<Outcome, ReplyError> {
         let item = self.get(id).ok_or(ReplyError::NotPending(id))?;
         let outcome = match reply {
             Reply::Answer(picks) => {
@@ -181,8 +245,16 @@ impl Registry {
             Reply::Skip => Outcome::Skipped {
                 unconfirmed_defaults: unconfirmed_defaults(&item.request),
             },
+            Reply::Approve | Reply::Deny => {
+                return Err(ReplyError::HumanReplyMismatch {
+                    id,
+                    kind: "question set",
+                    takes: "answers or a skip",
+                    got: reply.name(),
+                });
+            }
         };
-        self.settle(id, |_| outcome)
+        self.settle(id, Some(surface), |_| outcome)
             .ok_or(ReplyError::NotPending(id))
     }
 
@@ -199,7 +271,7 @@ impl Registry {
     /// Settles an item with an unanswered outcome decided elsewhere (cancel,
     /// no operator). Returns false when it was not pending.
     pub fn settle_as(&self, id: ItemId, outcome: Outcome) -> bool {
-        self.settle(id, |_| outcome).is_some()
+        self.settle(id, None, |_| outcome).is_some()
     }
 
     /// The item, while it is pending.
@@ -234,7 +306,12 @@ impl Registry {
     }
 
     /// Removes the item if it is still pending and delivers its outcome.
-    fn settle(&self, id: ItemId, outcome: impl FnOnce(&Entry) -> Outcome) -> Option<Outcome> {
+    fn settle(
+        &self,
+        id: ItemId,
+        surface: Option<&str>,
+        outcome: impl FnOnce(&Entry) -> Outcome,
+    ) -> Option<Outcome> {
         let (entry, outcome) = {
             let mut state = self.lock();
             let entry = state.pending.remove(&id)?;
@@ -242,7 +319,18 @@ impl Registry {
             let outcome = outcome(&entry);
             (entry, outcome)
         };
+        // Recorded before the asker hears of it, so no answer an agent acted on is lost.
+        if let Some(store) = &self.shared.store
+            && let Err(e) = store.settle(id, &outcome, surface)
+        {
+            tracing::error!(question_id = %id, "could not record the outcome: {e}");
+        }
         trace::settled(&entry.item, &outcome, entry.opened.elapsed());
+        let _ = self.shared.events.send(Event::Settled {
+            item: entry.item.clone(),
+            outcome: outcome.clone(),
+            replied_by: surface.map(str::to_owned),
+        });
         // The asker may be gone already; the outcome is still traced.
         let _ = entry.settle.send(outcome.clone());
         Some(outcome)
@@ -263,7 +351,7 @@ impl Registry {
                     None => return None,
                 }
             };
-            self.settle(due, |entry| Outcome::TimedOut {
+            self.settle(due, None, |entry| Outcome::TimedOut {
                 after_ms: millis(entry.opened.elapsed()),
             });
         }
@@ -273,6 +361,10 @@ impl Registry {
         self.lock().shutdown
     }
 }
+
+/// How many inbox events a slow follower may fall behind before it must
+/// re-list (it is told it lagged).
+const EVENT_BUFFER: usize = 1024;
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -351,10 +443,11 @@ mod tests {
         let first = registry.reply(
             id,
             Reply::Answer(Picks::from([("Go?".into(), Pick::Label("No".into()))])),
+            "test",
         );
         assert!(matches!(first, Ok(Outcome::Answered(_))));
         assert_eq!(
-            registry.reply(id, Reply::Skip),
+            registry.reply(id, Reply::Skip, "test"),
             Err(ReplyError::NotPending(id))
         );
         assert!(!registry.cancel(id, "late"));
@@ -375,6 +468,7 @@ mod tests {
         let refused = registry.reply(
             id,
             Reply::Answer(Picks::from([("Go?".into(), Pick::Label("Maybe".into()))])),
+            "test",
         );
         assert!(matches!(refused, Err(ReplyError::Invalid(_))));
         assert!(registry.get(id).is_some());
@@ -384,7 +478,9 @@ mod tests {
     async fn a_skip_names_the_unconfirmed_defaults() {
         let registry = Registry::new();
         let mut pending = registry.open(item(Duration::from_secs(60)));
-        registry.reply(pending.item.id, Reply::Skip).unwrap();
+        registry
+            .reply(pending.item.id, Reply::Skip, "test")
+            .unwrap();
         let outcome = pending.outcome().await;
         assert_eq!(outcome.name(), "skipped");
         assert!(
@@ -393,6 +489,41 @@ mod tests {
                 .unwrap()
                 .contains("Yes (Recommended)")
         );
+    }
+
+    #[tokio::test]
+    async fn a_verdict_on_a_question_set_is_a_mismatch_and_changes_nothing() {
+        let registry = Registry::new();
+        let mut events = registry.subscribe();
+        let pending = registry.open(item(Duration::from_secs(60)));
+        let id = pending.item.id;
+        assert!(matches!(events.recv().await, Ok(Event::Added(_))));
+        let refused = registry.reply(id, Reply::Approve, "test");
+        assert!(matches!(
+            refused,
+            Err(ReplyError::HumanReplyMismatch { got: "approve", .. })
+        ));
+        assert!(registry.get(id).is_some());
+        assert!(events.try_recv().is_err(), "nothing settled");
+    }
+
+    #[tokio::test]
+    async fn followers_see_items_added_and_settled() {
+        let registry = Registry::new();
+        let mut events = registry.subscribe();
+        let pending = registry.open(item(Duration::from_secs(60)));
+        registry.reply(pending.item.id, Reply::Skip, "cli").unwrap();
+        assert!(matches!(events.recv().await, Ok(Event::Added(i)) if i.id == pending.item.id));
+        let Ok(Event::Settled {
+            outcome,
+            replied_by,
+            ..
+        }) = events.recv().await
+        else {
+            panic!()
+        };
+        assert_eq!(outcome.name(), "skipped");
+        assert_eq!(replied_by.as_deref(), Some("cli"));
     }
 
     #[tokio::test]

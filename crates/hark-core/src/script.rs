@@ -111,6 +111,10 @@ impl ScriptedPrompter {
 }
 
 impl OperatorPrompter for ScriptedPrompter {
+    fn surface(&self) -> &'static str {
+        "script"
+    }
+
     fn ask(&self, _session_id: &str, item: Arc<Item>) -> PromptFuture {
         let reaction = self.react(&item);
         Box::pin(async move {

@@ -12,6 +12,7 @@ use crate::prompter::OperatorPrompter;
 use crate::registry::Registry;
 use crate::script::{ScriptError, ScriptedPrompter};
 use crate::socket::{self, SocketError};
+use crate::store::{Store, StoreError};
 use crate::terminal::TerminalPrompter;
 
 /// Who answers: `terminal` or `script:PATH`.
@@ -54,6 +55,10 @@ pub enum ServeError {
     Script(#[from] ScriptError),
     #[error(transparent)]
     Socket(#[from] SocketError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no place for the store: set HARK_DATA_DIR")]
+    NoStorePath,
 }
 
 /// Runs the daemon until SIGINT or SIGTERM.
@@ -68,10 +73,15 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
         None => socket::app_socket_path()?,
     };
     let (listener, socket_file) = socket::bind(&path)?;
+    let store = Arc::new(Store::open(
+        &Store::default_path().ok_or(ServeError::NoStorePath)?,
+    )?);
     let mut rules = config.rules();
     rules.strict_defaults |= options.strict_defaults;
+    let registry = Registry::with_store(Some(store.clone()));
+    tokio::spawn(keep_history(registry.clone(), config.history_limit));
     let bridge = Bridge {
-        registry: Registry::new(),
+        registry,
         prompter,
         default_timeout: options.ask_timeout.unwrap_or_else(|| config.ask_timeout()),
         rules,
@@ -88,6 +98,34 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
     bridge::run(listener, bridge, shutdown_signal()).await;
     drop(socket_file);
     Ok(())
+}
+
+/// How many settlements pass between two trims of the history.
+const TRIM_EVERY: u32 = 100;
+
+/// Keeps the settled history within `limit` items, trimming now and then.
+async fn keep_history(registry: Registry, limit: u64) {
+    let Some(store) = registry.store().cloned() else {
+        return;
+    };
+    let mut events = registry.subscribe();
+    let mut settled = TRIM_EVERY;
+    loop {
+        if settled >= TRIM_EVERY {
+            settled = 0;
+            match store.prune_settled(limit) {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(removed = n, limit, "trimmed the inbox history"),
+                Err(e) => tracing::warn!("could not trim the inbox history: {e}"),
+            }
+        }
+        match events.recv().await {
+            Ok(crate::registry::Event::Settled { .. }) => settled += 1,
+            Ok(_) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => settled += n as u32,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -159,6 +159,10 @@ fn show(out: &mut impl Write, item: &Item, index: usize) -> std::io::Result<()> 
 }
 
 impl OperatorPrompter for TerminalPrompter {
+    fn surface(&self) -> &'static str {
+        "terminal"
+    }
+
     fn ask(&self, _session_id: &str, item: Arc<Item>) -> PromptFuture {
         let lines = self.lines.clone();
         Box::pin(async move {

@@ -11,6 +11,19 @@
 //! server ← {"type":"error","code":"invalid","message":…,"issues":[…]}
 //! ```
 //!
+//! Operator surfaces use the same socket:
+//!
+//! ```text
+//! client → {"type":"reply","id":…,"reply":{"action":"answer","answers":{…}},"surface":"cli"}
+//! server ← {"type":"replied","id":…,"outcome":{…}}   or an error: not_pending, invalid, human_reply_mismatch
+//! client → {"type":"list","filter":{"pending":true,"limit":50}}
+//! server ← {"type":"items","items":[…]}
+//! client → {"type":"subscribe"}
+//! server ← {"type":"event","event":"added","item":{…}}   (the pending items first, then every change)
+//! client → {"type":"clear_settled"}
+//! server ← {"type":"cleared","removed":N}
+//! ```
+//!
 //! Frames are capped at [`MAX_FRAME`] bytes.
 
 use serde::{Deserialize, Serialize};
@@ -18,6 +31,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::item::{Asker, ItemId, Outcome};
+use crate::resolve::Picks;
+use crate::store::{Filter, Record};
 use crate::validate::Issue;
 
 /// The largest frame either side accepts (1 MiB).
@@ -40,6 +55,56 @@ pub enum ClientFrame {
     },
     /// The asker no longer wants the answer.
     Cancel,
+    /// The operator's reply to a pending item.
+    Reply {
+        id: ItemId,
+        reply: WireReply,
+        /// Who replies (`cli`, `desktop`, …), for the record.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        surface: Option<String>,
+    },
+    /// Lists items, pending and settled.
+    List {
+        #[serde(default)]
+        filter: Filter,
+    },
+    /// Follows the inbox: the pending items, then every add and settle.
+    Subscribe,
+    /// Deletes the settled history.
+    ClearSettled,
+}
+
+/// What the operator did, on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum WireReply {
+    Answer {
+        #[serde(default)]
+        answers: Picks,
+    },
+    Skip,
+    Approve,
+    Deny,
+}
+
+impl From<WireReply> for crate::registry::Reply {
+    fn from(reply: WireReply) -> Self {
+        use crate::registry::Reply;
+        match reply {
+            WireReply::Answer { answers } => Reply::Answer(answers),
+            WireReply::Skip => Reply::Skip,
+            WireReply::Approve => Reply::Approve,
+            WireReply::Deny => Reply::Deny,
+        }
+    }
+}
+
+/// What happened to an item, for followers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeedEvent {
+    Added,
+    Settled,
 }
 
 /// A frame from the server.
@@ -50,7 +115,15 @@ pub enum ServerFrame {
     Accepted { id: ItemId, timeout_ms: u64 },
     /// The item settled.
     Settled { id: ItemId, outcome: Outcome },
-    /// The frame was refused; nothing is pending.
+    /// A reply was taken; the item settled with `outcome`.
+    Replied { id: ItemId, outcome: Outcome },
+    /// The answer to `list`.
+    Items { items: Vec<Record> },
+    /// One inbox change, for a subscriber.
+    Event { event: FeedEvent, item: Box<Record> },
+    /// The answer to `clear_settled`.
+    Cleared { removed: usize },
+    /// The frame was refused; nothing changed.
     Error(WireError),
 }
 
@@ -74,6 +147,46 @@ pub enum ErrorCode {
     BadFrame,
     /// The peer runs as another user.
     Forbidden,
+    /// The item is not pending: already settled (exactly one reply wins), or unknown.
+    NotPending,
+    /// The reply is of the wrong shape for the item (answers to an approval,
+    /// a verdict on a question set); the item stays pending.
+    HumanReplyMismatch,
+    /// The server could not do it (its store failed).
+    Unavailable,
+}
+
+impl ErrorCode {
+    /// The status an HTTP-ish caller reports.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::Invalid => 422,
+            ErrorCode::FrameTooLarge => 413,
+            ErrorCode::BadFrame => 400,
+            ErrorCode::Forbidden => 403,
+            ErrorCode::NotPending => 410,
+            ErrorCode::HumanReplyMismatch => 409,
+            ErrorCode::Unavailable => 503,
+        }
+    }
+}
+
+impl From<crate::registry::ReplyError> for WireError {
+    fn from(e: crate::registry::ReplyError) -> Self {
+        use crate::registry::ReplyError;
+        let message = e.to_string();
+        match e {
+            ReplyError::NotPending(_) => WireError::new(ErrorCode::NotPending, message),
+            ReplyError::Invalid(issues) => WireError {
+                code: ErrorCode::Invalid,
+                message,
+                issues,
+            },
+            ReplyError::HumanReplyMismatch { .. } => {
+                WireError::new(ErrorCode::HumanReplyMismatch, message)
+            }
+        }
+    }
 }
 
 impl WireError {

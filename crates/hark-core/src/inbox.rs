@@ -1,0 +1,109 @@
+//! The operator's side of the bridge socket: reply to an item, list items,
+//! follow the inbox, clear the history. Every surface (desktop, terminal,
+//! CLI) goes through these, so one set of reply rules holds everywhere.
+
+use tokio::io::BufReader;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::item::ItemId;
+use crate::registry::{Event, Registry};
+use crate::store::{Filter, Record};
+use crate::wire::{
+    ErrorCode, FeedEvent, ServerFrame, WireError, WireReply, read_frame, write_frame,
+};
+
+/// Applies an operator's reply; the registry's rules decide.
+pub fn reply(
+    registry: &Registry,
+    id: ItemId,
+    reply: WireReply,
+    surface: Option<String>,
+) -> ServerFrame {
+    let surface = surface.unwrap_or_else(|| "cli".into());
+    match registry.reply(id, reply.into(), &surface) {
+        Ok(outcome) => ServerFrame::Replied { id, outcome },
+        Err(e) => ServerFrame::Error(e.into()),
+    }
+}
+
+/// Lists items from the store, or the pending ones when there is no store.
+pub fn list(registry: &Registry, filter: &Filter) -> ServerFrame {
+    match registry.store() {
+        Some(store) => match store.list(filter) {
+            Ok(items) => ServerFrame::Items { items },
+            Err(e) => ServerFrame::Error(WireError::new(ErrorCode::Unavailable, e.to_string())),
+        },
+        None => {
+            let items = registry
+                .pending()
+                .iter()
+                .filter(|i| filter.id.is_none_or(|id| id == i.id))
+                .filter(|i| {
+                    filter
+                        .session_id
+                        .as_ref()
+                        .is_none_or(|s| *s == i.session_id)
+                })
+                .filter(|_| filter.pending != Some(false) && filter.outcome.is_none())
+                .map(|i| Record::new(i, None, None))
+                .collect();
+            ServerFrame::Items { items }
+        }
+    }
+}
+
+/// Deletes the settled history.
+pub fn clear_settled(registry: &Registry) -> ServerFrame {
+    match registry.store().map(|s| s.prune_settled(0)) {
+        Some(Ok(removed)) => ServerFrame::Cleared { removed },
+        Some(Err(e)) => ServerFrame::Error(WireError::new(ErrorCode::Unavailable, e.to_string())),
+        None => ServerFrame::Cleared { removed: 0 },
+    }
+}
+
+/// Streams the inbox to a follower: every pending item, then each add and
+/// settle, until the follower hangs up. It subscribes before it lists, so no
+/// change falls between the two (an item may come twice; ids tell).
+pub async fn follow(
+    registry: &Registry,
+    mut reader: BufReader<OwnedReadHalf>,
+    mut writer: OwnedWriteHalf,
+) {
+    let mut events = registry.subscribe();
+    for item in registry.pending() {
+        let frame = ServerFrame::Event {
+            event: FeedEvent::Added,
+            item: Box::new(Record::new(&item, None, None)),
+        };
+        if write_frame(&mut writer, &frame).await.is_err() {
+            return;
+        }
+    }
+    let mut buf = Vec::new();
+    loop {
+        let frame = tokio::select! {
+            event = events.recv() => match event {
+                Ok(Event::Added(item)) => ServerFrame::Event { event: FeedEvent::Added, item: Box::new(Record::new(&item, None, None)) },
+                Ok(Event::Settled { item, outcome, replied_by }) => ServerFrame::Event {
+                    event: FeedEvent::Settled,
+                    item: Box::new(Record::new(&item, Some(outcome), replied_by)),
+                },
+                Err(RecvError::Lagged(missed)) => ServerFrame::Error(WireError::new(
+                    ErrorCode::Unavailable,
+                    format!("the follower fell {missed} events behind; list again and resubscribe"),
+                )),
+                Err(RecvError::Closed) => return,
+            },
+            // Anything from the follower but a frame ends the feed.
+            read = read_frame(&mut reader, &mut buf) => match read {
+                Ok(true) => continue,
+                _ => return,
+            },
+        };
+        let lagged = matches!(frame, ServerFrame::Error(_));
+        if write_frame(&mut writer, &frame).await.is_err() || lagged {
+            return;
+        }
+    }
+}

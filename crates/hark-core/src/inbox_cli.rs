@@ -1,0 +1,339 @@
+//! The terminal surface of the inbox: `hark inbox`, `hark answer`,
+//! `hark skip`. They talk to the running app or `hark serve` over its socket.
+//! Human-readable by default, `--json` for scripts (one JSON value per line).
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use serde_json::json;
+
+use crate::client::{self, AskError, Feed};
+use crate::item::{ItemId, Outcome};
+use crate::resolve::{Picks, picks_from_words};
+use crate::socket;
+use crate::store::{Filter, Record, unix_ms};
+use crate::validate::describe;
+use crate::wire::{ClientFrame, ErrorCode, FeedEvent, ServerFrame, WireReply};
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILED: i32 = 1;
+pub const EXIT_REFUSED: i32 = 2;
+pub const EXIT_NO_OPERATOR: i32 = 3;
+
+#[derive(Debug, Clone, Default)]
+pub struct InboxOptions {
+    pub json: bool,
+    /// Settled items too, not only pending ones.
+    pub all: bool,
+    /// Keep following: print each item added or settled.
+    pub watch: bool,
+    /// Delete the settled history.
+    pub clear_settled: bool,
+    pub limit: Option<u32>,
+}
+
+/// How the operator answers in `hark answer`.
+#[derive(Debug, Clone, Default)]
+pub struct AnswerOptions {
+    /// The item's id, or a unique prefix of a pending item's id.
+    pub id: String,
+    pub picks: Vec<String>,
+    pub text: Option<String>,
+    /// Confirm the pre-picked defaults.
+    pub defaults: bool,
+    pub json: bool,
+}
+
+fn socket_path() -> Result<PathBuf, i32> {
+    socket::app_socket_path().map_err(|e| {
+        eprintln!("hark: {e}");
+        EXIT_FAILED
+    })
+}
+
+fn unreachable(e: &AskError) -> i32 {
+    eprintln!("hark: {e}");
+    if matches!(e, AskError::Unreachable { .. }) {
+        eprintln!("hint: start `hark app` (desktop) or `hark serve --prompter terminal`");
+        EXIT_NO_OPERATOR
+    } else {
+        EXIT_FAILED
+    }
+}
+
+/// `hark inbox`.
+pub async fn inbox(options: InboxOptions) -> i32 {
+    let socket = match socket_path() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    if options.clear_settled {
+        return match client::request(&socket, &ClientFrame::ClearSettled).await {
+            Ok(ServerFrame::Cleared { removed }) => {
+                if options.json {
+                    println!("{}", json!({"removed": removed}));
+                } else {
+                    println!("cleared {removed} settled item(s) from the history");
+                }
+                EXIT_OK
+            }
+            Ok(other) => refused(other),
+            Err(e) => unreachable(&e),
+        };
+    }
+    if options.watch {
+        return watch(&socket, options.json).await;
+    }
+    let filter = Filter {
+        pending: (!options.all).then_some(true),
+        limit: options.limit,
+        ..Filter::default()
+    };
+    match client::request(&socket, &ClientFrame::List { filter }).await {
+        Ok(ServerFrame::Items { items }) => {
+            if options.json {
+                println!("{}", serde_json::to_string(&items).unwrap_or_default());
+            } else if items.is_empty() {
+                println!(
+                    "{}",
+                    if options.all {
+                        "the inbox is empty"
+                    } else {
+                        "nothing is waiting for you"
+                    }
+                );
+            } else {
+                let now = unix_ms(SystemTime::now());
+                for item in &items {
+                    println!("{}", line(item, now));
+                }
+            }
+            EXIT_OK
+        }
+        Ok(other) => refused(other),
+        Err(e) => unreachable(&e),
+    }
+}
+
+async fn watch(socket: &std::path::Path, json: bool) -> i32 {
+    let mut feed = match Feed::open(socket, &ClientFrame::Subscribe).await {
+        Ok(feed) => feed,
+        Err(e) => return unreachable(&e),
+    };
+    if !json {
+        eprintln!("hark: following the inbox (Ctrl-C to stop)");
+    }
+    loop {
+        let frame = tokio::select! {
+            frame = feed.next() => frame,
+            _ = tokio::signal::ctrl_c() => return EXIT_OK,
+        };
+        match frame {
+            Ok(ServerFrame::Event { event, item }) => {
+                if json {
+                    println!("{}", json!({"event": event, "item": item}));
+                } else {
+                    let verb = match event {
+                        FeedEvent::Added => "new",
+                        FeedEvent::Settled => "settled",
+                    };
+                    println!("{verb:>7}  {}", line(&item, unix_ms(SystemTime::now())));
+                }
+            }
+            Ok(other) => return refused(other),
+            Err(e) => {
+                eprintln!("hark: {e}");
+                return EXIT_FAILED;
+            }
+        }
+    }
+}
+
+/// One item as a line: status, short id, header and question, who asked, and
+/// either the time left or what happened.
+fn line(r: &Record, now_ms: u64) -> String {
+    let short = &r.id.to_string()[..8];
+    let questions: Vec<String> = r
+        .request
+        .questions
+        .iter()
+        .map(|q| format!("[{}] {}", q.header, q.question))
+        .collect();
+    let mut who = format!("session {}", r.session_id);
+    if let Some(command) = &r.asker.command {
+        who.push_str(&format!(" · {command}"));
+    }
+    if let Some(cwd) = &r.asker.cwd {
+        who.push_str(&format!(" in {cwd}"));
+    }
+    let status = match &r.outcome {
+        None => {
+            let left = r.deadline_ms.saturating_sub(now_ms) / 1000;
+            format!(
+                "PENDING   {short}  {} — {who} — {left} s left",
+                questions.join(" · ")
+            )
+        }
+        Some(outcome) => {
+            let waited = r.settled_ms.unwrap_or(now_ms).saturating_sub(r.created_ms) / 1000;
+            let what = match outcome {
+                Outcome::Answered(resolution) => {
+                    serde_json::to_string(&resolution.answers).unwrap_or_default()
+                }
+                Outcome::Cancelled { reason } => reason.clone(),
+                _ => String::new(),
+            };
+            let by = r
+                .replied_by
+                .as_ref()
+                .map(|b| format!(" by {b}"))
+                .unwrap_or_default();
+            format!(
+                "{:<9} {short}  {} — {who} — after {waited} s{by} {what}",
+                outcome.name().to_uppercase(),
+                questions.join(" · ")
+            )
+        }
+    };
+    status.trim_end().to_owned()
+}
+
+fn refused(frame: ServerFrame) -> i32 {
+    match frame {
+        ServerFrame::Error(e) => {
+            eprintln!("hark: {}", e.message);
+            if !e.issues.is_empty() {
+                eprintln!("{}", describe(&e.issues));
+            }
+            match e.code {
+                ErrorCode::NotPending | ErrorCode::HumanReplyMismatch | ErrorCode::Invalid => {
+                    EXIT_REFUSED
+                }
+                _ => EXIT_FAILED,
+            }
+        }
+        other => {
+            eprintln!("hark: unexpected answer from the operator service: {other:?}");
+            EXIT_FAILED
+        }
+    }
+}
+
+/// Finds the pending item a full id or a unique id prefix names.
+async fn find_pending(socket: &std::path::Path, id: &str) -> Result<Record, i32> {
+    let exact = id.parse().ok().map(ItemId);
+    let filter = Filter {
+        pending: exact.is_none().then_some(true),
+        id: exact,
+        ..Filter::default()
+    };
+    let items = match client::request(socket, &ClientFrame::List { filter }).await {
+        Ok(ServerFrame::Items { items }) => items,
+        Ok(other) => return Err(refused(other)),
+        Err(e) => return Err(unreachable(&e)),
+    };
+    let id = id.to_ascii_lowercase();
+    let mut matches = items
+        .into_iter()
+        .filter(|r| r.id.to_string().starts_with(&id));
+    match (matches.next(), matches.next()) {
+        (Some(one), None) if one.outcome.is_none() => Ok(one),
+        (Some(settled), None) => {
+            let outcome = settled
+                .outcome
+                .as_ref()
+                .map(Outcome::name)
+                .unwrap_or_default();
+            let by = settled
+                .replied_by
+                .map(|b| format!(" by {b}"))
+                .unwrap_or_default();
+            eprintln!(
+                "hark: item {} is already settled ({outcome}{by}); exactly one reply counts",
+                settled.id
+            );
+            Err(EXIT_REFUSED)
+        }
+        (Some(_), Some(_)) => {
+            eprintln!("hark: {id:?} names several pending items; give more of the id");
+            Err(EXIT_REFUSED)
+        }
+        (None, _) => {
+            eprintln!("hark: no pending item has the id {id:?}; see `hark inbox --all`");
+            Err(EXIT_REFUSED)
+        }
+    }
+}
+
+async fn send_reply(socket: &std::path::Path, id: ItemId, reply: WireReply, json: bool) -> i32 {
+    let frame = ClientFrame::Reply {
+        id,
+        reply,
+        surface: Some("cli".into()),
+    };
+    match client::request(socket, &frame).await {
+        Ok(ServerFrame::Replied { id, outcome }) => {
+            if json {
+                println!("{}", json!({"id": id, "outcome": outcome}));
+            } else {
+                match &outcome {
+                    Outcome::Answered(r) => println!(
+                        "answered {id}: {}",
+                        serde_json::to_string(&r.answers).unwrap_or_default()
+                    ),
+                    other => println!("{} {id}", other.name()),
+                }
+            }
+            EXIT_OK
+        }
+        Ok(other) => refused(other),
+        Err(e) => unreachable(&e),
+    }
+}
+
+/// `hark answer ID --pick LABEL… | --text TEXT | --defaults`.
+pub async fn answer(options: AnswerOptions) -> i32 {
+    let socket = match socket_path() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    if options.picks.is_empty() && options.text.is_none() && !options.defaults {
+        eprintln!("hark: say what to answer: --pick LABEL, --text TEXT or --defaults");
+        return EXIT_REFUSED;
+    }
+    let record = match find_pending(&socket, &options.id).await {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let picks: Picks =
+        match picks_from_words(&record.request, &options.picks, options.text.as_deref()) {
+            Ok(p) => p,
+            Err(issues) => {
+                eprintln!(
+                    "hark: the answer does not fit the questions:\n{}",
+                    describe(&issues)
+                );
+                return EXIT_REFUSED;
+            }
+        };
+    send_reply(
+        &socket,
+        record.id,
+        WireReply::Answer { answers: picks },
+        options.json,
+    )
+    .await
+}
+
+/// `hark skip ID`.
+pub async fn skip(id: &str, json: bool) -> i32 {
+    let socket = match socket_path() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let record = match find_pending(&socket, id).await {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    send_reply(&socket, record.id, WireReply::Skip, json).await
+}
