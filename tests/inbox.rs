@@ -1,0 +1,338 @@
+//! The inbox that loses nothing: the store through the real binary, one set
+//! of reply rules for every surface, the feed, and the terminal surface.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use support::*;
+
+fn db() -> Value {
+    question(
+        "Which database?",
+        "Database",
+        &["Postgres (Recommended)", "SQLite"],
+        false,
+    )
+}
+
+fn features() -> Value {
+    question(
+        "Which features?",
+        "Features",
+        &["Auth (Recommended)", "Billing", "Search"],
+        true,
+    )
+}
+
+/// Starts `hark ask` in the background against the daemon.
+fn ask_in_background(daemon: &Daemon, session: &str, qs: Value) -> std::process::Child {
+    let file = daemon.dir.path().join(format!("{session}.json"));
+    std::fs::write(&file, qs.to_string()).unwrap();
+    Command::new(hark())
+        .args(["ask", "--session", session, "--file"])
+        .arg(&file)
+        .env("HARK_SOCKET", &daemon.socket)
+        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn by_session<'a>(items: &'a [Value], session: &str) -> &'a Value {
+    items
+        .iter()
+        .find(|i| i["session_id"] == session)
+        .unwrap_or_else(|| panic!("no item of {session} in {items:?}"))
+}
+
+/// Sends one raw frame to the daemon and reads one frame back.
+fn exchange(daemon: &Daemon, frame: Value) -> Value {
+    let mut stream = UnixStream::connect(&daemon.socket).unwrap();
+    stream.write_all(format!("{frame}\n").as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+#[test]
+fn a_killed_daemon_loses_no_settled_outcome_and_closes_out_pending_ones() {
+    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let answered = ask_in_background(&daemon, "answered", questions(&[db()]));
+    assert!(answered.wait_with_output().unwrap().status.success());
+    let mut waiting = ask_in_background(&daemon, "waiting", questions(&[features()]));
+    daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "waiting")]);
+    let before = daemon.inbox();
+
+    let dir = daemon.kill9();
+    // The asker's socket closed with the daemon: it got its error at once.
+    let status = waiting.wait().unwrap();
+    assert_ne!(status.code(), Some(0));
+
+    let daemon = Daemon::start_in(dir, json!({}), &[]);
+    let after = daemon.inbox();
+    assert_eq!(after.len(), 2);
+    assert_eq!(
+        by_session(&after, "answered"),
+        by_session(&before, "answered")
+    );
+    assert_eq!(
+        by_session(&after, "answered")["outcome"],
+        json!({"outcome": "answered", "answers": {"Which database?": "SQLite"}, "defaulted": []})
+    );
+    let closed = by_session(&after, "waiting");
+    assert_eq!(
+        closed["outcome"],
+        json!({"outcome": "cancelled", "reason": "hark restarted before it was answered"})
+    );
+    assert_eq!(closed["request"], by_session(&before, "waiting")["request"]);
+    let pending = daemon.hark(&["inbox", "--json"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&pending.stdout).unwrap(),
+        json!([])
+    );
+}
+
+#[test]
+fn two_racing_replies_exactly_one_wins() {
+    let daemon = Daemon::start(json!({}));
+    let asker = ask_in_background(&daemon, "raced", questions(&[db()]));
+    let asked = daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "raced")]);
+    let id = asked["question_id"].as_str().unwrap().to_owned();
+    let racer = |label: &'static str| {
+        let mut cmd = Command::new(hark());
+        cmd.args(["answer", &id, "--json", "--pick", label])
+            .env("HARK_SOCKET", &daemon.socket)
+            .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"));
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (racer("SQLite"), racer("Postgres (Recommended)"));
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let codes = [a.status.code(), b.status.code()];
+    assert!(
+        codes.contains(&Some(0)) && codes.contains(&Some(2)),
+        "exit codes {codes:?}"
+    );
+    let (winner, loser) = if a.status.success() { (a, b) } else { (b, a) };
+    let won: Value = serde_json::from_slice(&winner.stdout).unwrap();
+    let loser_says = String::from_utf8_lossy(&loser.stderr);
+    assert!(
+        loser_says.contains("is not pending") || loser_says.contains("already settled"),
+        "{loser_says}"
+    );
+    let got: Value = serde_json::from_slice(&asker.wait_with_output().unwrap().stdout).unwrap();
+    assert_eq!(
+        got["answers"], won["outcome"]["answers"],
+        "the asker got the winner's answer"
+    );
+    let items = daemon.inbox();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["outcome"]["answers"], won["outcome"]["answers"]);
+    assert_eq!(items[0]["replied_by"], "cli");
+}
+
+#[test]
+fn a_verdict_on_a_question_set_is_refused_and_changes_nothing() {
+    let daemon = Daemon::start(json!({}));
+    let _asker = ask_in_background(&daemon, "mismatch", questions(&[db()]));
+    let asked = daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "mismatch")]);
+    let before = daemon.inbox();
+    let refused = exchange(
+        &daemon,
+        json!({"type": "reply", "id": asked["question_id"], "reply": {"action": "approve"}}),
+    );
+    assert_eq!(refused["type"], "error");
+    assert_eq!(refused["code"], "human_reply_mismatch");
+    assert_eq!(daemon.inbox(), before, "no row changed");
+    assert!(before[0]["outcome"].is_null(), "still pending");
+}
+
+#[test]
+fn defaults_and_skips_are_stored_as_what_they_were() {
+    let daemon = Daemon::start(json!({}));
+    let defaulted = ask_in_background(&daemon, "defaulted", questions(&[db(), features()]));
+    let asked = daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "defaulted")]);
+    let id = asked["question_id"].as_str().unwrap();
+    let out = daemon.hark(&["answer", &id[..8], "--pick", "SQLite"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&defaulted.wait_with_output().unwrap().stdout).unwrap();
+    assert_eq!(
+        got["answers"],
+        json!({"Which database?": "SQLite", "Which features?": ["Auth (Recommended)"]})
+    );
+
+    let skipped = ask_in_background(&daemon, "skipped", questions(&[db()]));
+    let asked = daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "skipped")]);
+    let out = daemon.hark(&["skip", asked["question_id"].as_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(skipped.wait_with_output().unwrap().status.code(), Some(3));
+
+    let items = daemon.inbox();
+    assert_eq!(
+        by_session(&items, "defaulted")["outcome"],
+        json!({"outcome": "answered",
+               "answers": {"Which database?": "SQLite", "Which features?": ["Auth (Recommended)"]},
+               "defaulted": ["Which features?"]})
+    );
+    assert_eq!(
+        by_session(&items, "skipped")["outcome"],
+        json!({"outcome": "skipped", "unconfirmed_defaults": {"Which database?": "Postgres (Recommended)"}})
+    );
+}
+
+#[test]
+fn a_late_subscriber_lists_what_it_missed_and_follows_the_rest() {
+    let daemon = Daemon::start(json!({}));
+    let _asker = ask_in_background(&daemon, "late", questions(&[db()]));
+    let asked = daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "late")]);
+    let id = asked["question_id"].as_str().unwrap().to_owned();
+
+    let listed = exchange(
+        &daemon,
+        json!({"type": "list", "filter": {"pending": true}}),
+    );
+    assert_eq!(listed["items"][0]["id"], id.as_str());
+
+    let mut feed = UnixStream::connect(&daemon.socket).unwrap();
+    feed.write_all(b"{\"type\":\"subscribe\"}\n").unwrap();
+    let mut events = BufReader::new(feed.try_clone().unwrap()).lines();
+    let mut next = || serde_json::from_str::<Value>(&events.next().unwrap().unwrap()).unwrap();
+    let first = next();
+    assert_eq!(
+        (first["event"].as_str(), first["item"]["id"].as_str()),
+        (Some("added"), Some(id.as_str()))
+    );
+
+    let out = daemon.hark(&["answer", &id, "--defaults"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let settled = next();
+    assert_eq!(settled["event"], "settled");
+    assert_eq!(settled["item"]["id"], id.as_str());
+    assert_eq!(
+        settled["item"]["outcome"]["defaulted"],
+        json!(["Which database?"])
+    );
+    assert_eq!(settled["item"]["replied_by"], "cli");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inbox_watch_shows_an_agents_question_and_hark_answer_settles_it() {
+    let daemon = Daemon::start(json!({}));
+    let mut watch = Command::new(hark())
+        .args(["inbox", "--watch", "--json"])
+        .env("HARK_SOCKET", &daemon.socket)
+        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let seen = Lines::follow(watch.stdout.take().unwrap());
+    let agent = agent(&daemon.socket, &[("HARK_SESSION_ID", "watched")]).await;
+    let call = tokio::spawn({
+        let peer = agent.peer().clone();
+        async move {
+            let Value::Object(args) = questions(&[db()]) else {
+                unreachable!()
+            };
+            peer.call_tool(rmcp::model::CallToolRequestParams::new("ask").with_arguments(args))
+                .await
+                .unwrap()
+        }
+    });
+    let added = seen.wait_for("the watched item", |l| {
+        l.contains("\"added\"") && l.contains("watched")
+    });
+    let added: Value = serde_json::from_str(&added).unwrap();
+    let id = added["item"]["id"].as_str().unwrap().to_owned();
+    let out = daemon.hark(&["answer", &id, "--pick", "SQLite"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result = call.await.unwrap();
+    assert_eq!(text(&result), r#"{"answers":{"Which database?":"SQLite"}}"#);
+    seen.wait_for("the settle event", |l| {
+        l.contains("\"settled\"") && l.contains(&id)
+    });
+    let _ = watch.kill();
+    let _ = watch.wait();
+    agent.cancel().await.unwrap();
+}
+
+#[test]
+fn clear_settled_empties_the_history_and_keeps_what_is_pending() {
+    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    assert!(
+        ask_in_background(&daemon, "done", questions(&[db()]))
+            .wait()
+            .unwrap()
+            .success()
+    );
+    let _pending = ask_in_background(&daemon, "open", questions(&[features()]));
+    daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "open")]);
+    let out = daemon.hark(&["inbox", "--clear-settled", "--json"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        json!({"removed": 1})
+    );
+    let items = daemon.inbox();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["session_id"], "open");
+}
+
+#[test]
+fn answering_a_settled_or_unknown_item_says_why() {
+    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    assert!(
+        ask_in_background(&daemon, "done", questions(&[db()]))
+            .wait()
+            .unwrap()
+            .success()
+    );
+    let id = daemon.inbox()[0]["id"].as_str().unwrap().to_owned();
+    let again = daemon.hark(&["answer", &id, "--pick", "Postgres (Recommended)"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("already settled (answered by script)")
+    );
+    let unknown = daemon.hark(&["skip", "ffffffff"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert_eq!(
+        daemon.inbox()[0]["outcome"]["answers"]["Which database?"],
+        "SQLite"
+    );
+}
