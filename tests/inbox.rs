@@ -43,6 +43,12 @@ fn ask_in_background(daemon: &Daemon, session: &str, qs: Value) -> std::process:
         .unwrap()
 }
 
+/// Ends a background asker that is no longer needed.
+fn reap(mut child: std::process::Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 fn by_session<'a>(items: &'a [Value], session: &str) -> &'a Value {
     items
         .iter()
@@ -145,7 +151,7 @@ fn two_racing_replies_exactly_one_wins() {
 #[test]
 fn a_verdict_on_a_question_set_is_refused_and_changes_nothing() {
     let daemon = Daemon::start(json!({}));
-    let _asker = ask_in_background(&daemon, "mismatch", questions(&[db()]));
+    let asker = ask_in_background(&daemon, "mismatch", questions(&[db()]));
     let asked = daemon
         .log
         .wait_event("operator.question.asked", &[("session_id", "mismatch")]);
@@ -158,6 +164,7 @@ fn a_verdict_on_a_question_set_is_refused_and_changes_nothing() {
     assert_eq!(refused["code"], "human_reply_mismatch");
     assert_eq!(daemon.inbox(), before, "no row changed");
     assert!(before[0]["outcome"].is_null(), "still pending");
+    reap(asker);
 }
 
 #[test]
@@ -208,7 +215,7 @@ fn defaults_and_skips_are_stored_as_what_they_were() {
 #[test]
 fn a_late_subscriber_lists_what_it_missed_and_follows_the_rest() {
     let daemon = Daemon::start(json!({}));
-    let _asker = ask_in_background(&daemon, "late", questions(&[db()]));
+    let asker = ask_in_background(&daemon, "late", questions(&[db()]));
     let asked = daemon
         .log
         .wait_event("operator.question.asked", &[("session_id", "late")]);
@@ -244,6 +251,7 @@ fn a_late_subscriber_lists_what_it_missed_and_follows_the_rest() {
         json!(["Which database?"])
     );
     assert_eq!(settled["item"]["replied_by"], "cli");
+    reap(asker);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -300,7 +308,7 @@ fn clear_settled_empties_the_history_and_keeps_what_is_pending() {
             .unwrap()
             .success()
     );
-    let _pending = ask_in_background(&daemon, "open", questions(&[features()]));
+    let pending = ask_in_background(&daemon, "open", questions(&[features()]));
     daemon
         .log
         .wait_event("operator.question.asked", &[("session_id", "open")]);
@@ -312,6 +320,7 @@ fn clear_settled_empties_the_history_and_keeps_what_is_pending() {
     let items = daemon.inbox();
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["session_id"], "open");
+    reap(pending);
 }
 
 #[test]
