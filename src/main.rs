@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use hark_core::trace::LogFormat;
+use tracing::level_filters::LevelFilter;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -145,7 +146,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 LogFormatArg::Text => LogFormat::Text,
                 LogFormatArg::Json => LogFormat::Json,
             };
-            hark_core::trace::init_logging(format, "info");
+            hark_core::trace::init_logging(format, LevelFilter::INFO);
             let options = hark_core::serve::ServeOptions {
                 prompter,
                 socket,
@@ -158,16 +159,15 @@ fn run(command: Command) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::McpOperatorAsk => {
-            hark_core::trace::init_logging(LogFormat::Text, "warn");
+            hark_core::trace::init_logging(LogFormat::Text, LevelFilter::WARN);
             let config = hark_core::config::Config::load().map_err(|e| e.to_string())?;
-            let settings =
-                hark_core::mcp::McpSettings::from_env(&config).map_err(|e| e.to_string())?;
+            let settings = hark_mcp::McpSettings::from_env(&config).map_err(|e| e.to_string())?;
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(|e| e.to_string())?;
             runtime
-                .block_on(hark_core::mcp::OperatorServer::new(settings).serve_stdio())
+                .block_on(hark_mcp::OperatorServer::new(settings).serve_stdio())
                 .map_err(|e| e.to_string())?;
             Ok(ExitCode::SUCCESS)
         }
@@ -224,7 +224,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let hark = std::env::current_exe()
                 .map_err(|e| format!("cannot find this hark's path: {e}"))?;
             let hark = hark.canonicalize().unwrap_or(hark);
-            println!("{}", hark_core::mcp::mcp_config(&hark));
+            println!("{}", hark_mcp::mcp_config(&hark));
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -8,8 +8,10 @@
 //! - [`prompter`]: the `OperatorPrompter` seam, with [`script`] and
 //!   [`terminal`] implementations (the desktop one lives in `src-tauri`).
 //! - [`wire`], [`socket`], [`bridge`], [`client`]: the unix-socket bridge
-//!   between `hark mcp-operator-ask` and whoever serves the operator.
-//! - [`mcp`]: the `operator` MCP server with its `ask` tool.
+//!   between `hark mcp-operator-ask` (the `hark-mcp` crate) and whoever
+//!   serves the operator.
+//! - [`store`], [`inbox`], [`inbox_cli`]: the durable inbox, the operator's
+//!   side of the socket (reply, list, follow), and `hark inbox/answer/skip`.
 //! - [`serve`], [`ask`]: the `hark serve` daemon and `hark ask` command.
 //! - [`trace`], [`config`]: trace events and logging; the config file.
 
@@ -20,7 +22,6 @@ pub mod config;
 pub mod inbox;
 pub mod inbox_cli;
 pub mod item;
-pub mod mcp;
 pub mod prompter;
 pub mod registry;
 pub mod resolve;

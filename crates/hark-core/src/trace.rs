@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::LevelFilter;
 
 use crate::item::{Item, Outcome};
 
@@ -59,13 +59,15 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the stderr logger. `HARK_LOG` (an `EnvFilter`) picks the levels;
-/// the default is `info`.
-pub fn init_logging(format: LogFormat, default_level: &str) {
-    let filter =
-        EnvFilter::try_from_env("HARK_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
+/// Installs the stderr logger. `HARK_LOG` (`error`, `warn`, `info`, `debug`,
+/// `trace`, `off`) picks the level; `default_level` otherwise.
+pub fn init_logging(format: LogFormat, default_level: LevelFilter) {
+    let level = std::env::var("HARK_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default_level);
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_max_level(level)
         .with_writer(std::io::stderr)
         .with_ansi(false);
     let _ = match format {

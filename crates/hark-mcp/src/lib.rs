@@ -5,7 +5,7 @@
 //! The call is validated here first (a malformed call never parks a person),
 //! then carried over the bridge socket to whoever is the operator. Every
 //! unanswered outcome is a tool error whose text starts
-//! [`NOT_ANSWERED`](crate::item::NOT_ANSWERED). Logs go to stderr only: stdout
+//! [`NOT_ANSWERED`](hark_core::item::NOT_ANSWERED). Logs go to stderr only: stdout
 //! belongs to the protocol.
 
 use std::path::PathBuf;
@@ -21,11 +21,11 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::client::{AskError, Call};
-use crate::item::{Asker, Outcome};
-use crate::schema::{MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
-use crate::validate::{Rules, describe, validate};
-use crate::wire::{ClientFrame, MAX_FRAME};
+use hark_core::client::{AskError, Call};
+use hark_core::item::{Asker, Outcome};
+use hark_core::schema::{MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
+use hark_core::validate::{Rules, describe, validate};
+use hark_core::wire::{ClientFrame, MAX_FRAME};
 
 /// The MCP server's name: the agent sees the tool as `mcp__operator__ask`.
 pub const SERVER_NAME: &str = "operator";
@@ -121,7 +121,7 @@ impl OperatorServer {
                     describe(&refusal.issues)
                 ));
             }
-            Err(e) => return error_text(format!("{}: {e}", crate::item::NOT_ANSWERED)),
+            Err(e) => return error_text(format!("{}: {e}", hark_core::item::NOT_ANSWERED)),
         };
         let progress_token = context.meta.get_progress_token();
         let mut ticker = tokio::time::interval(self.settings.progress_interval);
@@ -133,7 +133,7 @@ impl OperatorServer {
                 () = context.ct.cancelled() => {
                     // The client gave up on the call: cancel the item, then hang up.
                     let _ = call.cancel().await;
-                    return error_text(format!("{} (cancelled by the client)", crate::item::NOT_ANSWERED));
+                    return error_text(format!("{} (cancelled by the client)", hark_core::item::NOT_ANSWERED));
                 }
                 _ = ticker.tick(), if progress_token.is_some() => {
                     let waited = started.elapsed();
@@ -153,7 +153,7 @@ impl OperatorServer {
                 json!({ "answers": resolution.answers }).to_string(),
             )]),
             Ok(other) => error_text(other.unanswered_message().unwrap_or_default()),
-            Err(e) => error_text(format!("{} ({e})", crate::item::NOT_ANSWERED)),
+            Err(e) => error_text(format!("{} ({e})", hark_core::item::NOT_ANSWERED)),
         }
     }
 }
@@ -286,12 +286,12 @@ impl McpSettings {
     /// app socket), `HARK_SESSION_ID` (else one session per server),
     /// `HARK_ASK_TIMEOUT` seconds, `HARK_PROGRESS_INTERVAL_MS`, the config's rules.
     pub fn from_env(
-        config: &crate::config::Config,
-    ) -> Result<McpSettings, crate::socket::SocketError> {
+        config: &hark_core::config::Config,
+    ) -> Result<McpSettings, hark_core::socket::SocketError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        let socket = match var(crate::socket::ASK_SOCK_ENV) {
+        let socket = match var(hark_core::socket::ASK_SOCK_ENV) {
             Some(path) => PathBuf::from(path),
-            None => crate::socket::app_socket_path()?,
+            None => hark_core::socket::app_socket_path()?,
         };
         let parent = std::os::unix::process::parent_id();
         Ok(McpSettings {
