@@ -16,12 +16,15 @@ use tracing::level_filters::LevelFilter;
     about = "An operator console for headless AI agents: their questions reach you, your answers reach them."
 )]
 struct Cli {
+    /// What to do; with none, start the desktop app.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Start the desktop app: notifications, the question modal, the tray inbox.
+    App,
     /// Run the headless daemon: agents' questions are asked on this terminal
     /// or answered by a script.
     Serve {
@@ -124,7 +127,7 @@ fn seconds(s: Option<f64>) -> Result<Option<Duration>, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    match run(cli.command.unwrap_or(Command::App)) {
         Ok(code) => code,
         Err(message) => {
             eprintln!("hark: {message}");
@@ -135,6 +138,7 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<ExitCode, String> {
     match command {
+        Command::App => launch_app(),
         Command::Serve {
             prompter,
             ask_timeout,
@@ -228,6 +232,22 @@ fn run(command: Command) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Replaces this process with the desktop app installed next to `hark`, so
+/// the `hark` that serves MCP never loads GTK or WebKit.
+fn launch_app() -> Result<ExitCode, String> {
+    use std::os::unix::process::CommandExt;
+    let here = std::env::current_exe().map_err(|e| format!("cannot find this hark's path: {e}"))?;
+    let app = here.with_file_name("hark-app");
+    if !app.exists() {
+        return Err(format!(
+            "the desktop app is not installed next to hark ({} is missing)\nhint: build it with `cargo build --release -p hark-app`, or run `hark serve --prompter terminal`",
+            app.display()
+        ));
+    }
+    let error = std::process::Command::new(&app).exec();
+    Err(format!("cannot start {}: {error}", app.display()))
 }
 
 fn exit(code: i32) -> Result<ExitCode, String> {

@@ -10,9 +10,10 @@ use uuid::Uuid;
 use crate::resolve::Resolution;
 use crate::schema::{Answers, AskRequest};
 
-/// An item's id: a random UUID, so it cannot be guessed.
+/// An item's id: a random UUID, so it cannot be guessed. (A newtype: it
+/// serializes as the bare UUID string.)
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
 pub struct ItemId(pub Uuid);
 
 impl ItemId {
@@ -28,6 +29,7 @@ impl fmt::Display for ItemId {
 }
 
 /// Who asked: shown to the operator so they know which agent wants them.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Asker {
     /// The agent's process id (the MCP server's parent).
@@ -65,6 +67,7 @@ impl Item {
 }
 
 /// How an item ended. Exactly one per item.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Outcome {

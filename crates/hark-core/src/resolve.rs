@@ -13,6 +13,7 @@ use crate::schema::{AnswerValue, Answers, AskRequest};
 use crate::validate::Issue;
 
 /// What the operator did with one question.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Pick {
@@ -29,6 +30,7 @@ pub enum Pick {
 pub type Picks = BTreeMap<String, Pick>;
 
 /// The answers an agent receives, and which of them the operator never touched.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resolution {
     pub answers: Answers,

@@ -22,12 +22,14 @@ pub const MAX_OPTIONS: usize = 4;
 pub const MAX_HEADER_CHARS: usize = 12;
 
 /// One call's questions.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AskRequest {
     pub questions: Vec<Question>,
 }
 
 /// One question, as the agent wrote it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Question {
@@ -46,6 +48,7 @@ pub struct Question {
 }
 
 /// One choice of a question.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuestionOption {
     pub label: String,
@@ -55,6 +58,7 @@ pub struct QuestionOption {
 
 /// One question's answer: a label (or free text) for a single-select
 /// question, an array of them for a multiSelect one.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum AnswerValue {

@@ -61,14 +61,26 @@ pub enum ServeError {
     NoStorePath,
 }
 
-/// Runs the daemon until SIGINT or SIGTERM.
-pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
+/// The core, ready to serve: a bound socket, the store, the registry.
+#[derive(Debug)]
+pub struct Prepared {
+    pub listener: tokio::net::UnixListener,
+    /// Removes the socket file when dropped.
+    pub socket_file: socket::SocketFile,
+    pub bridge: Bridge,
+}
+
+/// Loads the config, binds the socket and opens the store, with `prompter`
+/// as the operator. Shared by `hark serve` and the desktop app. Must run
+/// inside a tokio runtime.
+pub fn prepare(
+    prompter: Arc<dyn OperatorPrompter>,
+    socket: Option<PathBuf>,
+    ask_timeout: Option<Duration>,
+    strict_defaults: bool,
+) -> Result<Prepared, ServeError> {
     let config = Config::load()?;
-    let prompter: Arc<dyn OperatorPrompter> = match &options.prompter {
-        PrompterChoice::Terminal => Arc::new(TerminalPrompter::new()),
-        PrompterChoice::Script(path) => Arc::new(ScriptedPrompter::load(path)?),
-    };
-    let path = match options.socket {
+    let path = match socket {
         Some(path) => path,
         None => socket::app_socket_path()?,
     };
@@ -77,13 +89,13 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
         &Store::default_path().ok_or(ServeError::NoStorePath)?,
     )?);
     let mut rules = config.rules();
-    rules.strict_defaults |= options.strict_defaults;
-    let registry = Registry::with_store(Some(store.clone()));
+    rules.strict_defaults |= strict_defaults;
+    let registry = Registry::with_store(Some(store));
     tokio::spawn(keep_history(registry.clone(), config.history_limit));
     let bridge = Bridge {
         registry,
         prompter,
-        default_timeout: options.ask_timeout.unwrap_or_else(|| config.ask_timeout()),
+        default_timeout: ask_timeout.unwrap_or_else(|| config.ask_timeout()),
         rules,
     };
     tracing::info!(
@@ -91,12 +103,31 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
         timeout_s = bridge.default_timeout.as_secs(),
         "hark is serving the operator"
     );
+    Ok(Prepared {
+        listener,
+        socket_file,
+        bridge,
+    })
+}
+
+/// Runs the daemon until SIGINT or SIGTERM.
+pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
+    let prompter: Arc<dyn OperatorPrompter> = match &options.prompter {
+        PrompterChoice::Terminal => Arc::new(TerminalPrompter::new()),
+        PrompterChoice::Script(path) => Arc::new(ScriptedPrompter::load(path)?),
+    };
+    let prepared = prepare(
+        prompter,
+        options.socket,
+        options.ask_timeout,
+        options.strict_defaults,
+    )?;
     eprintln!(
         "hark: serving on {} — agents started with `--mcp-config \"$(hark mcp-config)\"` ask here",
-        socket_file.path().display()
+        prepared.socket_file.path().display()
     );
-    bridge::run(listener, bridge, shutdown_signal()).await;
-    drop(socket_file);
+    bridge::run(prepared.listener, prepared.bridge, shutdown_signal()).await;
+    drop(prepared.socket_file);
     Ok(())
 }
 

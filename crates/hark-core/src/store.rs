@@ -24,7 +24,8 @@ use crate::schema::AskRequest;
 pub const RESTARTED: &str = "hark restarted before it was answered";
 
 /// Migrations, in order; `user_version` counts how many have run.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
     CREATE TABLE items (
         id          TEXT PRIMARY KEY,
         kind        TEXT NOT NULL,
@@ -50,7 +51,11 @@ const MIGRATIONS: &[&str] = &[r#"
         created_ms  INTEGER NOT NULL,
         finished_ms INTEGER
     );
-"#];
+"#,
+    r#"
+    ALTER TABLE items ADD COLUMN dismissed INTEGER NOT NULL DEFAULT 0;
+"#,
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -75,6 +80,7 @@ pub enum StoreError {
 }
 
 /// One stored item, pending or settled.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     pub id: ItemId,
@@ -89,9 +95,13 @@ pub struct Record {
     /// Which surface replied (`script`, `terminal`, `cli`, `desktop`), when one did.
     pub replied_by: Option<String>,
     pub settled_ms: Option<u64>,
+    /// The operator dismissed it from the desktop inbox (it stays in the history).
+    #[serde(default)]
+    pub dismissed: bool,
 }
 
 /// Which records to list.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Filter {
@@ -134,6 +144,7 @@ impl Record {
             outcome,
             replied_by,
             settled_ms,
+            dismissed: false,
         }
     }
 }
@@ -282,6 +293,18 @@ impl Store {
             .map_err(|e| self.sql(e))
     }
 
+    /// Hides a settled item from the desktop inbox. Pending items cannot be
+    /// dismissed: they are answered, skipped or left to time out.
+    pub fn dismiss(&self, id: ItemId) -> Result<bool, StoreError> {
+        self.lock()
+            .execute(
+                "UPDATE items SET dismissed = 1 WHERE id = ?1 AND outcome IS NOT NULL",
+                [id.to_string()],
+            )
+            .map(|n| n == 1)
+            .map_err(|e| self.sql(e))
+    }
+
     pub fn get(&self, id: ItemId) -> Result<Option<Record>, StoreError> {
         let conn = self.lock();
         let row = conn
@@ -337,7 +360,7 @@ impl Store {
     }
 }
 
-const SELECT: &str = "SELECT id, kind, session_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms FROM items";
+const SELECT: &str = "SELECT id, kind, session_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed FROM items";
 
 /// A row as SQLite returns it, before its JSON columns are read.
 struct RawRow {
@@ -351,6 +374,7 @@ struct RawRow {
     detail: Option<String>,
     replied_by: Option<String>,
     settled_ms: Option<i64>,
+    dismissed: bool,
 }
 
 fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
@@ -365,6 +389,7 @@ fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
         detail: r.get(7)?,
         replied_by: r.get(8)?,
         settled_ms: r.get(9)?,
+        dismissed: r.get(10)?,
     })
 }
 
@@ -387,6 +412,7 @@ impl RawRow {
             },
             replied_by: self.replied_by.clone(),
             settled_ms: self.settled_ms.map(|ms| ms.max(0) as u64),
+            dismissed: self.dismissed,
         })
     }
 }
@@ -452,6 +478,8 @@ mod tests {
         let settled = store.get(a.id).unwrap().unwrap();
         assert_eq!(settled.outcome, Some(answered));
         assert_eq!(settled.replied_by.as_deref(), Some("cli"));
+        assert!(store.dismiss(a.id).unwrap());
+        assert!(store.get(a.id).unwrap().unwrap().dismissed);
     }
 
     #[test]

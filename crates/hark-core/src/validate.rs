@@ -16,6 +16,7 @@ use crate::schema::{
 };
 
 /// One thing wrong with a call.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Issue {
     /// Where: `questions[1].options[0].label`; empty for the call itself.

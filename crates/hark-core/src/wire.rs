@@ -75,6 +75,7 @@ pub enum ClientFrame {
 }
 
 /// What the operator did, on the wire.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum WireReply {

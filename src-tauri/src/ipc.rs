@@ -1,0 +1,189 @@
+//! The commands the windows call. They convert and delegate to the core;
+//! errors cross as `{code, message}`. Each window's capability file grants
+//! only the commands it calls.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use hark_core::item::{ItemId, Outcome};
+use hark_core::registry::ReplyError;
+use hark_core::store::{Filter, Record, unix_ms};
+use hark_core::wire::{ErrorCode, WireReply};
+use serde::Serialize;
+use tauri::{AppHandle, Runtime, State};
+use ts_rs::TS;
+
+/// An error as the UI sees it: a stable code to branch on, a message to show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct IpcError {
+    pub code: String,
+    pub message: String,
+}
+
+impl IpcError {
+    fn new(code: ErrorCode, message: impl Into<String>) -> IpcError {
+        let code = serde_json::to_value(code)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "unavailable".into());
+        IpcError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ReplyError> for IpcError {
+    fn from(e: ReplyError) -> Self {
+        let wire: hark_core::wire::WireError = e.into();
+        let mut message = wire.message;
+        if !wire.issues.is_empty() {
+            message = hark_core::validate::describe(&wire.issues);
+        }
+        IpcError::new(wire.code, message)
+    }
+}
+
+/// Everything a window draws from.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct InboxView {
+    /// Waiting items, oldest first.
+    pub pending: Vec<Record>,
+    /// Settled items not dismissed, newest first.
+    pub history: Vec<Record>,
+    /// The item the modal should show first.
+    pub focus: Option<ItemId>,
+    pub do_not_disturb: bool,
+    /// The app's clock, so time left is counted from the same now.
+    #[ts(type = "number")]
+    pub now_ms: u64,
+}
+
+/// How many settled items the inbox window shows.
+const HISTORY_SHOWN: u32 = 200;
+
+#[tauri::command]
+pub fn inbox(shell: State<'_, Arc<crate::shell::Shell>>) -> Result<InboxView, IpcError> {
+    let pending = shell
+        .registry
+        .pending()
+        .iter()
+        .map(|item| Record::new(item, None, None))
+        .collect();
+    let history = match shell.registry.store() {
+        Some(store) => store
+            .list(&Filter {
+                pending: Some(false),
+                limit: Some(HISTORY_SHOWN),
+                ..Filter::default()
+            })
+            .map_err(|e| IpcError::new(ErrorCode::Unavailable, e.to_string()))?
+            .into_iter()
+            .filter(|r| !r.dismissed)
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(InboxView {
+        pending,
+        history,
+        focus: shell.focus(),
+        do_not_disturb: shell.do_not_disturb(),
+        now_ms: unix_ms(SystemTime::now()),
+    })
+}
+
+#[tauri::command]
+pub fn reply(
+    shell: State<'_, Arc<crate::shell::Shell>>,
+    id: ItemId,
+    reply: WireReply,
+) -> Result<Outcome, IpcError> {
+    Ok(shell.registry.reply(id, reply.into(), "desktop")?)
+}
+
+#[tauri::command]
+pub fn dismiss(shell: State<'_, Arc<crate::shell::Shell>>, id: ItemId) -> Result<(), IpcError> {
+    let store = shell
+        .registry
+        .store()
+        .ok_or_else(|| IpcError::new(ErrorCode::Unavailable, "there is no store"))?;
+    match store.dismiss(id) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(IpcError::new(
+            ErrorCode::NotPending,
+            "only a settled item can be dismissed",
+        )),
+        Err(e) => Err(IpcError::new(ErrorCode::Unavailable, e.to_string())),
+    }
+}
+
+/// Opens the modal on a pending item (from the inbox window).
+#[tauri::command]
+pub fn open_item<R: Runtime>(
+    app: AppHandle<R>,
+    shell: State<'_, Arc<crate::shell::Shell>>,
+    id: ItemId,
+) -> Result<(), IpcError> {
+    if shell.registry.get(id).is_none() {
+        return Err(IpcError::new(
+            ErrorCode::NotPending,
+            "that item is no longer pending",
+        ));
+    }
+    shell.open_item(&app, id);
+    Ok(())
+}
+
+/// The TypeScript declarations of every type that crosses to the UI, as
+/// committed in `ui/src/bindings.ts`.
+pub fn typescript() -> String {
+    use hark_core::item::Asker;
+    use hark_core::resolve::{Pick, Resolution};
+    use hark_core::schema::{AnswerValue, AskRequest, Question, QuestionOption};
+    use hark_core::validate::Issue;
+    let cfg = ts_rs::Config::new().with_large_int("number");
+    let decls = [
+        ItemId::decl(&cfg),
+        Asker::decl(&cfg),
+        QuestionOption::decl(&cfg),
+        AnswerValue::decl(&cfg),
+        Question::decl(&cfg),
+        AskRequest::decl(&cfg),
+        Resolution::decl(&cfg),
+        Outcome::decl(&cfg),
+        Record::decl(&cfg),
+        Pick::decl(&cfg),
+        WireReply::decl(&cfg),
+        Issue::decl(&cfg),
+        IpcError::decl(&cfg),
+        InboxView::decl(&cfg),
+    ];
+    let mut out = String::from(
+        "// Generated from the Rust types by `cargo test -p hark-app` (HARK_WRITE_BINDINGS=1 rewrites it).\n// Do not edit by hand.\n\n",
+    );
+    for decl in decls {
+        out.push_str("export ");
+        out.push_str(&decl);
+        out.push_str("\n\n");
+    }
+    out.trim_end().to_owned() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    /// The committed bindings match the Rust types; `HARK_WRITE_BINDINGS=1` rewrites them.
+    #[test]
+    fn typescript_bindings_have_not_drifted() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/bindings.ts");
+        let fresh = super::typescript();
+        if std::env::var_os("HARK_WRITE_BINDINGS").is_some() {
+            std::fs::write(&path, &fresh).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == fresh,
+            "ui/src/bindings.ts is out of date: run `HARK_WRITE_BINDINGS=1 cargo test -p hark-app typescript`"
+        );
+    }
+}

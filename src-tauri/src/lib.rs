@@ -1,0 +1,161 @@
+//! hark's desktop shell: a thin Tauri 2 layer over `hark-core`.
+//!
+//! The app runs the core in-process (app socket listener, registry, store,
+//! trace events) with [`prompter::DesktopPrompter`] as the operator, and adds
+//! what only a desktop has: notifications, the question modal, the tray and
+//! the inbox window.
+//!
+//! # Layout
+//! - [`shell`]: the app's state over the core's registry.
+//! - [`prompter`], [`notify`]: presenting a new item.
+//! - [`windows`], [`tray`]: the modal and inbox windows; the tray icon.
+//! - [`ipc`]: the commands the windows call, and the TypeScript they see.
+
+pub mod ipc;
+pub mod notify;
+pub mod prompter;
+pub mod shell;
+pub mod tray;
+pub mod windows;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use hark_core::registry::Event;
+use hark_core::serve;
+use hark_core::trace::{LogFormat, init_logging};
+use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime};
+use tokio::sync::{Notify, oneshot};
+use tracing::level_filters::LevelFilter;
+
+use crate::prompter::DesktopPrompter;
+use crate::shell::{INBOX_CHANGED, Shell};
+use crate::windows::WindowId;
+
+/// Whether a graphical display is reachable (Linux and the BSDs need one named).
+fn has_display() -> bool {
+    if cfg!(any(target_os = "macos", target_os = "windows")) {
+        return true;
+    }
+    ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()))
+}
+
+/// Starts the desktop app; returns when it quits.
+pub fn run() -> ExitCode {
+    let json = std::env::var("HARK_LOG_FORMAT").is_ok_and(|f| f == "json");
+    init_logging(
+        if json {
+            LogFormat::Json
+        } else {
+            LogFormat::Text
+        },
+        LevelFilter::INFO,
+    );
+    if !has_display() {
+        eprintln!(
+            "hark: no display to show the desktop app on (DISPLAY and WAYLAND_DISPLAY are unset)."
+        );
+        eprintln!(
+            "hint: over SSH or headless, run `hark serve --prompter terminal` to answer on this terminal"
+        );
+        return ExitCode::from(2);
+    }
+    let builder =
+        tauri::Builder::default().plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
+            // A second `hark app` focuses this one.
+            windows::show(app, WindowId::Inbox);
+        }));
+    match run_app(builder) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("hark: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Builds and runs the app on any runtime (a smoke test can pass a mock one).
+pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), String> {
+    let app = builder
+        .invoke_handler(tauri::generate_handler![
+            ipc::inbox,
+            ipc::reply,
+            ipc::dismiss,
+            ipc::open_item
+        ])
+        .setup(|app| {
+            start_core(app.handle()).map_err(|e| -> Box<dyn std::error::Error> { e.into() })?;
+            windows::prepare(app.handle());
+            if let Err(e) = tray::create(app.handle()) {
+                tracing::warn!("no tray icon: {e}");
+            }
+            tray::refresh(app.handle());
+            Ok(())
+        })
+        .build(tauri::generate_context!())
+        .map_err(|e| e.to_string())?;
+    app.run(|_app, event| {
+        // Closing the last window keeps hark in the tray; only Quit exits.
+        if let RunEvent::ExitRequested {
+            api, code: None, ..
+        } = event
+        {
+            api.prevent_exit();
+        }
+    });
+    Ok(())
+}
+
+/// Binds the app socket, opens the store and serves the bridge with the
+/// desktop prompter; follows the registry to keep windows and tray current.
+fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
+    let prompter = Arc::new(DesktopPrompter { app: app.clone() });
+    let prepared = tauri::async_runtime::block_on(async { serve::prepare(prompter, None, None, false) })
+        .map_err(|e| match e {
+            serve::ServeError::Socket(hark_core::socket::SocketError::AlreadyRunning(path)) => format!(
+                "another hark is already serving on {} (a `hark serve`, or the app under another session); stop it first",
+                path.display()
+            ),
+            other => other.to_string(),
+        })?;
+    let registry = prepared.bridge.registry.clone();
+    let stop = Arc::new(Notify::new());
+    let (stopped_tx, stopped_rx) = oneshot::channel();
+    app.manage(Arc::new(Shell::new(
+        registry.clone(),
+        stop.clone(),
+        stopped_rx,
+    )));
+    eprintln!(
+        "hark: the desktop app is serving on {}",
+        prepared.socket_file.path().display()
+    );
+    tauri::async_runtime::spawn(async move {
+        let socket_file = prepared.socket_file;
+        hark_core::bridge::run(prepared.listener, prepared.bridge, async move {
+            stop.notified().await
+        })
+        .await;
+        drop(socket_file);
+        let _ = stopped_tx.send(());
+    });
+    let app = app.clone();
+    let mut events = registry.subscribe();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(Event::Settled { .. }) if registry.pending().is_empty() => {
+                    windows::hide(&app, WindowId::Modal)
+                }
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+            tray::refresh(&app);
+            let _ = app.emit(INBOX_CHANGED, ());
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! The shell's state: the core's registry plus what only the desktop has
+//! (do-not-disturb, the item the modal should show, the way to quit).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hark_core::item::ItemId;
+use hark_core::registry::Registry;
+use tauri::{AppHandle, Emitter, Runtime};
+use tokio::sync::{Notify, oneshot};
+
+use crate::windows::{self, WindowId};
+
+/// Emitted to every window when items are added or settled.
+pub const INBOX_CHANGED: &str = "inbox-changed";
+
+#[derive(Debug)]
+pub struct Shell {
+    pub registry: Registry,
+    /// Silences notifications (and the modal popping up); the inbox still fills.
+    do_not_disturb: AtomicBool,
+    /// The item the modal should show first (a notification or tray click).
+    focus: Mutex<Option<ItemId>>,
+    /// Tells the bridge to stop, cancelling every pending item.
+    stop: Arc<Notify>,
+    /// Completes when the bridge has delivered those cancellations.
+    stopped: Mutex<Option<oneshot::Receiver<()>>>,
+}
+
+impl Shell {
+    pub fn new(registry: Registry, stop: Arc<Notify>, stopped: oneshot::Receiver<()>) -> Shell {
+        Shell {
+            registry,
+            do_not_disturb: AtomicBool::new(false),
+            focus: Mutex::new(None),
+            stop,
+            stopped: Mutex::new(Some(stopped)),
+        }
+    }
+
+    pub fn do_not_disturb(&self) -> bool {
+        self.do_not_disturb.load(Ordering::Relaxed)
+    }
+
+    pub fn set_do_not_disturb(&self, on: bool) {
+        self.do_not_disturb.store(on, Ordering::Relaxed);
+        tracing::info!(on, "do not disturb");
+    }
+
+    pub fn focus(&self) -> Option<ItemId> {
+        *self.focus.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Opens the modal on `id`.
+    pub fn open_item<R: Runtime>(&self, app: &AppHandle<R>, id: ItemId) {
+        *self.focus.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
+        windows::show(app, WindowId::Modal);
+        let _ = app.emit(INBOX_CHANGED, ());
+    }
+
+    /// Quits: every pending item is settled as cancelled, so each waiting
+    /// agent gets its error at once, then the app exits.
+    pub fn quit<R: Runtime>(&self, app: &AppHandle<R>) {
+        tracing::info!("quitting: cancelling every pending item");
+        self.stop.notify_one();
+        let stopped = self
+            .stopped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let app = app.clone();
+        tauri::async_runtime::spawn(async move {
+            if let Some(stopped) = stopped {
+                let _ = stopped.await;
+            }
+            app.exit(0);
+        });
+    }
+}

@@ -1,0 +1,165 @@
+//! The tray icon: the pending count (icon variant and tooltip) and a menu of
+//! pending items, "Open inbox", "Do not disturb" and "Quit". With no tray
+//! host, building it succeeds and nothing shows: the app never depends on it.
+
+use std::sync::Arc;
+
+use hark_core::item::ItemId;
+use tauri::image::Image;
+use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuId, MenuItem, PredefinedMenuItem};
+use tauri::tray::TrayIconBuilder;
+use tauri::{AppHandle, Manager, Runtime};
+
+use crate::shell::Shell;
+use crate::windows::{self, WindowId};
+
+const TRAY_ID: &str = "hark";
+const IDLE_ICON: &[u8] = include_bytes!("../../icons/tray.png");
+const PENDING_ICON: &[u8] = include_bytes!("../../icons/tray-pending.png");
+/// Items listed in the menu; the rest are in the inbox.
+const MENU_ITEMS: usize = 10;
+
+/// A tray menu entry, by meaning rather than by string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrayItem {
+    Pending(ItemId),
+    OpenInbox,
+    DoNotDisturb,
+    Quit,
+}
+
+impl TrayItem {
+    fn id(self) -> MenuId {
+        match self {
+            TrayItem::Pending(id) => MenuId::new(format!("pending:{id}")),
+            TrayItem::OpenInbox => MenuId::new("open-inbox"),
+            TrayItem::DoNotDisturb => MenuId::new("dnd"),
+            TrayItem::Quit => MenuId::new("quit"),
+        }
+    }
+}
+
+impl TryFrom<&MenuId> for TrayItem {
+    type Error = ();
+
+    fn try_from(id: &MenuId) -> Result<Self, ()> {
+        match id.as_ref() {
+            "open-inbox" => Ok(TrayItem::OpenInbox),
+            "dnd" => Ok(TrayItem::DoNotDisturb),
+            "quit" => Ok(TrayItem::Quit),
+            other => other
+                .strip_prefix("pending:")
+                .and_then(|id| id.parse().ok())
+                .map(|id| TrayItem::Pending(ItemId(id)))
+                .ok_or(()),
+        }
+    }
+}
+
+fn menu<R: Runtime>(app: &AppHandle<R>, shell: &Shell) -> tauri::Result<(Menu<R>, Vec<String>)> {
+    let pending = shell.registry.pending();
+    let mut entries: Vec<Box<dyn IsMenuItem<R>>> = Vec::new();
+    let mut labels = Vec::new();
+    for item in pending.iter().take(MENU_ITEMS) {
+        let q = &item.request.questions[0];
+        let label = format!("[{}] {}", q.header, q.question);
+        entries.push(Box::new(MenuItem::with_id(
+            app,
+            TrayItem::Pending(item.id).id(),
+            &label,
+            true,
+            None::<&str>,
+        )?));
+        labels.push(label);
+    }
+    if pending.is_empty() {
+        entries.push(Box::new(MenuItem::with_id(
+            app,
+            "nothing",
+            "Nothing is waiting",
+            false,
+            None::<&str>,
+        )?));
+    }
+    entries.push(Box::new(PredefinedMenuItem::separator(app)?));
+    entries.push(Box::new(MenuItem::with_id(
+        app,
+        TrayItem::OpenInbox.id(),
+        "Open inbox",
+        true,
+        None::<&str>,
+    )?));
+    entries.push(Box::new(CheckMenuItem::with_id(
+        app,
+        TrayItem::DoNotDisturb.id(),
+        "Do not disturb",
+        true,
+        shell.do_not_disturb(),
+        None::<&str>,
+    )?));
+    entries.push(Box::new(MenuItem::with_id(
+        app,
+        TrayItem::Quit.id(),
+        "Quit",
+        true,
+        None::<&str>,
+    )?));
+    let refs: Vec<&dyn IsMenuItem<R>> = entries.iter().map(|e| e.as_ref()).collect();
+    Ok((Menu::with_items(app, &refs)?, labels))
+}
+
+fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &MenuId) {
+    let shell = app.state::<Arc<Shell>>();
+    match TrayItem::try_from(id) {
+        Ok(TrayItem::Pending(item)) => shell.open_item(app, item),
+        Ok(TrayItem::OpenInbox) => windows::show(app, WindowId::Inbox),
+        Ok(TrayItem::DoNotDisturb) => {
+            shell.set_do_not_disturb(!shell.do_not_disturb());
+            refresh(app);
+        }
+        Ok(TrayItem::Quit) => shell.quit(app),
+        Err(()) => {}
+    }
+}
+
+/// Creates the tray icon.
+pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+    let shell = app.state::<Arc<Shell>>();
+    let (menu, _) = menu(app, &shell)?;
+    TrayIconBuilder::with_id(TRAY_ID)
+        .icon(Image::from_bytes(IDLE_ICON)?)
+        .tooltip("hark — nothing is waiting")
+        .menu(&menu)
+        .on_menu_event(|app, event| on_menu(app, event.id()))
+        .build(app)?;
+    Ok(())
+}
+
+/// Brings icon, tooltip and menu up to date with the pending items. Logs the
+/// menu it built (`tray.updated`), which is how tests read the tray.
+pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
+    let Some(tray) = app.tray_by_id(TRAY_ID) else {
+        return;
+    };
+    let shell = app.state::<Arc<Shell>>();
+    let count = shell.registry.pending().len();
+    let result = (|| -> tauri::Result<Vec<String>> {
+        let (menu, labels) = menu(app, &shell)?;
+        tray.set_menu(Some(menu))?;
+        let icon = if count == 0 { IDLE_ICON } else { PENDING_ICON };
+        tray.set_icon(Some(Image::from_bytes(icon)?))?;
+        let tip = match count {
+            0 => "hark — nothing is waiting".to_owned(),
+            1 => "hark — 1 question waiting".to_owned(),
+            n => format!("hark — {n} questions waiting"),
+        };
+        tray.set_tooltip(Some(tip))?;
+        Ok(labels)
+    })();
+    match result {
+        Ok(labels) => {
+            tracing::info!(pending = count, items = ?labels, dnd = shell.do_not_disturb(), "tray.updated")
+        }
+        Err(e) => tracing::warn!("cannot update the tray: {e}"),
+    }
+}

@@ -1,0 +1,99 @@
+// Generated from the Rust types by `cargo test -p hark-app` (HARK_WRITE_BINDINGS=1 rewrites it).
+// Do not edit by hand.
+
+export type ItemId = string;
+
+export type Asker = { 
+/**
+ * The agent's process id (the MCP server's parent).
+ */
+pid?: number | null, 
+/**
+ * The agent's working directory.
+ */
+cwd?: string | null, 
+/**
+ * The agent's command line, where the platform tells it.
+ */
+command?: string | null, 
+/**
+ * The MCP client's name and version, from its `initialize`.
+ */
+client?: string | null, };
+
+export type QuestionOption = { label: string, description: string, };
+
+export type AnswerValue = string | Array<string>;
+
+export type Question = { 
+/**
+ * The full question text; also its key in the answers.
+ */
+question: string, 
+/**
+ * A short chip label (at most [`MAX_HEADER_CHARS`] characters).
+ */
+header: string, options: Array<QuestionOption>, 
+/**
+ * Whether several options may be picked; the answer is then an array.
+ */
+multiSelect: boolean, 
+/**
+ * An explicit pre-picked default (a label, or labels for multiSelect).
+ * Without it, options whose label ends in ` (Recommended)` are the default.
+ */
+default?: AnswerValue | null, };
+
+export type AskRequest = { questions: Array<Question>, };
+
+export type Resolution = { answers: { [key in string]: AnswerValue }, 
+/**
+ * Question texts answered by their default because the operator left them out.
+ */
+defaulted: Array<string>, };
+
+export type Outcome = { "outcome": "answered" } & Resolution | { "outcome": "skipped", unconfirmed_defaults: { [key in string]: AnswerValue }, } | { "outcome": "timed_out", after_ms: number, } | { "outcome": "cancelled", reason: string, } | { "outcome": "no_operator" };
+
+export type Record = { id: ItemId, kind: string, session_id: string, asker: Asker, request: AskRequest, created_ms: number, deadline_ms: number, 
+/**
+ * `None` while pending.
+ */
+outcome: Outcome | null, 
+/**
+ * Which surface replied (`script`, `terminal`, `cli`, `desktop`), when one did.
+ */
+replied_by: string | null, settled_ms: number | null, 
+/**
+ * The operator dismissed it from the desktop inbox (it stays in the history).
+ */
+dismissed: boolean, };
+
+export type Pick = { text: string, } | string | Array<string>;
+
+export type WireReply = { "action": "answer", answers: { [key in string]: Pick }, } | { "action": "skip" } | { "action": "approve" } | { "action": "deny" };
+
+export type Issue = { 
+/**
+ * Where: `questions[1].options[0].label`; empty for the call itself.
+ */
+path: string, message: string, };
+
+export type IpcError = { code: string, message: string, };
+
+export type InboxView = { 
+/**
+ * Waiting items, oldest first.
+ */
+pending: Array<Record>, 
+/**
+ * Settled items not dismissed, newest first.
+ */
+history: Array<Record>, 
+/**
+ * The item the modal should show first.
+ */
+focus: ItemId | null, do_not_disturb: boolean, 
+/**
+ * The app's clock, so time left is counted from the same now.
+ */
+now_ms: number, };

@@ -1,0 +1,91 @@
+// @ts-check
+// The inbox window: pending items first, then the history.
+import * as ipc from './ipc.js';
+
+/** @typedef {import('./bindings').Record} Item */
+
+/** @param {string} id */
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+/** @param {number} ms */
+function when(ms) {
+  return new Date(ms).toLocaleString();
+}
+
+/** @param {number} ms */
+function duration(ms) {
+  const s = Math.round(ms / 1000);
+  return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
+}
+
+/** @param {Item} item */
+function who(item) {
+  return [item.session_id, item.asker.command, item.asker.cwd].filter(Boolean).join(' · ');
+}
+
+/** @param {Item} item */
+function questions(item) {
+  return item.request.questions.map((q) => `[${q.header}] ${q.question}`).join('\n');
+}
+
+/** @param {Item} item */
+function what(item) {
+  const o = item.outcome;
+  if (!o) return '';
+  switch (o.outcome) {
+    case 'answered': return JSON.stringify(o.answers) + (o.defaulted.length ? ` (defaults: ${o.defaulted.join(', ')})` : '');
+    case 'skipped': return 'skipped; defaults not confirmed';
+    case 'timed_out': return 'nobody answered in time';
+    case 'cancelled': return o.reason;
+    default: return '';
+  }
+}
+
+/** @param {...(string | Node)} cells */
+function row(...cells) {
+  const tr = document.createElement('tr');
+  for (const cell of cells) {
+    const td = document.createElement('td');
+    td.append(cell);
+    tr.append(td);
+  }
+  return tr;
+}
+
+/** @param {string} text @param {() => Promise<void>} action */
+function button(text, action) {
+  const b = document.createElement('button');
+  b.textContent = text;
+  b.addEventListener('click', () => action().catch((e) => alert(ipc.errorText(e))).then(refresh));
+  return b;
+}
+
+async function refresh() {
+  const view = await ipc.inbox();
+  $('pending-count').textContent = `(${view.pending.length})`;
+  const pending = /** @type {HTMLElement} */ ($('pending').querySelector('tbody'));
+  pending.replaceChildren(...view.pending.map((item) => {
+    const left = Math.max(0, item.deadline_ms - view.now_ms);
+    const tr = row('PENDING', questions(item), who(item), `asked ${when(item.created_ms)}, ${duration(left)} left`,
+      button('Answer', () => ipc.openItem(item.id)));
+    tr.dataset.id = item.id;
+    return tr;
+  }));
+  const history = /** @type {HTMLElement} */ ($('history').querySelector('tbody'));
+  history.replaceChildren(...view.history.map((item) => {
+    const outcome = item.outcome ? item.outcome.outcome.replace('_', ' ').toUpperCase() : '';
+    const waited = (item.settled_ms ?? view.now_ms) - item.created_ms;
+    const by = item.replied_by ? ` by ${item.replied_by}` : '';
+    const tr = row(outcome, questions(item), who(item), `asked ${when(item.created_ms)}, waited ${duration(waited)}${by}`,
+      what(item), button('Dismiss', () => ipc.dismiss(item.id)));
+    tr.dataset.id = item.id;
+    /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
+    return tr;
+  }));
+}
+
+export function startInbox() {
+  $('inbox').hidden = false;
+  ipc.onInboxChanged(() => { refresh(); });
+  refresh();
+}

@@ -1,0 +1,41 @@
+// @ts-check
+// The typed bridge to the Rust commands. Types come from bindings.ts,
+// generated from the Rust definitions.
+/** @typedef {import('./bindings').InboxView} InboxView */
+/** @typedef {import('./bindings').WireReply} WireReply */
+/** @typedef {import('./bindings').Outcome} Outcome */
+/** @typedef {import('./bindings').IpcError} IpcError */
+
+// @ts-ignore: injected by Tauri (withGlobalTauri)
+const tauri = window.__TAURI__;
+
+/** @returns {Promise<InboxView>} */
+export function inbox() {
+  return tauri.core.invoke('inbox');
+}
+
+/** @param {string} id @param {WireReply} reply @returns {Promise<Outcome>} */
+export function reply(id, reply) {
+  return tauri.core.invoke('reply', { id, reply });
+}
+
+/** @param {string} id @returns {Promise<void>} */
+export function dismiss(id) {
+  return tauri.core.invoke('dismiss', { id });
+}
+
+/** @param {string} id @returns {Promise<void>} */
+export function openItem(id) {
+  return tauri.core.invoke('open_item', { id });
+}
+
+/** Calls `fn` whenever items are added or settled. @param {() => void} fn */
+export function onInboxChanged(fn) {
+  return tauri.event.listen('inbox-changed', fn);
+}
+
+/** @param {unknown} e @returns {string} */
+export function errorText(e) {
+  const err = /** @type {IpcError} */ (e);
+  return err && err.message ? `${err.message} (${err.code})` : String(e);
+}

@@ -1,0 +1,216 @@
+// @ts-check
+// The question modal: one pending item at a time, one question at a time.
+// Keyboard: digits pick, Space toggles, Enter submits, Esc skips.
+import * as ipc from './ipc.js';
+
+/** @typedef {import('./bindings').Record} Item */
+/** @typedef {import('./bindings').Question} Question */
+/** @typedef {import('./bindings').Pick} Pick */
+
+const OTHER = '__other__';
+const RECOMMENDED = ' (Recommended)';
+
+/** @param {string} id */
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+const state = {
+  /** @type {Item[]} */ pending: [],
+  /** @type {Item | null} */ item: null,
+  index: 0,
+  /** Picks made so far for the current item, by question text. @type {Record<string, Pick>} */
+  picks: {},
+  /** Whether the operator touched the current question (else its default stands). */
+  touched: false,
+  clockSkew: 0,
+  /** @type {number | undefined} */ ticker: undefined,
+};
+
+/** @param {Question} q @returns {string[]} */
+function defaults(q) {
+  if (q.default != null) return Array.isArray(q.default) ? q.default : [q.default];
+  return q.options.map((o) => o.label).filter((l) => l.endsWith(RECOMMENDED));
+}
+
+async function refresh() {
+  const view = await ipc.inbox();
+  state.pending = view.pending;
+  state.clockSkew = view.now_ms - Date.now();
+  const still = state.item && view.pending.find((i) => i.id === state.item?.id);
+  const focused = view.focus ? view.pending.find((i) => i.id === view.focus) : undefined;
+  const next = (focused && focused.id !== state.item?.id && !state.touched && state.index === 0 ? focused : null)
+    || still || focused || view.pending[0] || null;
+  if (!next || next.id !== state.item?.id) {
+    state.item = next;
+    state.index = 0;
+    state.picks = {};
+    renderQuestion();
+  }
+  renderChrome();
+}
+
+function renderChrome() {
+  const item = state.item;
+  $('idle').hidden = !!item;
+  $('question-form').hidden = !item;
+  $('queue-count').textContent = state.pending.length > 1 ? `${state.pending.length} waiting` : '';
+  if (!item) {
+    $('header-chip').textContent = '';
+    $('time-left').textContent = '';
+    $('asker').textContent = '';
+    window.clearInterval(state.ticker);
+    state.ticker = undefined;
+    return;
+  }
+  const who = [`session ${item.session_id}`, item.asker.command, item.asker.cwd && `in ${item.asker.cwd}`]
+    .filter(Boolean).join(' · ');
+  $('asker').textContent = `Asked by ${who}`;
+  tick();
+  if (state.ticker === undefined) state.ticker = window.setInterval(tick, 1000);
+}
+
+function tick() {
+  if (!state.item) return;
+  const left = Math.max(0, Math.round((state.item.deadline_ms - (Date.now() + state.clockSkew)) / 1000));
+  const m = Math.floor(left / 60);
+  const s = String(left % 60).padStart(2, '0');
+  $('time-left').textContent = `${m}:${s} left`;
+}
+
+function renderQuestion() {
+  const item = state.item;
+  $('error').hidden = true;
+  state.touched = false;
+  if (!item) return;
+  const q = item.request.questions[state.index];
+  const total = item.request.questions.length;
+  $('header-chip').textContent = q.header;
+  $('progress').textContent = total > 1 ? `Question ${state.index + 1} of ${total}` : 'Question';
+  $('question-text').textContent = q.question;
+  $('submit').firstChild.textContent = state.index + 1 < total ? 'Next ' : 'Submit ';
+  const type = q.multiSelect ? 'checkbox' : 'radio';
+  const picked = defaults(q);
+  const box = $('options');
+  box.replaceChildren();
+  q.options.forEach((o, i) => {
+    const label = document.createElement('label');
+    label.className = 'option';
+    const input = document.createElement('input');
+    input.type = type;
+    input.name = 'choice';
+    input.value = o.label;
+    input.checked = picked.includes(o.label);
+    input.setAttribute('aria-describedby', `desc-${i}`);
+    const key = document.createElement('kbd');
+    key.textContent = String(i + 1);
+    label.append(input, ' ', key, ' ', o.label);
+    if (o.description) {
+      const small = document.createElement('small');
+      small.id = `desc-${i}`;
+      small.textContent = o.description;
+      label.append(small);
+    }
+    box.append(label);
+  });
+  const other = document.createElement('label');
+  other.className = 'option';
+  const otherInput = document.createElement('input');
+  otherInput.type = type;
+  otherInput.name = 'choice';
+  otherInput.value = OTHER;
+  otherInput.id = 'other-choice';
+  const text = document.createElement('input');
+  text.type = 'text';
+  text.id = 'other-text';
+  text.placeholder = 'type your own answer';
+  text.addEventListener('input', () => {
+    otherInput.checked = text.value.length > 0 || otherInput.checked;
+    if (!q.multiSelect && text.value.length > 0) otherInput.checked = true;
+    state.touched = true;
+  });
+  other.append(otherInput, ' Other:', text);
+  box.append(other);
+  box.addEventListener('change', () => { state.touched = true; }, { once: true });
+  const first = /** @type {HTMLInputElement | null} */ (box.querySelector('input:checked') || box.querySelector('input'));
+  first?.focus();
+}
+
+/** The current question's pick, or null to leave it to its default. @returns {Pick | null} */
+function currentPick() {
+  const q = /** @type {Item} */ (state.item).request.questions[state.index];
+  const chosen = [...document.querySelectorAll('#options input[name=choice]:checked')]
+    .map((e) => /** @type {HTMLInputElement} */ (e).value);
+  const text = /** @type {HTMLInputElement} */ ($('other-text')).value.trim();
+  if (chosen.includes(OTHER) && text) return { text };
+  const labels = chosen.filter((l) => l !== OTHER);
+  if (!state.touched && defaults(q).length > 0) return null;
+  return q.multiSelect ? labels : (labels[0] ?? null);
+}
+
+async function submit() {
+  const item = state.item;
+  if (!item) return;
+  const q = item.request.questions[state.index];
+  const pick = currentPick();
+  if (pick === null && defaults(q).length === 0) {
+    showError('Pick an option or type your own answer.');
+    return;
+  }
+  if (pick !== null) state.picks[q.question] = pick;
+  if (state.index + 1 < item.request.questions.length) {
+    state.index += 1;
+    renderQuestion();
+    return;
+  }
+  await send({ action: 'answer', answers: state.picks });
+}
+
+/** @param {import('./bindings').WireReply} reply */
+async function send(reply) {
+  const item = state.item;
+  if (!item) return;
+  try {
+    await ipc.reply(item.id, reply);
+    state.item = null;
+    await refresh();
+  } catch (e) {
+    showError(ipc.errorText(e));
+    await refresh();
+  }
+}
+
+/** @param {string} message */
+function showError(message) {
+  $('error').textContent = message;
+  $('error').hidden = false;
+}
+
+/** @param {KeyboardEvent} e */
+function onKey(e) {
+  if (!state.item) return;
+  const typing = e.target instanceof HTMLInputElement && e.target.type === 'text';
+  if (e.key === 'Escape') {
+    e.preventDefault();
+    send({ action: 'skip' });
+  } else if (e.key === 'Enter') {
+    e.preventDefault();
+    submit();
+  } else if (!typing && /^[1-9]$/.test(e.key)) {
+    const inputs = /** @type {HTMLInputElement[]} */ ([...document.querySelectorAll('#options input[name=choice]')]);
+    const input = inputs[Number(e.key) - 1];
+    if (!input) return;
+    e.preventDefault();
+    input.checked = input.type === 'checkbox' ? !input.checked : true;
+    input.focus();
+    state.touched = true;
+    if (input.value === OTHER) $('other-text').focus();
+  }
+}
+
+export function startModal() {
+  $('modal').hidden = false;
+  $('question-form').addEventListener('submit', (e) => { e.preventDefault(); submit(); });
+  $('skip').addEventListener('click', () => send({ action: 'skip' }));
+  document.addEventListener('keydown', onKey);
+  ipc.onInboxChanged(() => { refresh(); });
+  refresh();
+}
