@@ -70,6 +70,7 @@ pub fn show<R: Runtime>(app: &AppHandle<R>, id: WindowId) {
             let _ = window.show();
             let _ = window.unminimize();
             let _ = window.set_focus();
+            tracing::info!(window = id.label(), "window shown");
         }
         Err(e) => tracing::error!("cannot open the {} window: {e}", id.label()),
     }

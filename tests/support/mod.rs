@@ -50,12 +50,18 @@ impl Lines {
 
     /// Waits until a line satisfies `pred` and returns it.
     pub fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        self.wait_until(what, |lines| lines.iter().find(|l| pred(l)).cloned())
+    }
+
+    /// Waits until `found` finds something in the lines so far (it is asked
+    /// again on each new line) and returns what it found.
+    pub fn wait_until<T>(&self, what: &str, found: impl Fn(&[String]) -> Option<T>) -> T {
         let (lock, cvar) = &*self.inner;
         let deadline = Instant::now() + PATIENCE;
         let mut lines = lock.lock().unwrap();
         loop {
-            if let Some(line) = lines.iter().find(|l| pred(l)) {
-                return line.clone();
+            if let Some(hit) = found(&lines) {
+                return hit;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             assert!(
@@ -255,3 +261,4 @@ pub fn question(text: &str, header: &str, labels: &[&str], multi: bool) -> Value
 pub fn questions(qs: &[Value]) -> Value {
     json!({ "questions": qs })
 }
+pub mod desktop;

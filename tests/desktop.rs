@@ -1,0 +1,332 @@
+//! The desktop app end to end: the real `hark-app` under Xvfb with a private
+//! D-Bus session and dunst, driven through tauri-driver + WebKitWebDriver,
+//! while real MCP clients ask through `hark mcp-operator-ask`.
+
+mod support;
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+use support::desktop::{Desktop, ENTER, ESCAPE, hark_at};
+use support::*;
+
+const NOT_ANSWERED: &str = "operator did not answer; proceed without this input";
+
+fn db() -> Value {
+    question(
+        "Which database?",
+        "Database",
+        &["Postgres (Recommended)", "SQLite"],
+        false,
+    )
+}
+
+fn features() -> Value {
+    json!({
+        "question": "Which features should ship first?",
+        "header": "Features",
+        "multiSelect": true,
+        "options": [
+            {"label": "Auth", "description": "Sign-in with the company SSO."},
+            {"label": "Billing", "description": "Invoices and card payments."},
+            {"label": "Search", "description": "Full-text search over documents."}
+        ]
+    })
+}
+
+/// Starts an `ask` call from a fresh agent; returns the agent and the call.
+async fn ask_from_agent(
+    desktop: &Desktop,
+    session: &str,
+    args: Value,
+) -> (Agent, tokio::task::JoinHandle<rmcp::model::CallToolResult>) {
+    let agent = agent(&desktop.socket, &[("HARK_SESSION_ID", session)]).await;
+    let peer = agent.peer().clone();
+    let call = tokio::spawn(async move {
+        let Value::Object(args) = args else {
+            unreachable!()
+        };
+        peer.call_tool(rmcp::model::CallToolRequestParams::new("ask").with_arguments(args))
+            .await
+            .unwrap()
+    });
+    (agent, call)
+}
+
+fn question_id(desktop: &Desktop, session: &str) -> String {
+    let asked = desktop
+        .log
+        .wait_event("operator.question.asked", &[("session_id", session)]);
+    asked["question_id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_notification_click_opens_the_modal_on_its_item_and_the_picks_reach_the_agent() {
+    let desktop = Desktop::start().await;
+    let first = question("Which branch?", "Branch", &["main", "develop"], false);
+    let (agent_a, call_a) = ask_from_agent(&desktop, "first", questions(&[first])).await;
+    question_id(&desktop, "first");
+    let (agent_b, call_b) = ask_from_agent(&desktop, "click-through", questions(&[db()])).await;
+    let id = question_id(&desktop, "click-through");
+    let notify = desktop.wait_for_notify("Which database?");
+    assert!(
+        notify.iter().any(|l| l.contains("Database")),
+        "the title names the header: {notify:?}"
+    );
+
+    // The modal shows the older item until the notification of the newer one is clicked.
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which branch?").await;
+    desktop.invoke_action(desktop.notification_id(&id), "default");
+    desktop.wait_for_question("Which database?").await;
+    assert_eq!(desktop.text("#header-chip").await, "Database");
+    let options = desktop.text("#options").await;
+    assert!(
+        options.contains("Postgres (Recommended)") && options.contains("SQLite"),
+        "{options}"
+    );
+    assert!(
+        options.contains("pick SQLite"),
+        "descriptions are shown: {options}"
+    );
+    desktop.screenshot("modal-single").await;
+    desktop.pick("SQLite").await;
+    desktop.click("#submit").await;
+    let result = call_b.await.unwrap();
+    assert_eq!(text(&result), r#"{"answers":{"Which database?":"SQLite"}}"#);
+
+    desktop.wait_for_question("Which branch?").await;
+    desktop.pick("develop").await;
+    desktop.click("#submit").await;
+    assert_eq!(
+        text(&call_a.await.unwrap()),
+        r#"{"answers":{"Which branch?":"develop"}}"#
+    );
+    agent_a.cancel().await.unwrap();
+    agent_b.cancel().await.unwrap();
+    desktop.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn multiselect_with_other_text_and_enter_on_the_default() {
+    let desktop = Desktop::start().await;
+    let (agent, call) = ask_from_agent(&desktop, "multi", questions(&[db(), features()])).await;
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which database?").await;
+    assert_eq!(desktop.text("#progress").await, "Question 1 of 2");
+    // Enter on the pre-picked default.
+    desktop.keys(ENTER).await;
+    desktop
+        .wait_for_question("Which features should ship first?")
+        .await;
+    assert_eq!(desktop.text("#progress").await, "Question 2 of 2");
+    desktop.keys("1").await; // digit picks Auth
+    desktop.keys("3").await; // and Search
+    desktop.screenshot("modal-multiselect").await;
+    desktop.click("#other-choice").await;
+    desktop
+        .client
+        .find(fantoccini::Locator::Css("#other-text"))
+        .await
+        .unwrap()
+        .send_keys("Audit log")
+        .await
+        .unwrap();
+    desktop.click("#submit").await;
+
+    let result = call.await.unwrap();
+    assert_eq!(result.is_error, Some(false));
+    let got: Value = serde_json::from_str(&text(&result)).unwrap();
+    assert_eq!(
+        got,
+        json!({"answers": {"Which database?": "Postgres (Recommended)", "Which features should ship first?": ["Audit log"]}})
+    );
+    let settled = desktop
+        .log
+        .wait_event("operator.question.answered", &[("session_id", "multi")]);
+    assert_eq!(settled["outcome"], "answered");
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn digits_pick_several_options_of_a_multiselect() {
+    let desktop = Desktop::start().await;
+    let (agent, call) = ask_from_agent(&desktop, "digits", questions(&[features()])).await;
+    desktop.view("modal").await;
+    desktop
+        .wait_for_question("Which features should ship first?")
+        .await;
+    desktop.keys("1").await;
+    desktop.keys("3").await;
+    desktop.keys(ENTER).await;
+    let result = call.await.unwrap();
+    assert_eq!(
+        text(&result),
+        r#"{"answers":{"Which features should ship first?":["Auth","Search"]}}"#
+    );
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn escape_skips_and_the_agent_is_told() {
+    let desktop = Desktop::start().await;
+    let (agent, call) = ask_from_agent(&desktop, "skipper", questions(&[db()])).await;
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which database?").await;
+    desktop.keys(ESCAPE).await;
+    let result = call.await.unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).starts_with(NOT_ANSWERED), "{}", text(&result));
+    assert!(text(&result).contains("skipped"));
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timed_out_item_shows_in_the_inbox_and_the_agent_got_the_error() {
+    let desktop = Desktop::start().await;
+    let agent = agent(
+        &desktop.socket,
+        &[("HARK_SESSION_ID", "too-late"), ("HARK_ASK_TIMEOUT", "1")],
+    )
+    .await;
+    let result = ask(&agent, questions(&[db()])).await;
+    assert_eq!(
+        text(&result),
+        format!("{NOT_ANSWERED} (timed out after 1 s; no default was applied)")
+    );
+    // A second `hark app` brings the running one's inbox forward.
+    desktop.open_inbox();
+    desktop.view("inbox").await;
+    let row = desktop
+        .wait_for("//table[@id='history']//tr[td[1][text()='TIMED OUT']]")
+        .await;
+    assert!(row.text().await.unwrap().contains("Which database?"));
+    desktop.screenshot("inbox").await;
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_concurrent_asks_are_answered_in_turn_through_one_modal() {
+    let desktop = Desktop::start().await;
+    let mut calls = Vec::new();
+    for i in 1..=3 {
+        let q = question(
+            &format!("Deploy service {i}?"),
+            "Deploy",
+            &["Yes", "No"],
+            false,
+        );
+        let session = format!("queue-{i}");
+        let (agent, call) = ask_from_agent(&desktop, &session, questions(&[q])).await;
+        question_id(&desktop, &session); // in order, so the modal shows them in order
+        calls.push((agent, call));
+    }
+    desktop.view("modal").await;
+    assert_eq!(
+        desktop.client.windows().await.unwrap().len(),
+        2,
+        "one modal and the inbox, never a pile"
+    );
+    for i in 1..=3 {
+        desktop
+            .wait_for_question(&format!("Deploy service {i}?"))
+            .await;
+        if i == 1 {
+            desktop
+                .wait_for("//span[@id='queue-count' and text()='3 waiting']")
+                .await;
+        }
+        desktop.pick(if i == 2 { "No" } else { "Yes" }).await;
+        desktop.click("#submit").await;
+    }
+    for (i, (agent, call)) in calls.into_iter().enumerate() {
+        let want = if i == 1 { "No" } else { "Yes" };
+        let result = call.await.unwrap();
+        assert_eq!(
+            text(&result),
+            format!(r#"{{"answers":{{"Deploy service {}?":"{want}"}}}}"#, i + 1)
+        );
+        agent.cancel().await.unwrap();
+    }
+    desktop.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_notification_button_answers_directly() {
+    let desktop = Desktop::start().await;
+    let (agent, call) = ask_from_agent(&desktop, "button", questions(&[db()])).await;
+    let id = question_id(&desktop, "button");
+    let notify = desktop.wait_for_notify("Which database?");
+    assert!(
+        notify.iter().any(|l| l.contains("\"pick:1\"")),
+        "quick-answer actions offered: {notify:?}"
+    );
+    desktop.invoke_action(desktop.notification_id(&id), "pick:1");
+    let result = call.await.unwrap();
+    assert_eq!(text(&result), r#"{"answers":{"Which database?":"SQLite"}}"#);
+    let items = hark_at(&desktop, &["inbox", "--all", "--json"]);
+    let items: Value = serde_json::from_slice(&items.stdout).unwrap();
+    assert_eq!(items[0]["replied_by"], "notification");
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_item_answered_elsewhere_moves_the_modal_on() {
+    let desktop = Desktop::start().await;
+    let (agent, call) = ask_from_agent(&desktop, "elsewhere", questions(&[db()])).await;
+    let id = question_id(&desktop, "elsewhere");
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which database?").await;
+    let out = hark_at(&desktop, &["answer", &id, "--pick", "SQLite"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text(&call.await.unwrap()),
+        r#"{"answers":{"Which database?":"SQLite"}}"#
+    );
+    desktop.wait_for("//p[@id='idle' and not(@hidden)]").await;
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tray_lists_pending_items() {
+    let desktop = Desktop::start_with(&[], true).await;
+    let (agent, call) = ask_from_agent(&desktop, "tray", questions(&[db()])).await;
+    let updated = desktop.log.wait_for("the tray to list the item", |l| {
+        l.contains("tray.updated") && l.contains("[Database] Which database?")
+    });
+    let updated: Value = serde_json::from_str(&updated).unwrap();
+    assert_eq!(updated["pending"], 1);
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which database?").await;
+    let shot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots/tray.png");
+    let status = Command::new("import")
+        .args(["-window", "root"])
+        .arg(&shot)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = hark_at(&desktop, &["skip", &question_id(&desktop, "tray")]);
+    assert!(out.status.success());
+    call.await.unwrap();
+    desktop.log.wait_until("the tray to empty", |lines| {
+        let listed = lines
+            .iter()
+            .position(|l| l.contains("tray.updated") && l.contains("\"pending\":1"))?;
+        lines[listed..]
+            .iter()
+            .find(|l| l.contains("tray.updated") && l.contains("\"pending\":0"))
+            .cloned()
+    });
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}

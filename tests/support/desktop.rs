@@ -1,0 +1,402 @@
+//! Drives the real desktop app the way a person would, on a headless X
+//! display (run the tests under `xvfb-run`): each test gets a private D-Bus
+//! session with a real notification server (dunst) and a `dbus-monitor`
+//! watching it, and the app started by `tauri-driver` + `WebKitWebDriver`,
+//! driven through WebDriver (fantoccini).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+use super::{Lines, PATIENCE, hark};
+
+/// One desktop at a time: the tests share an X display and two cores.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+pub const ENTER: &str = "\u{e007}";
+pub const ESCAPE: &str = "\u{e00c}";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn need(tool: &str) {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .unwrap();
+    assert!(
+        found.status.success(),
+        "{tool} is not installed: run the tests with ./scripts/test, which installs it"
+    );
+}
+
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+pub struct Desktop {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub bus: String,
+    bus_daemon: Child,
+    dunst: Child,
+    tray_host: Option<Child>,
+    monitor: Child,
+    /// What crossed the bus to the notification server.
+    pub notifications: Lines,
+    driver: Child,
+    /// The app's log (JSON lines), which reaches us through tauri-driver.
+    pub log: Lines,
+    pub client: Client,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl Desktop {
+    pub async fn start() -> Desktop {
+        Desktop::start_with(&[], false).await
+    }
+
+    /// Starts a private bus, dunst, a tray host when `tray`, and the app;
+    /// `env` is added to the app's environment.
+    pub async fn start_with(env: &[(&str, &str)], tray: bool) -> Desktop {
+        let turn = ONE_AT_A_TIME.lock().await;
+        assert!(
+            std::env::var_os("DISPLAY").is_some(),
+            "the desktop tests need an X display: run them under xvfb-run (see scripts/test)"
+        );
+        for tool in [
+            "dbus-daemon",
+            "dbus-monitor",
+            "dunst",
+            "tauri-driver",
+            "WebKitWebDriver",
+            "gdbus",
+        ] {
+            need(tool);
+        }
+        let app = Path::new(hark()).with_file_name("hark-app");
+        assert!(
+            app.exists(),
+            "{} is missing: run `cargo build -p hark-app` first",
+            app.display()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let mut bus_daemon = Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--print-address=1"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let bus_lines = Lines::follow(bus_daemon.stdout.take().unwrap());
+        let bus = bus_lines
+            .wait_for("the bus address", |l| l.starts_with("unix:"))
+            .trim()
+            .to_owned();
+        let mut monitor = Command::new("dbus-monitor")
+            .args([
+                "--address",
+                &bus,
+                "interface='org.freedesktop.Notifications'",
+                "interface='org.freedesktop.DBus',member='NameOwnerChanged'",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let notifications = Lines::follow(monitor.stdout.take().unwrap());
+        notifications.wait_for("the monitor to attach", |l| l.starts_with("signal"));
+        let dunst = Command::new("dunst")
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        notifications.wait_for("dunst to serve notifications", |l| {
+            l.contains("string \"org.freedesktop.Notifications\"")
+        });
+        let tray_host = tray.then(|| {
+            // trayer is a system-tray panel at the top right; it must be up before the app.
+            Command::new("trayer")
+                .args([
+                    "--edge",
+                    "top",
+                    "--align",
+                    "right",
+                    "--widthtype",
+                    "pixel",
+                    "--width",
+                    "96",
+                    "--height",
+                    "32",
+                ])
+                .env("DBUS_SESSION_BUS_ADDRESS", &bus)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        });
+        let (port, native) = (free_port(), free_port());
+        let socket = dir.path().join("run").join("hark.sock");
+        let mut driver = Command::new("tauri-driver");
+        driver
+            .args([
+                "--port",
+                &port.to_string(),
+                "--native-port",
+                &native.to_string(),
+            ])
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus)
+            .env("HARK_SOCKET", &socket)
+            .env("HARK_DATA_DIR", dir.path().join("data"))
+            .env("HARK_CONFIG", dir.path().join("no-config.toml"))
+            .env("HARK_LOG_FORMAT", "json")
+            .env_remove("HARK_LOG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            driver.env(k, v);
+        }
+        let mut driver = driver.spawn().unwrap();
+        let log = Lines::follow(driver.stderr.take().unwrap());
+        let _stdout = Lines::follow(driver.stdout.take().unwrap());
+        let capabilities = json!({
+            "browserName": "wry",
+            "tauri:options": {"application": app},
+        });
+        let Value::Object(capabilities) = capabilities else {
+            unreachable!()
+        };
+        let url = format!("http://127.0.0.1:{port}");
+        let client = {
+            // tauri-driver announces nothing when it listens: knock until it answers.
+            let deadline = std::time::Instant::now() + PATIENCE;
+            let mut knock = tokio::time::interval(Duration::from_millis(50));
+            loop {
+                knock.tick().await;
+                match ClientBuilder::native()
+                    .capabilities(capabilities.clone())
+                    .connect(&url)
+                    .await
+                {
+                    Ok(client) => break client,
+                    Err(e) => assert!(
+                        std::time::Instant::now() < deadline,
+                        "no WebDriver session: {e}"
+                    ),
+                }
+            }
+        };
+        log.wait_event("hark is serving the operator", &[]);
+        Desktop {
+            dir,
+            socket,
+            bus,
+            bus_daemon,
+            dunst,
+            tray_host,
+            monitor,
+            notifications,
+            driver,
+            log,
+            client,
+            _turn: turn,
+        }
+    }
+
+    /// Switches WebDriver to the window showing `#view` (`modal` or `inbox`).
+    pub async fn view(&self, view: &str) {
+        for handle in self.client.windows().await.unwrap() {
+            self.client.switch_to_window(handle).await.unwrap();
+            if self.client.current_url().await.unwrap().fragment() == Some(view) {
+                return;
+            }
+        }
+        panic!("no window shows #{view}");
+    }
+
+    /// Waits until the element matching `xpath` exists.
+    pub async fn wait_for(&self, xpath: &str) -> fantoccini::elements::Element {
+        self.client
+            .wait()
+            .at_most(PATIENCE)
+            .for_element(Locator::XPath(xpath))
+            .await
+            .unwrap_or_else(|e| panic!("never appeared: {xpath}: {e}"))
+    }
+
+    /// Waits until the modal shows this question.
+    pub async fn wait_for_question(&self, text: &str) {
+        self.wait_for(&format!(
+            "//p[@id='question-text' and text()={}]",
+            xpath_literal(text)
+        ))
+        .await;
+    }
+
+    pub async fn text(&self, css: &str) -> String {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// Sends keys to whatever has focus in the current window.
+    pub async fn keys(&self, keys: &str) {
+        self.client
+            .active_element()
+            .await
+            .unwrap()
+            .send_keys(keys)
+            .await
+            .unwrap();
+    }
+
+    /// Clicks the option with this label.
+    pub async fn pick(&self, label: &str) {
+        let xpath = format!(
+            "//input[@name='choice' and @value={}]",
+            xpath_literal(label)
+        );
+        self.client
+            .find(Locator::XPath(&xpath))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+    }
+
+    /// Waits for a `Notify` call on the bus whose arguments carry `text`;
+    /// returns the call's lines.
+    pub fn wait_for_notify(&self, text: &str) -> Vec<String> {
+        self.notifications
+            .wait_until(&format!("Notify with {text:?}"), |lines| {
+                lines
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| l.contains("member=Notify"))
+                    .find_map(|(at, _)| {
+                        let call: Vec<String> = lines[at + 1..]
+                            .iter()
+                            .take_while(|l| !l.starts_with("method") && !l.starts_with("signal"))
+                            .cloned()
+                            .collect();
+                        call.iter().any(|l| l.contains(text)).then_some(call)
+                    })
+            })
+    }
+
+    /// Invokes a notification's action as the notification server would.
+    pub fn invoke_action(&self, notification_id: u64, action: &str) {
+        let status = Command::new("gdbus")
+            .args([
+                "emit",
+                "--session",
+                "--object-path",
+                "/org/freedesktop/Notifications",
+                "--signal",
+                "org.freedesktop.Notifications.ActionInvoked",
+                &format!("uint32 {notification_id}"),
+                &format!("'{action}'"),
+            ])
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.bus)
+            .status()
+            .unwrap();
+        assert!(status.success(), "gdbus emit failed");
+    }
+
+    /// The notification id the app logged for an item.
+    pub fn notification_id(&self, question_id: &str) -> u64 {
+        let event = self
+            .log
+            .wait_event("notification shown", &[("question_id", question_id)]);
+        event["notification_id"].as_u64().unwrap()
+    }
+
+    /// Runs a second `hark app`, which hands over to this one: the inbox
+    /// window comes forward.
+    pub fn open_inbox(&self) {
+        let out = Command::new(hark())
+            .arg("app")
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.bus)
+            .env("HARK_SOCKET", &self.socket)
+            .env("HARK_DATA_DIR", self.dir.path().join("data"))
+            .env("HARK_CONFIG", self.dir.path().join("no-config.toml"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "second hark app: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.log.wait_event("window shown", &[("window", "inbox")]);
+    }
+
+    /// Saves a screenshot of the current window under `docs/screenshots/`.
+    pub async fn screenshot(&self, name: &str) {
+        let png = self.client.screenshot().await.unwrap();
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/screenshots")
+            .join(format!("{name}.png"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, png).unwrap();
+    }
+
+    pub async fn stop(mut self) {
+        let client = self.client.clone();
+        let _ = client.close().await;
+        // SIGTERM, not SIGKILL: a killed driver leaves WebKitWebDriver running.
+        let _ = Command::new("kill")
+            .arg(self.driver.id().to_string())
+            .status();
+        let _ = self.driver.wait();
+        if let Some(tray) = &mut self.tray_host {
+            kill(tray);
+        }
+        for child in [&mut self.dunst, &mut self.monitor, &mut self.bus_daemon] {
+            kill(child);
+        }
+    }
+}
+
+/// An XPath string literal for any text.
+fn xpath_literal(text: &str) -> String {
+    if !text.contains('\'') {
+        format!("'{text}'")
+    } else {
+        format!("concat('{}')", text.replace('\'', "', \"'\", '"))
+    }
+}
+
+/// Runs `hark` against the desktop's socket.
+pub fn hark_at(desktop: &Desktop, args: &[&str]) -> std::process::Output {
+    Command::new(hark())
+        .args(args)
+        .env("HARK_SOCKET", &desktop.socket)
+        .env("HARK_CONFIG", desktop.dir.path().join("no-config.toml"))
+        .output()
+        .unwrap()
+}
