@@ -124,8 +124,10 @@ impl OperatorServer {
             Err(e) => return error_text(format!("{}: {e}", hark_core::item::NOT_ANSWERED)),
         };
         let progress_token = context.meta.get_progress_token();
-        let mut ticker = tokio::time::interval(self.settings.progress_interval);
-        ticker.tick().await;
+        // The first progress note is due one interval from now (a plain
+        // `interval` would tick at once and delay a quick answer).
+        let every = self.settings.progress_interval;
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         let started = tokio::time::Instant::now();
         let outcome = loop {
             tokio::select! {
