@@ -62,6 +62,32 @@ enum Command {
         #[arg(long)]
         session: Option<String>,
     },
+    /// Run an agent (`claude -p` by default) with the bridge attached when an
+    /// operator is: `hark run [--verb task|ask|decide|converse] -- PROMPT…`,
+    /// or `hark run --wrap -- claude -p "…" [their flags]`. Exits with the agent's status.
+    Run {
+        /// What kind of run: task, ask, decide, or converse (turn after turn).
+        #[arg(long, default_value = "task")]
+        verb: hark_core::dispatch::Verb,
+        /// The agent's working directory.
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// The session its questions are filed under.
+        #[arg(long)]
+        session: Option<String>,
+        /// Seconds the operator has for each of its questions.
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<f64>,
+        /// The agent command (default: the config's `agent_command`, else `claude`).
+        #[arg(long, value_name = "PATH")]
+        agent: Option<PathBuf>,
+        /// Attach the bridge to your own agent command line (after --).
+        #[arg(long)]
+        wrap: bool,
+        /// The prompt, or with --wrap the agent command line.
+        #[arg(last = true, required = true, value_name = "PROMPT…")]
+        words: Vec<String>,
+    },
     /// List the items waiting for you (and, with --all, the history).
     Inbox {
         /// Settled items too: answered, skipped, timed out, cancelled.
@@ -189,6 +215,26 @@ fn run(command: Command) -> Result<ExitCode, String> {
             };
             exit(multi_thread()?.block_on(hark_core::ask::run(options)))
         }
+        Command::Run {
+            verb,
+            cwd,
+            session,
+            timeout,
+            agent,
+            wrap,
+            words,
+        } => {
+            let options = hark_core::run_cli::RunOptions {
+                verb,
+                cwd,
+                session,
+                timeout: seconds(timeout)?,
+                agent,
+                wrap,
+                words,
+            };
+            exit(multi_thread()?.block_on(hark_core::run_cli::run(options)))
+        }
         Command::Inbox {
             all,
             watch,
@@ -228,7 +274,10 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let hark = std::env::current_exe()
                 .map_err(|e| format!("cannot find this hark's path: {e}"))?;
             let hark = hark.canonicalize().unwrap_or(hark);
-            println!("{}", hark_mcp::mcp_config(&hark));
+            println!(
+                "{}",
+                hark_core::dispatch::mcp_config(&hark, Default::default())
+            );
             Ok(ExitCode::SUCCESS)
         }
     }

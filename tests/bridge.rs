@@ -10,17 +10,6 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use support::*;
 
-const NOT_ANSWERED: &str = "operator did not answer; proceed without this input";
-
-fn db() -> Value {
-    question(
-        "Which database?",
-        "Database",
-        &["Postgres (Recommended)", "SQLite"],
-        false,
-    )
-}
-
 fn features() -> Value {
     question(
         "Which features?",

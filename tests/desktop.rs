@@ -10,17 +10,6 @@ use serde_json::{Value, json};
 use support::desktop::{Desktop, ENTER, ESCAPE, hark_at};
 use support::*;
 
-const NOT_ANSWERED: &str = "operator did not answer; proceed without this input";
-
-fn db() -> Value {
-    question(
-        "Which database?",
-        "Database",
-        &["Postgres (Recommended)", "SQLite"],
-        false,
-    )
-}
-
 fn features() -> Value {
     json!({
         "question": "Which features should ship first?",
@@ -53,21 +42,14 @@ async fn ask_from_agent(
     (agent, call)
 }
 
-fn question_id(desktop: &Desktop, session: &str) -> String {
-    let asked = desktop
-        .log
-        .wait_event("operator.question.asked", &[("session_id", session)]);
-    asked["question_id"].as_str().unwrap().to_owned()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_notification_click_opens_the_modal_on_its_item_and_the_picks_reach_the_agent() {
     let desktop = Desktop::start().await;
     let first = question("Which branch?", "Branch", &["main", "develop"], false);
     let (agent_a, call_a) = ask_from_agent(&desktop, "first", questions(&[first])).await;
-    question_id(&desktop, "first");
+    desktop.log.question_id("first");
     let (agent_b, call_b) = ask_from_agent(&desktop, "click-through", questions(&[db()])).await;
-    let id = question_id(&desktop, "click-through");
+    let id = desktop.log.question_id("click-through");
     let notify = desktop.wait_for_notify("Which database?");
     assert!(
         notify.iter().any(|l| l.contains("Database")),
@@ -222,7 +204,7 @@ async fn three_concurrent_asks_are_answered_in_turn_through_one_modal() {
         );
         let session = format!("queue-{i}");
         let (agent, call) = ask_from_agent(&desktop, &session, questions(&[q])).await;
-        question_id(&desktop, &session); // in order, so the modal shows them in order
+        desktop.log.question_id(&session); // in order, so the modal shows them in order
         calls.push((agent, call));
     }
     desktop.view("modal").await;
@@ -259,7 +241,7 @@ async fn three_concurrent_asks_are_answered_in_turn_through_one_modal() {
 async fn a_notification_button_answers_directly() {
     let desktop = Desktop::start().await;
     let (agent, call) = ask_from_agent(&desktop, "button", questions(&[db()])).await;
-    let id = question_id(&desktop, "button");
+    let id = desktop.log.question_id("button");
     let notify = desktop.wait_for_notify("Which database?");
     assert!(
         notify.iter().any(|l| l.contains("\"pick:1\"")),
@@ -279,7 +261,7 @@ async fn a_notification_button_answers_directly() {
 async fn an_item_answered_elsewhere_moves_the_modal_on() {
     let desktop = Desktop::start().await;
     let (agent, call) = ask_from_agent(&desktop, "elsewhere", questions(&[db()])).await;
-    let id = question_id(&desktop, "elsewhere");
+    let id = desktop.log.question_id("elsewhere");
     desktop.view("modal").await;
     desktop.wait_for_question("Which database?").await;
     let out = hark_at(&desktop, &["answer", &id, "--pick", "SQLite"]);
@@ -315,7 +297,7 @@ async fn the_tray_lists_pending_items() {
         .status()
         .unwrap();
     assert!(status.success());
-    let out = hark_at(&desktop, &["skip", &question_id(&desktop, "tray")]);
+    let out = hark_at(&desktop, &["skip", &desktop.log.question_id("tray")]);
     assert!(out.status.success());
     call.await.unwrap();
     desktop.log.wait_until("the tray to empty", |lines| {
@@ -329,4 +311,21 @@ async fn the_tray_lists_pending_items() {
     });
     agent.cancel().await.unwrap();
     desktop.stop().await;
+}
+
+#[test]
+fn without_a_display_hark_app_says_so_and_points_to_the_terminal() {
+    let out = Command::new(hark())
+        .arg("app")
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no display"), "{stderr}");
+    assert!(
+        stderr.contains("hark serve --prompter terminal"),
+        "{stderr}"
+    );
 }

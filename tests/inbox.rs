@@ -10,15 +10,6 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use support::*;
 
-fn db() -> Value {
-    question(
-        "Which database?",
-        "Database",
-        &["Postgres (Recommended)", "SQLite"],
-        false,
-    )
-}
-
 fn features() -> Value {
     question(
         "Which features?",
@@ -109,10 +100,7 @@ fn a_killed_daemon_loses_no_settled_outcome_and_closes_out_pending_ones() {
 fn two_racing_replies_exactly_one_wins() {
     let daemon = Daemon::start(json!({}));
     let asker = ask_in_background(&daemon, "raced", questions(&[db()]));
-    let asked = daemon
-        .log
-        .wait_event("operator.question.asked", &[("session_id", "raced")]);
-    let id = asked["question_id"].as_str().unwrap().to_owned();
+    let id = daemon.log.question_id("raced");
     let racer = |label: &'static str| {
         let mut cmd = Command::new(hark());
         cmd.args(["answer", &id, "--json", "--pick", label])
@@ -216,10 +204,7 @@ fn defaults_and_skips_are_stored_as_what_they_were() {
 fn a_late_subscriber_lists_what_it_missed_and_follows_the_rest() {
     let daemon = Daemon::start(json!({}));
     let asker = ask_in_background(&daemon, "late", questions(&[db()]));
-    let asked = daemon
-        .log
-        .wait_event("operator.question.asked", &[("session_id", "late")]);
-    let id = asked["question_id"].as_str().unwrap().to_owned();
+    let id = daemon.log.question_id("late");
 
     let listed = exchange(
         &daemon,

@@ -135,6 +135,18 @@ pub fn open_item<R: Runtime>(
     Ok(())
 }
 
+/// The modal reports that it has drawn an item's options: the moment the
+/// operator can answer (`modal.shown`, measured by the desktop benchmark).
+#[tauri::command]
+pub fn shown(shell: State<'_, Arc<crate::shell::Shell>>, id: ItemId) {
+    if let Some(item) = shell.registry.get(id) {
+        let waited = std::time::SystemTime::now()
+            .duration_since(item.created_at)
+            .unwrap_or_default();
+        tracing::info!(question_id = %id, since_asked_ms = waited.as_millis() as u64, "modal.shown");
+    }
+}
+
 /// The TypeScript declarations of every type that crosses to the UI, as
 /// committed in `ui/src/bindings.ts`.
 pub fn typescript() -> String {

@@ -16,6 +16,9 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
+/// The text every unanswered tool error starts with.
+pub const NOT_ANSWERED: &str = "operator did not answer; proceed without this input";
+
 /// How long any test waits for an event before failing.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
@@ -71,6 +74,12 @@ impl Lines {
             );
             lines = cvar.wait_timeout(lines, left).unwrap().0;
         }
+    }
+
+    /// Waits until an item of `session` is asked; returns its id.
+    pub fn question_id(&self, session: &str) -> String {
+        let asked = self.wait_event("operator.question.asked", &[("session_id", session)]);
+        asked["question_id"].as_str().unwrap().to_owned()
     }
 
     /// Waits for a JSON log event with this message whose fields match `fields`.
@@ -256,6 +265,16 @@ pub fn question(text: &str, header: &str, labels: &[&str], multi: bool) -> Value
         "multiSelect": multi,
         "options": labels.iter().map(|l| json!({"label": l, "description": format!("pick {l}")})).collect::<Vec<_>>(),
     })
+}
+
+/// The single-select question most tests ask; its default is Postgres.
+pub fn db() -> Value {
+    question(
+        "Which database?",
+        "Database",
+        &["Postgres (Recommended)", "SQLite"],
+        false,
+    )
 }
 
 pub fn questions(qs: &[Value]) -> Value {

@@ -54,7 +54,11 @@ defaulted: Array<string>, };
 
 export type Outcome = { "outcome": "answered" } & Resolution | { "outcome": "skipped", unconfirmed_defaults: { [key in string]: AnswerValue }, } | { "outcome": "timed_out", after_ms: number, } | { "outcome": "cancelled", reason: string, } | { "outcome": "no_operator" };
 
-export type Record = { id: ItemId, kind: string, session_id: string, asker: Asker, request: AskRequest, created_ms: number, deadline_ms: number, 
+export type Record = { id: ItemId, kind: string, session_id: string, 
+/**
+ * The dispatched run that asked, if any.
+ */
+run_id: string | null, asker: Asker, request: AskRequest, created_ms: number, deadline_ms: number, 
 /**
  * `None` while pending.
  */

@@ -19,6 +19,11 @@ export function reply(id, reply) {
   return tauri.core.invoke('reply', { id, reply });
 }
 
+/** Tells the app the modal has drawn this item. @param {string} id @returns {Promise<void>} */
+export function shown(id) {
+  return tauri.core.invoke('shown', { id });
+}
+
 /** @param {string} id @returns {Promise<void>} */
 export function dismiss(id) {
   return tauri.core.invoke('dismiss', { id });

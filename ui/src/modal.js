@@ -132,6 +132,10 @@ function renderQuestion() {
   box.addEventListener('change', () => { state.touched = true; }, { once: true });
   const first = /** @type {HTMLInputElement | null} */ (box.querySelector('input:checked') || box.querySelector('input'));
   first?.focus();
+  if (state.index === 0) {
+    const id = item.id;
+    requestAnimationFrame(() => { ipc.shown(id).catch(() => {}); });
+  }
 }
 
 /** The current question's pick, or null to leave it to its default. @returns {Pick | null} */

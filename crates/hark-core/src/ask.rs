@@ -84,6 +84,7 @@ pub async fn run(options: AskOptions) -> i32 {
     };
     let timeout = options.timeout.unwrap_or_else(|| config.ask_timeout());
     let frame = ClientFrame::Ask {
+        run_id: None,
         session_id: Some(
             options
                 .session_id

@@ -115,6 +115,7 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
     let answer = match frame {
         ClientFrame::Ask {
             session_id,
+            run_id,
             asker,
             request,
             timeout_secs,
@@ -123,6 +124,7 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
                 let item = Item {
                     id: ItemId::random(),
                     session_id: session_id.unwrap_or_else(|| "unnamed".into()),
+                    run_id,
                     asker,
                     request,
                     created_at: SystemTime::now(),

@@ -32,28 +32,18 @@ pub struct Call {
     pub id: ItemId,
     /// How long the operator has.
     pub timeout: Duration,
-    reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
+    feed: Feed,
 }
 
 impl Call {
     /// Connects to `socket`, sends `frame` and waits until it is accepted.
     pub async fn start(socket: &Path, frame: &ClientFrame) -> Result<Call, AskError> {
-        let stream = UnixStream::connect(socket)
-            .await
-            .map_err(|source| AskError::Unreachable {
-                path: socket.to_owned(),
-                source,
-            })?;
-        let (reader, mut writer) = stream.into_split();
-        let mut reader = BufReader::new(reader);
-        send(&mut reader, &mut writer, frame).await?;
-        match next_frame(&mut reader).await? {
+        let mut feed = Feed::open(socket, frame).await?;
+        match feed.next().await? {
             ServerFrame::Accepted { id, timeout_ms } => Ok(Call {
                 id,
                 timeout: Duration::from_millis(timeout_ms),
-                reader,
-                writer,
+                feed,
             }),
             ServerFrame::Error(refusal) => Err(AskError::Refused(refusal)),
             other => Err(AskError::Broken(format!("unexpected frame {other:?}"))),
@@ -62,7 +52,7 @@ impl Call {
 
     /// Waits for the item to settle.
     pub async fn outcome(&mut self) -> Result<Outcome, AskError> {
-        match next_frame(&mut self.reader).await? {
+        match self.feed.next().await? {
             ServerFrame::Settled { outcome, .. } => Ok(outcome),
             ServerFrame::Error(refusal) => Err(AskError::Refused(refusal)),
             other => Err(AskError::Broken(format!("unexpected frame {other:?}"))),
@@ -71,7 +61,7 @@ impl Call {
 
     /// Asks the server to cancel the item; the outcome still follows.
     pub async fn cancel(&mut self) -> Result<(), AskError> {
-        write_frame(&mut self.writer, &ClientFrame::Cancel)
+        write_frame(&mut self.feed.writer, &ClientFrame::Cancel)
             .await
             .map_err(|e| AskError::Broken(e.to_string()))
     }
@@ -83,12 +73,13 @@ pub async fn request(socket: &Path, frame: &ClientFrame) -> Result<ServerFrame, 
     feed.next().await
 }
 
-/// A connection that streams frames back: `subscribe`, or a one-shot request.
+/// A connection that sent one frame and reads the frames that come back:
+/// an ask's acceptance and outcome, a subscription, or a one-shot answer.
 #[derive(Debug)]
 pub struct Feed {
     reader: BufReader<OwnedReadHalf>,
-    /// Kept open: closing it ends a subscription.
-    _writer: OwnedWriteHalf,
+    /// Kept open: closing it hangs up (which cancels an ask, ends a subscription).
+    writer: OwnedWriteHalf,
 }
 
 impl Feed {
@@ -102,10 +93,7 @@ impl Feed {
         let (reader, mut writer) = stream.into_split();
         let mut reader = BufReader::new(reader);
         send(&mut reader, &mut writer, frame).await?;
-        Ok(Feed {
-            reader,
-            _writer: writer,
-        })
+        Ok(Feed { reader, writer })
     }
 
     pub async fn next(&mut self) -> Result<ServerFrame, AskError> {

@@ -5,6 +5,7 @@
 //! ask_timeout_secs = 300   # the bounded wait for an answer
 //! strict_defaults = false  # require a pre-picked default on every question
 //! history_limit = 10000    # settled items kept in the inbox history
+//! agent_command = "claude" # the agent `hark run` starts
 //! ```
 
 use std::path::PathBuf;
@@ -26,6 +27,8 @@ pub struct Config {
     pub strict_defaults: bool,
     /// How many settled items the history keeps (the newest).
     pub history_limit: u64,
+    /// The agent `hark run` starts (default: `claude` on PATH).
+    pub agent_command: Option<std::path::PathBuf>,
 }
 
 impl Default for Config {
@@ -34,6 +37,7 @@ impl Default for Config {
             ask_timeout_secs: DEFAULT_ASK_TIMEOUT.as_secs(),
             strict_defaults: false,
             history_limit: 10_000,
+            agent_command: None,
         }
     }
 }

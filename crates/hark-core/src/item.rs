@@ -52,6 +52,9 @@ pub struct Item {
     pub id: ItemId,
     /// The agent session that asked (`HARK_SESSION_ID`, or one per MCP server).
     pub session_id: String,
+    /// The dispatched run that asked, if a dispatcher started the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     pub asker: Asker,
     pub request: AskRequest,
     /// When it was asked (wall clock, for display and the store).

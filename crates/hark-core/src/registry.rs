@@ -399,6 +399,7 @@ mod tests {
         Item {
             id: ItemId::random(),
             session_id: "s1".into(),
+            run_id: None,
             asker: Asker::default(),
             request: validate(
                 &json!({"questions": [{"question": "Go?", "header": "Go", "multiSelect": false,

@@ -86,6 +86,9 @@ pub struct Record {
     pub id: ItemId,
     pub kind: String,
     pub session_id: String,
+    /// The dispatched run that asked, if any.
+    #[serde(default)]
+    pub run_id: Option<String>,
     pub asker: Asker,
     pub request: AskRequest,
     pub created_ms: u64,
@@ -137,6 +140,7 @@ impl Record {
             id: item.id,
             kind: "question_set".into(),
             session_id: item.session_id.clone(),
+            run_id: item.run_id.clone(),
             asker: item.asker.clone(),
             request: item.request.clone(),
             created_ms: unix_ms(item.created_at),
@@ -241,8 +245,8 @@ impl Store {
     pub fn insert(&self, item: &Item) -> Result<(), StoreError> {
         self.lock()
             .execute(
-                "INSERT INTO items (id, kind, session_id, asker, request, created_ms, deadline_ms)
-                 VALUES (?1, 'question_set', ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms)
+                 VALUES (?1, 'question_set', ?2, ?7, ?3, ?4, ?5, ?6)",
                 params![
                     item.id.to_string(),
                     item.session_id,
@@ -250,6 +254,7 @@ impl Store {
                     to_json(&item.request),
                     unix_ms(item.created_at) as i64,
                     unix_ms(item.deadline()) as i64,
+                    item.run_id,
                 ],
             )
             .map(|_| ())
@@ -360,13 +365,14 @@ impl Store {
     }
 }
 
-const SELECT: &str = "SELECT id, kind, session_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed FROM items";
+const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed FROM items";
 
 /// A row as SQLite returns it, before its JSON columns are read.
 struct RawRow {
     id: String,
     kind: String,
     session_id: String,
+    run_id: Option<String>,
     asker: String,
     request: String,
     created_ms: i64,
@@ -382,14 +388,15 @@ fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
         id: r.get(0)?,
         kind: r.get(1)?,
         session_id: r.get(2)?,
-        asker: r.get(3)?,
-        request: r.get(4)?,
-        created_ms: r.get(5)?,
-        deadline_ms: r.get(6)?,
-        detail: r.get(7)?,
-        replied_by: r.get(8)?,
-        settled_ms: r.get(9)?,
-        dismissed: r.get(10)?,
+        run_id: r.get(3)?,
+        asker: r.get(4)?,
+        request: r.get(5)?,
+        created_ms: r.get(6)?,
+        deadline_ms: r.get(7)?,
+        detail: r.get(8)?,
+        replied_by: r.get(9)?,
+        settled_ms: r.get(10)?,
+        dismissed: r.get(11)?,
     })
 }
 
@@ -402,6 +409,7 @@ impl RawRow {
             id: ItemId(self.id.parse().map_err(|e| bad("id", &e))?),
             kind: self.kind.clone(),
             session_id: self.session_id.clone(),
+            run_id: self.run_id.clone(),
             asker: serde_json::from_str(&self.asker).map_err(|e| bad("asker", &e))?,
             request: serde_json::from_str(&self.request).map_err(|e| bad("request", &e))?,
             created_ms: self.created_ms.max(0) as u64,
@@ -433,6 +441,7 @@ mod tests {
         Item {
             id: ItemId::random(),
             session_id: session.into(),
+            run_id: Some("run-1".into()),
             asker: Asker {
                 pid: Some(42),
                 cwd: Some("/repo".into()),
@@ -459,6 +468,7 @@ mod tests {
         let pending = store.get(a.id).unwrap().unwrap();
         assert_eq!(pending.outcome, None);
         assert_eq!(pending.asker.command.as_deref(), Some("claude -p"));
+        assert_eq!(pending.run_id.as_deref(), Some("run-1"));
         assert_eq!(pending.request, a.request);
 
         let answered = Outcome::Answered(Resolution {

@@ -46,6 +46,9 @@ pub enum ClientFrame {
     Ask {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session_id: Option<String>,
+        /// The dispatched run the question belongs to (set by the run's socket).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
         #[serde(default)]
         asker: Asker,
         request: Value,

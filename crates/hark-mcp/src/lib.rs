@@ -28,7 +28,7 @@ use hark_core::validate::{Rules, describe, validate};
 use hark_core::wire::{ClientFrame, MAX_FRAME};
 
 /// The MCP server's name: the agent sees the tool as `mcp__operator__ask`.
-pub const SERVER_NAME: &str = "operator";
+pub const SERVER_NAME: &str = hark_core::dispatch::SERVER;
 pub const TOOL_NAME: &str = "ask";
 
 const TOOL_DESCRIPTION: &str = "Ask the human operator one to four multiple-choice questions and wait for the answers. \
@@ -99,6 +99,7 @@ impl OperatorServer {
             .peer_info()
             .map(|info| format!("{} {}", info.client_info.name, info.client_info.version));
         let frame = ClientFrame::Ask {
+            run_id: None,
             session_id: Some(self.settings.session_id.clone()),
             asker,
             request,
@@ -330,18 +331,4 @@ fn command_line(pid: u32) -> Option<String> {
         .map(|w| String::from_utf8_lossy(w).into_owned())
         .collect();
     (!words.is_empty()).then(|| words.join(" "))
-}
-
-/// The MCP config naming this `hark` as the `operator` server, for an agent
-/// a user starts by hand: `claude -p … --mcp-config "$(hark mcp-config)"`.
-pub fn mcp_config(hark: &std::path::Path) -> Value {
-    json!({
-        "mcpServers": {
-            SERVER_NAME: {
-                "type": "stdio",
-                "command": hark.display().to_string(),
-                "args": ["mcp-operator-ask"]
-            }
-        }
-    })
 }

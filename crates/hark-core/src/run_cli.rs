@@ -1,0 +1,267 @@
+//! `hark run`: dispatches an agent (`claude -p` by default) with the bridge
+//! attached when an operator is, shows its progress from
+//! `--output-format stream-json`, and exits with its exit status.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+use crate::config::Config;
+use crate::dispatch::{self, Attached, UserCommand, Verb};
+use crate::relay::Relay;
+use crate::socket;
+
+pub const EXIT_FAILED: i32 = 1;
+
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub verb: Verb,
+    pub cwd: Option<PathBuf>,
+    /// The session the run's questions are filed under.
+    pub session: Option<String>,
+    /// The bounded wait for each question of the run.
+    pub timeout: Option<Duration>,
+    /// The agent command (default: the config's, else `claude` on PATH).
+    pub agent: Option<PathBuf>,
+    /// `words` is the user's own agent command line, not a prompt.
+    pub wrap: bool,
+    pub words: Vec<String>,
+}
+
+/// What one turn of the agent reported.
+#[derive(Debug, Default)]
+struct Turn {
+    /// The agent's own session id, to resume.
+    session: Option<String>,
+    status: i32,
+}
+
+/// Runs `hark run`; returns the exit code.
+pub async fn run(options: RunOptions) -> i32 {
+    match dispatch(options).await {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("hark: {message}");
+            EXIT_FAILED
+        }
+    }
+}
+
+async fn dispatch(options: RunOptions) -> Result<i32, String> {
+    let config = Config::load().map_err(|e| e.to_string())?;
+    if options.words.is_empty() {
+        return Err(if options.wrap {
+            "--wrap needs the agent command after --, e.g. hark run --wrap -- claude -p \"…\""
+                .into()
+        } else {
+            "say what to do: hark run -- PROMPT…".into()
+        });
+    }
+    let app_socket = socket::app_socket_path().map_err(|e| e.to_string())?;
+    let attached = tokio::net::UnixStream::connect(&app_socket).await.is_ok();
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let session = options
+        .session
+        .clone()
+        .unwrap_or_else(|| format!("run-{}", &run_id[..8]));
+    let timeout = options.timeout.unwrap_or_else(|| config.ask_timeout());
+    // Kept alive for the whole run; dropping it removes socket and config.
+    let bridge = if attached {
+        let relay =
+            Relay::start(app_socket, run_id.clone(), session.clone()).map_err(|e| e.to_string())?;
+        let user_configs = if options.wrap {
+            UserCommand::parse(&options.words)?.mcp_configs
+        } else {
+            Vec::new()
+        };
+        let servers = existing_servers(&user_configs)?;
+        let hark =
+            std::env::current_exe().map_err(|e| format!("cannot find this hark's path: {e}"))?;
+        let config_json = dispatch::mcp_config(&hark, servers).to_string();
+        let mcp_config = relay
+            .dir
+            .write_private("mcp.json", config_json.as_bytes())
+            .map_err(|e| format!("cannot write the MCP config: {e}"))?;
+        let attach = Attached {
+            socket: relay.socket.clone(),
+            mcp_config,
+            session_id: session.clone(),
+            ask_timeout: timeout,
+        };
+        Some((relay, attach))
+    } else {
+        None
+    };
+    let attach = bridge.as_ref().map(|(_, a)| a);
+    eprintln!(
+        "hark: run {} ({}), {}",
+        &run_id[..8],
+        session,
+        if attach.is_some() {
+            "the operator is attached: the agent can ask"
+        } else {
+            "no operator attached: the agent proceeds on its own"
+        }
+    );
+    let agent = options
+        .agent
+        .clone()
+        .or_else(|| config.agent_command.clone())
+        .unwrap_or_else(|| PathBuf::from("claude"));
+    let mut resume: Option<String> = None;
+    let mut prompt = options.words.join(" ");
+    loop {
+        let user = if options.wrap {
+            UserCommand::parse(&options.words)?
+        } else {
+            dispatch::base_command(&agent, &prompt, resume.as_deref())
+        };
+        let composed = dispatch::compose(user, options.verb, attach);
+        let turn = run_agent(composed, options.cwd.as_ref()).await?;
+        if options.verb != Verb::Converse || options.wrap {
+            return Ok(turn.status);
+        }
+        let Some(session) = turn.session else {
+            eprintln!("hark: the agent reported no session id; the conversation cannot go on");
+            return Ok(turn.status);
+        };
+        resume = Some(session);
+        eprint!("you> ");
+        let mut line = String::new();
+        let mut stdin = BufReader::new(tokio::io::stdin());
+        match stdin.read_line(&mut line).await {
+            Ok(0) | Err(_) => return Ok(turn.status),
+            Ok(_) if line.trim().is_empty() => return Ok(turn.status),
+            Ok(_) => prompt = line.trim().to_owned(),
+        }
+    }
+}
+
+/// The servers in the user's own `--mcp-config` values (files or JSON).
+fn existing_servers(
+    configs: &[String],
+) -> Result<std::collections::BTreeMap<String, Value>, String> {
+    let mut servers = std::collections::BTreeMap::new();
+    for config in configs {
+        let text = if config.trim_start().starts_with('{') {
+            config.clone()
+        } else {
+            std::fs::read_to_string(config)
+                .map_err(|e| format!("cannot read --mcp-config {config}: {e}"))?
+        };
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("--mcp-config {config} is not JSON: {e}"))?;
+        if let Some(map) = value.get("mcpServers").and_then(Value::as_object) {
+            servers.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+    }
+    Ok(servers)
+}
+
+/// Starts the agent, shows its stream, and waits for it.
+async fn run_agent(composed: dispatch::Composed, cwd: Option<&PathBuf>) -> Result<Turn, String> {
+    let mut command = Command::new(&composed.program);
+    command
+        .args(&composed.args)
+        .envs(&composed.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command.spawn().map_err(|e| {
+        format!(
+            "cannot start the agent {:?}: {e}\nhint: install Claude Code, or name the agent with --agent PATH",
+            composed.program
+        )
+    })?;
+    let stdout = child.stdout.take().ok_or("the agent has no stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let mut turn = Turn::default();
+    loop {
+        tokio::select! {
+            line = lines.next_line() => match line {
+                Ok(Some(line)) => show(&line, &mut turn),
+                Ok(None) | Err(_) => break,
+            },
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("hark: interrupted; stopping the agent");
+                let _ = child.start_kill();
+                break;
+            }
+        }
+    }
+    let status = child.wait().await.map_err(|e| e.to_string())?;
+    turn.status = status.code().unwrap_or_else(|| {
+        use std::os::unix::process::ExitStatusExt;
+        128 + status.signal().unwrap_or(0)
+    });
+    Ok(turn)
+}
+
+/// Prints one stream-json event as progress (raw lines pass through).
+fn show(line: &str, turn: &mut Turn) {
+    let Ok(event) = serde_json::from_str::<Value>(line) else {
+        println!("{line}");
+        return;
+    };
+    if let Some(session) = event.get("session_id").and_then(Value::as_str) {
+        turn.session = Some(session.to_owned());
+    }
+    match event["type"].as_str() {
+        Some("assistant") => {
+            for block in event["message"]["content"].as_array().into_iter().flatten() {
+                match block["type"].as_str() {
+                    Some("text") => println!("{}", block["text"].as_str().unwrap_or_default()),
+                    Some("tool_use") if block["name"] == dispatch::ASK_TOOL => {
+                        for q in block["input"]["questions"].as_array().into_iter().flatten() {
+                            eprintln!(
+                                "  ? asks the operator: [{}] {}",
+                                q["header"].as_str().unwrap_or_default(),
+                                q["question"].as_str().unwrap_or_default()
+                            );
+                        }
+                    }
+                    Some("tool_use") => {
+                        eprintln!("  → {}", block["name"].as_str().unwrap_or("a tool"))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Some("user") => {
+            for block in event["message"]["content"].as_array().into_iter().flatten() {
+                if block["type"] == "tool_result" && block["is_error"] == true {
+                    let text = match &block["content"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    eprintln!("  ! {}", text.lines().next().unwrap_or_default());
+                }
+            }
+        }
+        Some("result") => {
+            if let Some(result) = event["result"].as_str() {
+                println!("{result}");
+            }
+            let cost = event["total_cost_usd"].as_f64().unwrap_or(0.0);
+            let ms = event["duration_ms"].as_u64().unwrap_or(0);
+            let outcome = if event["is_error"] == true {
+                "failed"
+            } else {
+                "finished"
+            };
+            eprintln!(
+                "hark: the agent {outcome} in {:.1} s (cost ${cost:.4})",
+                ms as f64 / 1000.0
+            );
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,334 @@
+//! `fake-claude`: behaves like `claude -p` where hark depends on it.
+//!
+//! - parses `-p PROMPT`, `--output-format`, `--verbose`, `--allowedTools`,
+//!   `--disallowedTools`, `--mcp-config`, `--append-system-prompt`,
+//!   `--resume`, `--permission-prompt-tool`, as the real CLI takes them;
+//! - refuses `--output-format stream-json` without `--verbose`, as it does;
+//! - denies an MCP tool not named in `--allowedTools` (in `-p` mode);
+//! - spawns the MCP servers named in `--mcp-config`, initializes them and
+//!   lists their tools;
+//! - follows a script in its prompt, one command a line:
+//!   `ASK {json}` calls `mcp__operator__ask`; `NESTED {json}` runs a child of
+//!   itself (a sub-agent inheriting the MCP config) that asks; `SAY text`;
+//!   `HANG` waits until killed; `EXIT n` sets the exit status;
+//! - prints stream-json events (system/init, assistant, user, result);
+//! - when `FAKE_CLAUDE_LOG` names a file, appends its argv and the hark
+//!   environment it received, one JSON line per run.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::ExitCode;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+#[derive(Debug, Default)]
+struct Args {
+    prompt: Option<String>,
+    output_format: Option<String>,
+    verbose: bool,
+    allowed: Vec<String>,
+    disallowed: Vec<String>,
+    mcp_configs: Vec<String>,
+    resume: Option<String>,
+}
+
+fn tools(value: &str) -> Vec<String> {
+    value
+        .split([',', ' '])
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn parse(argv: &[String]) -> Result<Args, String> {
+    let mut args = Args::default();
+    let mut i = 0;
+    let value = |i: &mut usize| -> Result<String, String> {
+        *i += 1;
+        argv.get(*i)
+            .cloned()
+            .ok_or_else(|| format!("error: option '{}' argument missing", argv[*i - 1]))
+    };
+    while i < argv.len() {
+        let arg = argv[i].as_str();
+        match arg {
+            "-p" | "--print" => {}
+            "--verbose" => args.verbose = true,
+            "--output-format" => args.output_format = Some(value(&mut i)?),
+            "--append-system-prompt" | "--permission-prompt-tool" | "--model" => {
+                value(&mut i)?;
+            }
+            "--resume" | "-r" => args.resume = Some(value(&mut i)?),
+            "--allowedTools" | "--allowed-tools" | "--disallowedTools" | "--disallowed-tools"
+            | "--mcp-config" => {
+                let mut values = Vec::new();
+                while i + 1 < argv.len() && !argv[i + 1].starts_with('-') {
+                    i += 1;
+                    values.push(argv[i].clone());
+                }
+                if values.is_empty() {
+                    return Err(format!("error: option '{arg}' argument missing"));
+                }
+                match arg {
+                    "--allowedTools" | "--allowed-tools" => {
+                        args.allowed.extend(values.iter().flat_map(|v| tools(v)))
+                    }
+                    "--disallowedTools" | "--disallowed-tools" => {
+                        args.disallowed.extend(values.iter().flat_map(|v| tools(v)))
+                    }
+                    _ => args.mcp_configs.extend(values),
+                }
+            }
+            other if other.starts_with('-') => {
+                return Err(format!("error: unknown option '{other}'"));
+            }
+            prompt => args.prompt = Some(prompt.to_owned()),
+        }
+        i += 1;
+    }
+    Ok(args)
+}
+
+fn emit(event: Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{event}");
+    let _ = out.flush();
+}
+
+fn record(argv: &[String]) {
+    let Some(path) = std::env::var_os("FAKE_CLAUDE_LOG") else {
+        return;
+    };
+    let env: BTreeMap<String, String> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("HARK_") || k == "MCP_TOOL_TIMEOUT" || k == "FAKE_MARKER")
+        .collect();
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    let line = json!({"argv": argv, "env": env, "cwd": cwd, "pid": std::process::id()});
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(file, "{line}");
+    }
+}
+
+type Server = RunningService<RoleClient, ()>;
+
+/// Spawns and initializes every server in the MCP configs.
+async fn connect(configs: &[String]) -> Result<BTreeMap<String, Server>, String> {
+    let mut servers = BTreeMap::new();
+    for config in configs {
+        let text = if config.trim_start().starts_with('{') {
+            config.clone()
+        } else {
+            std::fs::read_to_string(config).map_err(|e| format!("cannot read {config}: {e}"))?
+        };
+        let value: Value =
+            serde_json::from_str(&text).map_err(|e| format!("bad MCP config {config}: {e}"))?;
+        for (name, server) in value["mcpServers"].as_object().into_iter().flatten() {
+            let mut command =
+                tokio::process::Command::new(server["command"].as_str().unwrap_or_default());
+            for arg in server["args"].as_array().into_iter().flatten() {
+                command.arg(arg.as_str().unwrap_or_default());
+            }
+            let transport =
+                TokioChildProcess::new(command).map_err(|e| format!("cannot start {name}: {e}"))?;
+            let client =
+                ().serve(transport)
+                    .await
+                    .map_err(|e| format!("cannot initialize {name}: {e}"))?;
+            servers.insert(name.clone(), client);
+        }
+    }
+    Ok(servers)
+}
+
+struct Session {
+    id: String,
+    args: Args,
+    servers: BTreeMap<String, Server>,
+    tool_names: Vec<String>,
+    last_text: String,
+    errors: u32,
+}
+
+impl Session {
+    /// Calls `mcp__operator__ask` as the model would, with the CLI's checks.
+    async fn ask(&mut self, input: Value) {
+        let name = "mcp__operator__ask";
+        let use_id = format!("toolu_{}", self.errors + self.tool_names.len() as u32 + 1);
+        emit(
+            json!({"type": "assistant", "session_id": self.id, "message": {"content": [
+            {"type": "tool_use", "id": use_id, "name": name, "input": input}]}}),
+        );
+        let (text, is_error) = if !self.tool_names.iter().any(|t| t == name) {
+            (format!("No such tool available: {name}"), true)
+        } else if !self.args.allowed.iter().any(|t| t == name) {
+            (
+                format!(
+                    "Claude requested permissions to use {name}, but you haven't granted it yet."
+                ),
+                true,
+            )
+        } else {
+            let server = &self.servers["operator"];
+            let Value::Object(arguments) = input else {
+                unreachable!("checked by the caller")
+            };
+            match server
+                .call_tool(CallToolRequestParams::new("ask").with_arguments(arguments))
+                .await
+            {
+                Ok(result) => {
+                    let text = result
+                        .content
+                        .iter()
+                        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    (text, result.is_error == Some(true))
+                }
+                Err(e) => (format!("MCP error: {e}"), true),
+            }
+        };
+        if is_error {
+            self.errors += 1;
+        }
+        emit(
+            json!({"type": "user", "session_id": self.id, "message": {"content": [
+            {"type": "tool_result", "tool_use_id": use_id, "content": text, "is_error": is_error}]}}),
+        );
+        self.last_text = text;
+    }
+
+    /// Runs a sub-agent (a child of this program) that inherits the MCP config.
+    async fn nested(&mut self, input: &str, argv: &[String]) {
+        let mut args: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < argv.len() {
+            if argv[i] == "-p" {
+                args.push("-p".into());
+                args.push(format!("ASK {input}"));
+                i += 2;
+                continue;
+            }
+            args.push(argv[i].clone());
+            i += 1;
+        }
+        let exe = std::env::current_exe().expect("own path");
+        let output = tokio::process::Command::new(exe).args(&args).output().await;
+        match output {
+            Ok(out) => {
+                for line in String::from_utf8_lossy(&out.stdout).lines() {
+                    if let Ok(mut event) = serde_json::from_str::<Value>(line) {
+                        if event["type"] == "user" {
+                            self.last_text = event["message"]["content"][0]["content"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_owned();
+                        }
+                        event["parent_tool_use_id"] = json!("toolu_task");
+                        if event["type"] != "result" && event["type"] != "system" {
+                            emit(event);
+                        }
+                    }
+                }
+            }
+            Err(e) => self.last_text = format!("sub-agent failed: {e}"),
+        }
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    record(&argv);
+    let args = match parse(&argv) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    if args.output_format.as_deref() == Some("stream-json") && !args.verbose {
+        eprintln!("Error: When using --print, --output-format=stream-json requires --verbose");
+        return ExitCode::from(1);
+    }
+    let Some(prompt) = args.prompt.clone() else {
+        eprintln!(
+            "Error: Input must be provided either through stdin or as a prompt argument when using --print"
+        );
+        return ExitCode::from(1);
+    };
+    let servers = match connect(&args.mcp_configs).await {
+        Ok(servers) => servers,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut tool_names = vec!["Read".to_owned(), "Edit".to_owned(), "Bash".to_owned()];
+    for (name, server) in &servers {
+        if let Ok(tools) = server.list_all_tools().await {
+            tool_names.extend(tools.iter().map(|t| format!("mcp__{name}__{}", t.name)));
+        }
+    }
+    tool_names.retain(|t| !args.disallowed.contains(t));
+    let id = args
+        .resume
+        .clone()
+        .unwrap_or_else(|| format!("fake-session-{}", std::process::id()));
+    emit(
+        json!({"type": "system", "subtype": "init", "session_id": id, "tools": tool_names,
+        "mcp_servers": servers.keys().map(|k| json!({"name": k, "status": "connected"})).collect::<Vec<_>>()}),
+    );
+    let mut session = Session {
+        id,
+        args,
+        servers,
+        tool_names,
+        last_text: String::new(),
+        errors: 0,
+    };
+    let mut status = 0u8;
+    for line in prompt.lines() {
+        let (command, rest) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+        match command {
+            "ASK" => match serde_json::from_str::<Value>(rest) {
+                Ok(input @ Value::Object(_)) => session.ask(input).await,
+                _ => session.last_text = format!("bad ASK line: {rest}"),
+            },
+            "NESTED" => session.nested(rest, &argv).await,
+            "SAY" => {
+                emit(
+                    json!({"type": "assistant", "session_id": session.id, "message": {"content": [{"type": "text", "text": rest}]}}),
+                );
+                session.last_text = rest.to_owned();
+            }
+            "HANG" => std::future::pending::<()>().await,
+            "EXIT" => status = rest.trim().parse().unwrap_or(1),
+            _ => {
+                let text = format!("done: {line}");
+                emit(
+                    json!({"type": "assistant", "session_id": session.id, "message": {"content": [{"type": "text", "text": text}]}}),
+                );
+                session.last_text = text;
+            }
+        }
+    }
+    emit(
+        json!({"type": "result", "subtype": "success", "session_id": session.id, "is_error": status != 0,
+        "result": session.last_text, "duration_ms": 5, "total_cost_usd": 0.0, "num_turns": 1}),
+    );
+    for (_, server) in std::mem::take(&mut session.servers) {
+        let _ = server.cancel().await;
+    }
+    ExitCode::from(status)
+}

@@ -1,0 +1,372 @@
+//! `hark run` end to end with a fake `claude -p` (tests/fake-claude) that
+//! parses the real CLI's flags, speaks MCP to the servers in --mcp-config and
+//! prints stream-json, against a real `hark serve` with a scripted prompter.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+use support::*;
+
+fn fake_claude() -> PathBuf {
+    let path = Path::new(hark()).with_file_name("fake-claude");
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build -p fake-claude` first",
+        path.display()
+    );
+    path
+}
+
+fn ask_line() -> String {
+    format!("ASK {}", questions(&[db()]))
+}
+
+/// `hark run` with the fake agent, against `socket`; the fake logs to `log`.
+fn hark_run(socket: &Path, log: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(hark())
+        .arg("run")
+        .args(["--agent"])
+        .arg(fake_claude())
+        .args(args)
+        .env("HARK_SOCKET", socket)
+        .env("HARK_CONFIG", socket.with_extension("no-config.toml"))
+        .env("FAKE_CLAUDE_LOG", log)
+        .env("FAKE_MARKER", "inherited")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The fake's recorded invocations.
+fn invocations(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The value after `flag` in a recorded argv.
+fn flag(invocation: &Value, name: &str) -> Option<String> {
+    let argv: Vec<&str> = invocation["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    argv.iter()
+        .position(|a| *a == name)
+        .map(|i| argv[i + 1].to_owned())
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn an_attached_run_gets_the_bridge_and_the_answer_reaches_the_agent() {
+    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let log = daemon.dir.path().join("fake.log");
+    let out = hark_run(
+        &daemon.socket,
+        &log,
+        &["--session", "attached", "--", &ask_line()],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout(&out).contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "{}",
+        stdout(&out)
+    );
+
+    let runs = invocations(&log);
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(
+        flag(run, "--allowedTools").as_deref(),
+        Some("mcp__operator__ask")
+    );
+    assert_eq!(
+        flag(run, "--disallowedTools").as_deref(),
+        Some("AskUserQuestion")
+    );
+    assert_eq!(flag(run, "--output-format").as_deref(), Some("stream-json"));
+    assert!(
+        run["argv"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("--verbose"))
+    );
+    assert!(
+        flag(run, "--append-system-prompt")
+            .unwrap()
+            .contains("mcp__operator__ask")
+    );
+    assert!(flag(run, "--permission-prompt-tool").is_none());
+    let socket = run["env"]["HARK_ASK_SOCK"].as_str().unwrap();
+    assert_ne!(
+        socket,
+        daemon.socket.to_str().unwrap(),
+        "a per-call socket, not the app's"
+    );
+    assert_eq!(run["env"]["HARK_SESSION_ID"], "attached");
+    assert_eq!(run["env"]["MCP_TOOL_TIMEOUT"], "360000");
+    assert_eq!(
+        run["env"]["FAKE_MARKER"], "inherited",
+        "the caller's environment is inherited"
+    );
+    // The socket and the MCP config are gone with the run.
+    let config = flag(run, "--mcp-config").unwrap();
+    assert!(!Path::new(&config).exists() && !Path::new(socket).exists());
+    assert!(!Path::new(socket).parent().unwrap().exists());
+
+    let items = daemon.inbox();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["session_id"], "attached");
+    assert!(
+        items[0]["run_id"].is_string(),
+        "the item is filed under the run"
+    );
+}
+
+#[test]
+fn a_headless_run_gets_none_of_it_and_is_told_to_proceed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fake.log");
+    let out = hark_run(
+        &dir.path().join("nobody.sock"),
+        &log,
+        &["--", "SAY on my own"],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("on my own"));
+    let run = &invocations(&log)[0];
+    assert_eq!(flag(run, "--allowedTools"), None);
+    assert_eq!(flag(run, "--mcp-config"), None);
+    assert_eq!(
+        flag(run, "--disallowedTools").as_deref(),
+        Some("AskUserQuestion")
+    );
+    assert!(
+        flag(run, "--append-system-prompt")
+            .unwrap()
+            .contains("No operator is available")
+    );
+    assert!(run["env"]["HARK_ASK_SOCK"].is_null());
+}
+
+#[test]
+fn a_timed_out_ask_reaches_the_agent_as_an_error_it_continues_past() {
+    let daemon = Daemon::start(json!({}));
+    let log = daemon.dir.path().join("fake.log");
+    let prompt = format!("{}\nSAY carried on", ask_line());
+    let out = hark_run(
+        &daemon.socket,
+        &log,
+        &["--timeout", "0.3", "--", &prompt],
+        "",
+    );
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("? asks the operator: [Database] Which database?"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("! {NOT_ANSWERED} (timed out after 0.3 s")),
+        "{stderr}"
+    );
+    assert!(stdout(&out).contains("carried on"));
+}
+
+#[test]
+fn a_killed_agent_cancels_its_question_and_leaves_nothing_behind() {
+    let daemon = Daemon::start(json!({}));
+    let log = daemon.dir.path().join("fake.log");
+    let prompt = format!("{}\nHANG", ask_line());
+    let run = Command::new(hark())
+        .args(["run", "--session", "killed", "--agent"])
+        .arg(fake_claude())
+        .args(["--", &prompt])
+        .env("HARK_SOCKET", &daemon.socket)
+        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
+        .env("FAKE_CLAUDE_LOG", &log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    daemon.log.question_id("killed");
+    let agent = &invocations(&log)[0];
+    let socket = PathBuf::from(agent["env"]["HARK_ASK_SOCK"].as_str().unwrap());
+    assert!(socket.exists());
+    let killed = std::time::Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-9", &agent["pid"].to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let event = daemon
+        .log
+        .wait_event("operator.question.unanswered", &[("session_id", "killed")]);
+    assert_eq!(event["outcome"], "cancelled");
+    assert!(
+        killed.elapsed() < std::time::Duration::from_secs(1),
+        "settled {:?} after the kill",
+        killed.elapsed()
+    );
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(128 + 9),
+        "the agent's death is passed through"
+    );
+    assert!(
+        !socket.parent().unwrap().exists(),
+        "the run's directory is removed"
+    );
+}
+
+#[test]
+fn wrap_merges_the_users_flags_without_duplicating_them() {
+    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let log = daemon.dir.path().join("fake.log");
+    let theirs = daemon.dir.path().join("theirs.json");
+    let other = json!({"mcpServers": {"other": {"command": hark(), "args": ["mcp-operator-ask"]}}});
+    std::fs::write(&theirs, other.to_string()).unwrap();
+    let fake = fake_claude();
+    let prompt = ask_line();
+    let out = Command::new(hark())
+        .args(["run", "--wrap", "--"])
+        .arg(&fake)
+        .args(["-p", &prompt, "--output-format", "stream-json", "--verbose"])
+        .args([
+            "--allowedTools",
+            "Read,Edit",
+            "--disallowedTools",
+            "AskUserQuestion",
+            "--mcp-config",
+        ])
+        .arg(&theirs)
+        .env("HARK_SOCKET", &daemon.socket)
+        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
+        .env("FAKE_CLAUDE_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains(r#"{"answers":{"Which database?":"SQLite"}}"#));
+    let run = &invocations(&log)[0];
+    let argv = run["argv"].as_array().unwrap();
+    let count = |f: &str| argv.iter().filter(|a| *a == f).count();
+    assert_eq!(
+        (
+            count("--allowedTools"),
+            count("--disallowedTools"),
+            count("--mcp-config")
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        flag(run, "--allowedTools").as_deref(),
+        Some("Read,Edit,mcp__operator__ask")
+    );
+    assert_eq!(
+        flag(run, "--disallowedTools").as_deref(),
+        Some("AskUserQuestion")
+    );
+    assert_eq!(argv[0], "-p");
+    assert_eq!(argv[1], prompt.as_str());
+}
+
+#[test]
+fn converse_resumes_the_agents_session_turn_after_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fake.log");
+    let out = hark_run(
+        &dir.path().join("nobody.sock"),
+        &log,
+        &["--verb", "converse", "--", "SAY first turn"],
+        "SAY second turn\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = invocations(&log);
+    assert_eq!(runs.len(), 2);
+    assert_eq!(flag(&runs[0], "--resume"), None);
+    let first_session = format!("fake-session-{}", runs[0]["pid"]);
+    assert_eq!(flag(&runs[1], "--resume"), Some(first_session));
+    assert_eq!(flag(&runs[1], "-p").as_deref(), Some("SAY second turn"));
+    assert!(stdout(&out).contains("first turn") && stdout(&out).contains("second turn"));
+}
+
+#[test]
+fn the_agents_exit_status_is_passed_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hark_run(
+        &dir.path().join("nobody.sock"),
+        &dir.path().join("fake.log"),
+        &["--", "EXIT 7"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(7));
+}
+
+#[test]
+fn a_nested_sub_agents_question_arrives_through_the_same_run() {
+    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let log = daemon.dir.path().join("fake.log");
+    let prompt = format!("NESTED {}", questions(&[db()]));
+    let out = hark_run(
+        &daemon.socket,
+        &log,
+        &["--session", "nested", "--", &prompt],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains(r#"{"answers":{"Which database?":"SQLite"}}"#));
+    let runs = invocations(&log);
+    assert_eq!(runs.len(), 2, "the agent and its sub-agent");
+    assert_eq!(
+        runs[0]["env"]["HARK_ASK_SOCK"],
+        runs[1]["env"]["HARK_ASK_SOCK"]
+    );
+    let items = daemon.inbox();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["session_id"], "nested");
+    assert!(items[0]["run_id"].is_string());
+}
