@@ -6,11 +6,17 @@
 //! 2. Round trip: sequential `tools/call ask` through `hark serve
 //!    --prompter script:…`, which answers at once.
 //!
+//! With `--inbox` it runs only the inbox under load instead: many clients
+//! ask at once, and every question is answered with `hark answer` (see
+//! [`inbox`]); the exit code is 1 when a question was lost, answered wrong
+//! or answered twice.
+//!
 //! It prints a table, PASS/MISS against the targets, and one final JSON line.
 //! The exit code is 1 when something was wrong (a failed run, a wrong answer,
 //! non-protocol output on stdout), not when a target is missed.
 
 mod cold;
+mod inbox;
 mod roundtrip;
 mod rpc;
 mod sandbox;
@@ -33,22 +39,34 @@ const MIN_RUNS: usize = 20;
 
 const USAGE: &str = "\
 usage: hark-bench [--runs N] [--calls N] [--bin-dir DIR]
+       hark-bench --inbox [--clients N] [--items-per-client N] [--bin-dir DIR]
 
   --runs N       cold-start runs per server, interleaved (default 30, at least 20)
   --calls N      sequential ask calls in the round trip (default 500)
-  --bin-dir DIR  where `hark` and `bare-ask-server` are (default: this executable's directory)";
+  --bin-dir DIR  where `hark` and `bare-ask-server` are (default: this executable's directory)
+
+  --inbox               only the inbox under load: N clients (`hark mcp-operator-ask`)
+                        each ask M questions at once, all answered with `hark answer`
+  --clients N           concurrent clients (default 100)
+  --items-per-client N  questions each client asks at once (default 10)";
 
 #[derive(Debug)]
 struct Options {
     runs: usize,
     calls: usize,
     bin_dir: PathBuf,
+    inbox: bool,
+    clients: usize,
+    items_per_client: usize,
 }
 
 fn parse_args() -> Result<Options, String> {
     let mut runs = 30;
     let mut calls = 500;
     let mut bin_dir = None;
+    let mut inbox = false;
+    let mut clients = 100;
+    let mut items_per_client = 10;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -69,6 +87,9 @@ fn parse_args() -> Result<Options, String> {
             "--runs" => runs = number(value()?)?,
             "--calls" => calls = number(value()?)?,
             "--bin-dir" => bin_dir = Some(PathBuf::from(value()?)),
+            "--inbox" if inline.is_none() => inbox = true,
+            "--clients" => clients = number(value()?)?,
+            "--items-per-client" => items_per_client = number(value()?)?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -82,6 +103,9 @@ fn parse_args() -> Result<Options, String> {
     if calls == 0 {
         return Err("--calls must be at least 1".into());
     }
+    if clients == 0 || items_per_client == 0 {
+        return Err("--clients and --items-per-client must be at least 1".into());
+    }
     let bin_dir = match bin_dir {
         Some(dir) => dir,
         None => std::env::current_exe()
@@ -94,11 +118,20 @@ fn parse_args() -> Result<Options, String> {
         runs,
         calls,
         bin_dir,
+        inbox,
+        clients,
+        items_per_client,
     })
 }
 
 fn main() -> ExitCode {
-    let result = parse_args().and_then(|options| run(&options));
+    let result = parse_args().and_then(|options| {
+        if options.inbox {
+            run_inbox(&options)
+        } else {
+            run(&options)
+        }
+    });
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
@@ -304,6 +337,28 @@ fn run(options: &Options) -> Result<bool, String> {
     });
     println!("{report}");
     Ok(sound)
+}
+
+/// `--inbox`: the inbox under load, alone; `Ok(false)` when something was
+/// lost, wrong or answered twice.
+fn run_inbox(options: &Options) -> Result<bool, String> {
+    let hark = options.bin_dir.join("hark");
+    if !hark.is_file() {
+        return Err(format!(
+            "{} is missing; build with `cargo build --release -p hark` or pass --bin-dir",
+            hark.display()
+        ));
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("hark-bench-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a temp dir: {e}"))?;
+    let sandbox = sandbox::Sandbox::new(tmp.path())?;
+
+    println!("hark-bench: binaries in {}", options.bin_dir.display());
+    println!();
+    let results = inbox::measure(&hark, &sandbox, options.clients, options.items_per_client)?;
+    Ok(inbox::report(&results))
 }
 
 fn timing(s: Summary) -> String {

@@ -41,9 +41,10 @@ pub struct Results {
 
 /// The daemon, killed if the benchmark bails out early.
 #[derive(Debug)]
-struct Daemon {
-    child: Child,
-    log: PathBuf,
+pub struct Daemon {
+    pub child: Child,
+    /// Its stderr.
+    pub log: PathBuf,
 }
 
 impl Drop for Daemon {
@@ -57,7 +58,7 @@ impl Drop for Daemon {
 
 impl Daemon {
     /// Stops it with SIGTERM, as a user's Ctrl-C or a service manager would.
-    fn stop(mut self) -> Result<bool, String> {
+    pub fn stop(mut self) -> Result<bool, String> {
         let pid = self.child.id().to_string();
         let sent = Command::new("kill")
             .args(["-TERM", &pid])
@@ -146,12 +147,12 @@ pub fn measure(hark: &Path, sandbox: &Sandbox, calls: usize) -> Result<Results, 
     })
 }
 
-fn log_file(path: &Path) -> Result<std::fs::File, String> {
+pub fn log_file(path: &Path) -> Result<std::fs::File, String> {
     std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
 }
 
 /// Polls for the daemon's socket file, up to [`TIMEOUT`].
-fn wait_for_socket(socket: &Path) -> Result<(), String> {
+pub fn wait_for_socket(socket: &Path) -> Result<(), String> {
     let deadline = Instant::now() + TIMEOUT;
     while !socket.exists() {
         if Instant::now() >= deadline {

@@ -137,6 +137,29 @@ impl Peer {
         }
     }
 
+    /// The next JSON message the child wrote, whatever its id, or `Ok(None)`
+    /// when none came within `timeout`. Unlike [`Peer::response`] it drops
+    /// nothing, for callers with several requests in flight. Lines that are
+    /// not JSON are skipped (and kept for the stdout check).
+    pub fn next_message(&mut self, timeout: Duration) -> Result<Option<(Instant, Value)>, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = match self.lines.recv_timeout(left) {
+                Ok(line) => line,
+                Err(RecvTimeoutError::Timeout) => return Ok(None),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err("the server closed stdout".into());
+                }
+            };
+            let parsed = serde_json::from_slice::<Value>(&line.bytes).ok();
+            self.seen.push(line.bytes);
+            if let Some(message) = parsed {
+                return Ok(Some((line.at, message)));
+            }
+        }
+    }
+
     /// `initialize` as request `id`, then `notifications/initialized`.
     /// Returns when the initialize response was read.
     pub fn initialize(&mut self, id: u64, timeout: Duration) -> Result<Instant, String> {
@@ -159,15 +182,7 @@ impl Peer {
 
     /// The child's peak resident set so far (`VmHWM`), in KiB.
     pub fn peak_rss_kib(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))?
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()
+        peak_rss_kib(self.pid())
     }
 
     /// Closes stdin (a stdio MCP server exits on EOF), waits up to `timeout`
@@ -204,6 +219,19 @@ impl Drop for Peer {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Process `pid`'s peak resident set so far (`VmHWM`), in KiB.
+pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Polls `child` until it exits or `deadline` passes (`Ok(None)`).
