@@ -26,6 +26,8 @@ use crate::wire::{
 
 /// The longest wait a call may ask for (a day).
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+/// The pause before accepting again after `accept` failed.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// How long a shutting-down listener waits for connections to deliver their
 /// cancellations.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -53,14 +55,25 @@ impl std::fmt::Debug for Bridge {
 /// item (each waiting agent gets its error at once) and drains.
 pub async fn run(listener: UnixListener, bridge: Bridge, shutdown: impl Future<Output = ()>) {
     let mut connections = JoinSet::new();
+    let mut accept_failing = false;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    accept_failing = false;
                     connections.spawn(serve_connection(stream, bridge.clone()));
                 }
-                Err(e) => tracing::warn!("accept failed: {e}"),
+                Err(e) => {
+                    // Out of file handles (or similar): every retry would fail
+                    // at once, so back off instead of spinning, and say it once.
+                    if !accept_failing {
+                        tracing::warn!("cannot accept connections: {e}; retrying every {} ms", ACCEPT_BACKOFF.as_millis());
+                    }
+                    accept_failing = true;
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             () = &mut shutdown => break,

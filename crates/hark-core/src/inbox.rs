@@ -46,6 +46,8 @@ pub fn list(registry: &Registry, filter: &Filter) -> ServerFrame {
                         .is_none_or(|s| *s == i.session_id)
                 })
                 .filter(|_| filter.pending != Some(false) && filter.outcome.is_none())
+                .skip(filter.offset.unwrap_or(0) as usize)
+                .take(filter.limit.unwrap_or(u32::MAX) as usize)
                 .map(|i| Record::new(i, None, None))
                 .collect();
             ServerFrame::Items { items }

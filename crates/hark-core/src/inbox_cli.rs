@@ -84,34 +84,61 @@ pub async fn inbox(options: InboxOptions) -> i32 {
     if options.watch {
         return watch(&socket, options.json).await;
     }
-    let filter = Filter {
-        pending: (!options.all).then_some(true),
-        limit: options.limit,
-        ..Filter::default()
+    let items = match list_all(&socket, !options.all, options.limit).await {
+        Ok(items) => items,
+        Err(code) => return code,
     };
-    match client::request(&socket, &ClientFrame::List { filter }).await {
-        Ok(ServerFrame::Items { items }) => {
-            if options.json {
-                println!("{}", serde_json::to_string(&items).unwrap_or_default());
-            } else if items.is_empty() {
-                println!(
-                    "{}",
-                    if options.all {
-                        "the inbox is empty"
-                    } else {
-                        "nothing is waiting for you"
-                    }
-                );
+    if options.json {
+        println!("{}", serde_json::to_string(&items).unwrap_or_default());
+    } else if items.is_empty() {
+        println!(
+            "{}",
+            if options.all {
+                "the inbox is empty"
             } else {
-                let now = unix_ms(SystemTime::now());
-                for item in &items {
-                    println!("{}", line(item, now));
-                }
+                "nothing is waiting for you"
             }
-            EXIT_OK
+        );
+    } else {
+        let now = unix_ms(SystemTime::now());
+        for item in &items {
+            println!("{}", line(item, now));
         }
-        Ok(other) => refused(other),
-        Err(e) => unreachable(&e),
+    }
+    EXIT_OK
+}
+
+/// Items listed per request, so that each answer stays well under a frame.
+const PAGE: u32 = 200;
+
+/// Lists items page by page (pending only when `pending_only`), up to `limit`.
+async fn list_all(
+    socket: &std::path::Path,
+    pending_only: bool,
+    limit: Option<u32>,
+) -> Result<Vec<Record>, i32> {
+    let mut items = Vec::new();
+    loop {
+        let want = limit.map_or(PAGE, |l| l.saturating_sub(items.len() as u32).min(PAGE));
+        if want == 0 {
+            return Ok(items);
+        }
+        let filter = Filter {
+            pending: pending_only.then_some(true),
+            limit: Some(want),
+            offset: Some(items.len() as u32),
+            ..Filter::default()
+        };
+        let page = match client::request(socket, &ClientFrame::List { filter }).await {
+            Ok(ServerFrame::Items { items }) => items,
+            Ok(other) => return Err(refused(other)),
+            Err(e) => return Err(unreachable(&e)),
+        };
+        let done = (page.len() as u32) < want;
+        items.extend(page);
+        if done {
+            return Ok(items);
+        }
     }
 }
 

@@ -80,6 +80,7 @@ pub fn prepare(
     strict_defaults: bool,
 ) -> Result<Prepared, ServeError> {
     let config = Config::load()?;
+    socket::raise_open_file_limit();
     let path = match socket {
         Some(path) => path,
         None => socket::app_socket_path()?,

@@ -60,6 +60,25 @@ pub fn own_uid() -> u32 {
     }
 }
 
+/// Raises this process's soft limit on open files to its hard limit: every
+/// waiting question holds a connection open, and the common default of 1024
+/// would cap a busy operator at about a thousand pending questions.
+pub fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    #[allow(unsafe_code)]
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed in.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
 /// Whether the peer of a connected stream runs as this user.
 pub fn peer_is_owner(stream: &UnixStream) -> io::Result<bool> {
     Ok(stream.peer_cred()?.uid() == own_uid())
