@@ -20,7 +20,8 @@ function duration(ms) {
 
 /** @param {Item} item */
 function who(item) {
-  return [item.session_id, item.asker.command, item.asker.cwd].filter(Boolean).join(' · ');
+  const run = item.run_id ? `run ${item.run_id.slice(0, 8)}` : null;
+  return [item.session_id, run, item.asker.command, item.asker.cwd].filter(Boolean).join(' · ');
 }
 
 /** @param {Item} item */
