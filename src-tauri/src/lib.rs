@@ -83,7 +83,8 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), String> {
             ipc::inbox,
             ipc::reply,
             ipc::dismiss,
-            ipc::open_item
+            ipc::open_item,
+            ipc::shown
         ])
         .setup(|app| {
             start_core(app.handle()).map_err(|e| -> Box<dyn std::error::Error> { e.into() })?;
@@ -153,8 +154,9 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }
-            tray::refresh(&app);
+            // The windows first: the modal is what the operator waits for.
             let _ = app.emit(INBOX_CHANGED, ());
+            tray::refresh(&app);
         }
     });
     Ok(())

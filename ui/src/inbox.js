@@ -7,9 +7,12 @@ import * as ipc from './ipc.js';
 /** @param {string} id */
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
+// One formatter for every row: building one per call costs memory.
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+
 /** @param {number} ms */
 function when(ms) {
-  return new Date(ms).toLocaleString();
+  return dateTime.format(new Date(ms));
 }
 
 /** @param {number} ms */
