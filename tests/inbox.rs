@@ -34,6 +34,12 @@ fn ask_in_background(daemon: &Daemon, session: &str, qs: Value) -> std::process:
         .unwrap()
 }
 
+/// Asks the database question as `session` and waits for the script's answer.
+fn ask_answered(daemon: &Daemon, session: &str) {
+    let asker = ask_in_background(daemon, session, questions(&[db()]));
+    assert!(asker.wait_with_output().unwrap().status.success());
+}
+
 /// Ends a background asker that is no longer needed.
 fn reap(mut child: std::process::Child) {
     let _ = child.kill();
@@ -287,12 +293,7 @@ async fn inbox_watch_shows_an_agents_question_and_hark_answer_settles_it() {
 #[test]
 fn clear_settled_empties_the_history_and_keeps_what_is_pending() {
     let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
-    assert!(
-        ask_in_background(&daemon, "done", questions(&[db()]))
-            .wait()
-            .unwrap()
-            .success()
-    );
+    ask_answered(&daemon, "done");
     let pending = ask_in_background(&daemon, "open", questions(&[features()]));
     daemon
         .log
@@ -311,12 +312,7 @@ fn clear_settled_empties_the_history_and_keeps_what_is_pending() {
 #[test]
 fn answering_a_settled_or_unknown_item_says_why() {
     let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
-    assert!(
-        ask_in_background(&daemon, "done", questions(&[db()]))
-            .wait()
-            .unwrap()
-            .success()
-    );
+    ask_answered(&daemon, "done");
     let id = daemon.inbox()[0]["id"].as_str().unwrap().to_owned();
     let again = daemon.hark(&["answer", &id, "--pick", "Postgres (Recommended)"]);
     assert_eq!(again.status.code(), Some(2));
