@@ -275,6 +275,8 @@ async fn an_item_answered_elsewhere_moves_the_modal_on() {
         r#"{"answers":{"Which database?":"SQLite"}}"#
     );
     desktop.wait_for("//p[@id='idle' and not(@hidden)]").await;
+    // Its notification has nothing left to offer: the app takes it down.
+    desktop.wait_for_close(desktop.notification_id(&id));
     agent.cancel().await.unwrap();
     desktop.stop().await;
 }

@@ -28,6 +28,7 @@ use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime};
 use tokio::sync::{Notify, oneshot};
 use tracing::level_filters::LevelFilter;
 
+use crate::notify::Notifier;
 use crate::prompter::DesktopPrompter;
 use crate::shell::{INBOX_CHANGED, Shell};
 use crate::windows::WindowId;
@@ -122,6 +123,9 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
             other => other.to_string(),
         })?;
     let registry = prepared.bridge.registry.clone();
+    let notifier = Arc::new(Notifier::default());
+    app.manage(notifier.clone());
+    tauri::async_runtime::spawn(notifier.clone().listen(app.clone()));
     let stop = Arc::new(Notify::new());
     let (stopped_tx, stopped_rx) = oneshot::channel();
     app.manage(Arc::new(Shell::new(
@@ -147,10 +151,13 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
     tauri::async_runtime::spawn(async move {
         loop {
             match events.recv().await {
-                Ok(Event::Settled { .. }) if registry.pending().is_empty() => {
-                    windows::hide(&app, WindowId::Modal)
+                Ok(Event::Settled { item, .. }) => {
+                    notifier.settled(item.id);
+                    if registry.pending().is_empty() {
+                        windows::hide(&app, WindowId::Modal);
+                    }
                 }
-                Ok(_) => {}
+                Ok(Event::Added(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }

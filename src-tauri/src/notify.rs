@@ -1,14 +1,25 @@
 //! One desktop notification per new item: title = the header and who asked,
 //! body = the question. Clicking it opens the modal on that item; for a
 //! single-select question with up to three options, action buttons answer it
-//! straight from the notification (where the server supports actions).
+//! straight from the notification (where the server supports actions). A
+//! notification is closed when its item settles, however it settled.
+//!
+//! The calls go to `org.freedesktop.Notifications` over one session-bus
+//! connection (zbus, which notify-rust is built on), opened once, with one
+//! stream for the server's `ActionInvoked` and `NotificationClosed` signals.
+//! notify-rust opens a connection and parks a thread per notification until
+//! the server closes it: with 50 items pending that was 100 more threads.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use hark_core::item::Item;
+use futures_util::StreamExt;
+use hark_core::item::{Item, ItemId};
 use hark_core::registry::Reply;
 use hark_core::resolve::{Pick, Picks};
 use tauri::{AppHandle, Manager, Runtime};
+use tokio::sync::OnceCell;
+use zbus::zvariant::Value;
 
 use crate::shell::Shell;
 
@@ -16,6 +27,9 @@ use crate::shell::Shell;
 const MAX_BUTTONS: usize = 3;
 const OPEN: &str = "default";
 const PICK: &str = "pick:";
+
+const SERVICE: &str = "org.freedesktop.Notifications";
+const PATH: &str = "/org/freedesktop/Notifications";
 
 fn title(item: &Item) -> String {
     let header = &item.request.questions[0].header;
@@ -44,35 +58,170 @@ fn body(item: &Item) -> String {
     }
 }
 
-/// Raises the notification on its own thread and waits there for the click.
-pub fn show<R: Runtime>(app: &AppHandle<R>, item: &Arc<Item>) {
-    let app = app.clone();
-    let item = item.clone();
-    std::thread::spawn(move || {
-        let mut note = notify_rust::Notification::new();
-        note.appname("hark")
-            .summary(&title(&item))
-            .body(&body(&item))
-            .action(OPEN, "Open");
-        let question = &item.request.questions[0];
-        let quick = item.request.questions.len() == 1
-            && !question.multi_select
-            && question.options.len() <= MAX_BUTTONS;
-        if quick {
-            for (i, option) in question.options.iter().enumerate() {
-                note.action(&format!("{PICK}{i}"), &option.label);
-            }
+/// The action keys and labels, flattened as the `Notify` call takes them.
+fn actions(item: &Item) -> Vec<String> {
+    let mut actions = vec![OPEN.to_owned(), "Open".to_owned()];
+    let question = &item.request.questions[0];
+    let quick = item.request.questions.len() == 1
+        && !question.multi_select
+        && question.options.len() <= MAX_BUTTONS;
+    if quick {
+        for (i, option) in question.options.iter().enumerate() {
+            actions.push(format!("{PICK}{i}"));
+            actions.push(option.label.clone());
         }
-        let handle = match note.show() {
-            Ok(handle) => handle,
+    }
+    actions
+}
+
+/// The notifications on screen, by server id and by item.
+#[derive(Debug, Default)]
+struct Shown {
+    items: HashMap<u32, Arc<Item>>,
+    ids: HashMap<ItemId, u32>,
+}
+
+/// The app's notifications: one bus connection, one signal stream.
+#[derive(Debug, Default)]
+pub struct Notifier {
+    bus: OnceCell<zbus::Connection>,
+    shown: Mutex<Shown>,
+}
+
+impl Notifier {
+    fn shown(&self) -> std::sync::MutexGuard<'_, Shown> {
+        self.shown.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn bus(&self) -> zbus::Result<&zbus::Connection> {
+        self.bus.get_or_try_init(zbus::Connection::session).await
+    }
+
+    /// Follows the notification server's signals for as long as the app
+    /// runs: a click or button routes to its item, a close forgets it.
+    pub async fn listen<R: Runtime>(self: Arc<Self>, app: AppHandle<R>) {
+        let signals = async {
+            let bus = self.bus().await?;
+            let rule = zbus::MatchRule::builder()
+                .msg_type(zbus::message::Type::Signal)
+                .interface(SERVICE)?
+                .path(PATH)?
+                .build();
+            zbus::MessageStream::for_match_rule(rule, bus, None).await
+        };
+        let mut signals = match signals.await {
+            Ok(signals) => signals,
             Err(e) => {
-                tracing::warn!(question_id = %item.id, "no notification: {e}");
+                tracing::warn!(
+                    "no desktop notifications (session bus: {e}); the modal and tray still work"
+                );
                 return;
             }
         };
-        tracing::info!(question_id = %item.id, notification_id = handle.id(), "notification shown");
-        handle.wait_for_action(|action| on_action(&app, &item, action));
-    });
+        while let Some(message) = signals.next().await {
+            let Ok(message) = message else { continue };
+            let header = message.header();
+            match header.member().map(|m| m.as_str()) {
+                Some("ActionInvoked") => {
+                    let Ok((id, action)) = message.body().deserialize::<(u32, String)>() else {
+                        continue;
+                    };
+                    let item = self.shown().items.get(&id).cloned();
+                    if let Some(item) = item {
+                        on_action(&app, &item, &action);
+                    }
+                }
+                Some("NotificationClosed") => {
+                    if let Ok((id, _reason)) = message.body().deserialize::<(u32, u32)>() {
+                        let mut shown = self.shown();
+                        if let Some(item) = shown.items.remove(&id) {
+                            shown.ids.remove(&item.id);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Raises the notification for a new item.
+    pub fn show<R: Runtime>(self: &Arc<Self>, app: &AppHandle<R>, item: &Arc<Item>) {
+        let (this, app, item) = (self.clone(), app.clone(), item.clone());
+        tauri::async_runtime::spawn(async move {
+            let id = match this.notify(&item).await {
+                Ok(id) => id,
+                Err(e) => {
+                    tracing::warn!(question_id = %item.id, "no notification: {e}");
+                    return;
+                }
+            };
+            tracing::info!(question_id = %item.id, notification_id = id, "notification shown");
+            {
+                let mut shown = this.shown();
+                shown.items.insert(id, item.clone());
+                shown.ids.insert(item.id, id);
+            }
+            // Settled while the call was on its way: close it now.
+            if app.state::<Arc<Shell>>().registry.get(item.id).is_none() {
+                this.settled(item.id);
+            }
+        });
+    }
+
+    async fn notify(&self, item: &Item) -> zbus::Result<u32> {
+        let actions = actions(item);
+        let actions: Vec<&str> = actions.iter().map(String::as_str).collect();
+        let hints: HashMap<&str, Value<'_>> = HashMap::new();
+        let reply = self
+            .bus()
+            .await?
+            .call_method(
+                Some(SERVICE),
+                PATH,
+                Some(SERVICE),
+                "Notify",
+                &(
+                    "hark",
+                    0u32,
+                    "",
+                    title(item),
+                    body(item),
+                    actions,
+                    hints,
+                    -1i32,
+                ),
+            )
+            .await?;
+        reply.body().deserialize::<u32>()
+    }
+
+    /// The item settled (answered anywhere, timed out, cancelled): its
+    /// notification has nothing left to offer, so it goes.
+    pub fn settled(self: &Arc<Self>, item: ItemId) {
+        let id = {
+            let mut shown = self.shown();
+            let Some(id) = shown.ids.remove(&item) else {
+                return;
+            };
+            shown.items.remove(&id);
+            id
+        };
+        let this = self.clone();
+        tauri::async_runtime::spawn(async move {
+            let closed = async {
+                this.bus()
+                    .await?
+                    .call_method(Some(SERVICE), PATH, Some(SERVICE), "CloseNotification", &id)
+                    .await
+            };
+            match closed.await {
+                Ok(_) => {
+                    tracing::info!(question_id = %item, notification_id = id, "notification closed")
+                }
+                Err(e) => tracing::debug!(notification_id = id, "notification not closed: {e}"),
+            }
+        });
+    }
 }
 
 fn on_action<R: Runtime>(app: &AppHandle<R>, item: &Item, action: &str) {
@@ -93,10 +242,8 @@ fn on_action<R: Runtime>(app: &AppHandle<R>, item: &Item, action: &str) {
         {
             tracing::info!(question_id = %item.id, "notification answer not taken: {e}");
         }
-    } else if action != "__closed" {
+    } else if shell.registry.get(item.id).is_some() {
         // The body or "Open": show the modal on this item.
-        if shell.registry.get(item.id).is_some() {
-            shell.open_item(app, item.id);
-        }
+        shell.open_item(app, item.id);
     }
 }

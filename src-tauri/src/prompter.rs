@@ -8,7 +8,7 @@ use hark_core::item::Item;
 use hark_core::prompter::{OperatorPrompter, PromptFuture};
 use tauri::{AppHandle, Manager, Runtime};
 
-use crate::notify;
+use crate::notify::Notifier;
 use crate::shell::Shell;
 use crate::windows::{self, WindowId};
 
@@ -22,7 +22,7 @@ impl<R: Runtime> OperatorPrompter for DesktopPrompter<R> {
         let app = self.app.clone();
         let quiet = app.state::<Arc<Shell>>().do_not_disturb();
         if !quiet {
-            notify::show(&app, &item);
+            app.state::<Arc<Notifier>>().show(&app, &item);
             windows::show(&app, WindowId::Modal);
         }
         Box::pin(std::future::pending())

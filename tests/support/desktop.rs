@@ -328,6 +328,19 @@ impl Desktop {
         assert!(status.success(), "gdbus emit failed");
     }
 
+    /// Waits for the app to close notification `id` (a `CloseNotification`
+    /// call on the bus).
+    pub fn wait_for_close(&self, notification_id: u64) {
+        let id = format!("uint32 {notification_id}");
+        self.notifications
+            .wait_until(&format!("CloseNotification({notification_id})"), |lines| {
+                lines.windows(2).find_map(|pair| {
+                    (pair[0].contains("member=CloseNotification") && pair[1].trim() == id)
+                        .then_some(())
+                })
+            });
+    }
+
     /// The notification id the app logged for an item.
     pub fn notification_id(&self, question_id: &str) -> u64 {
         let event = self

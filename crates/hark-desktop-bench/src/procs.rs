@@ -3,7 +3,7 @@
 //! the `ppid` links of `/proc/*/stat`; their CPU time, resident memory,
 //! threads and context switches.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -198,6 +198,62 @@ fn sample_threads(pid: u32) -> BTreeMap<u32, ThreadSample> {
 #[derive(Debug, Clone)]
 pub struct TreeSample {
     pub procs: Vec<ProcSample>,
+    /// The tree's resident memory with each physical page counted once,
+    /// however many of its processes map it (from `/proc/PID/pagemap`;
+    /// `None` without the privilege to read page frame numbers).
+    pub unique_kib: Option<u64>,
+}
+
+/// The physical frames `pid` has resident: the mappings `smaps` reports
+/// resident pages for, looked up in `pagemap` (bit 63 present, bits 0–54
+/// the frame). `None` when the frames read as zero (no CAP_SYS_ADMIN).
+fn resident_frames(pid: u32) -> Option<HashSet<u64>> {
+    use std::io::{Read, Seek, SeekFrom};
+    const PAGE: u64 = 4096;
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+    let mut pagemap = std::fs::File::open(format!("/proc/{pid}/pagemap")).ok()?;
+    let mut frames = HashSet::new();
+    let mut present = 0u64;
+    let mut range: Option<(u64, u64)> = None;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((start, end)) = first.split_once('-')
+            && let (Ok(start), Ok(end)) =
+                (u64::from_str_radix(start, 16), u64::from_str_radix(end, 16))
+        {
+            range = Some((start, end));
+            continue;
+        }
+        if first != "Rss:" || kib_field(line, "Rss") == Some(0) {
+            continue;
+        }
+        let Some((start, end)) = range.take() else {
+            continue;
+        };
+        let mut entries = vec![0u8; ((end - start) / PAGE * 8) as usize];
+        if pagemap.seek(SeekFrom::Start(start / PAGE * 8)).is_err()
+            || pagemap.read_exact(&mut entries).is_err()
+        {
+            continue;
+        }
+        for entry in entries.chunks_exact(8) {
+            let entry = u64::from_le_bytes(entry.try_into().unwrap_or_default());
+            if entry >> 63 == 1 {
+                present += 1;
+                frames.insert(entry & ((1 << 55) - 1));
+            }
+        }
+    }
+    (present == 0 || frames.len() > 1 || frames.iter().any(|&f| f != 0)).then_some(frames)
+}
+
+/// Each resident page of the processes counted once, KiB.
+fn unique_kib(pids: &[u32]) -> Option<u64> {
+    let mut all = HashSet::new();
+    for &pid in pids {
+        all.extend(resident_frames(pid)?);
+    }
+    Some(all.len() as u64 * 4)
 }
 
 impl TreeSample {
@@ -219,8 +275,18 @@ impl TreeSample {
                     threads: sample_threads(pid),
                 })
             })
-            .collect();
-        TreeSample { procs }
+            .collect::<Vec<ProcSample>>();
+        let pids: Vec<u32> = procs.iter().map(|p| p.pid).collect();
+        TreeSample {
+            unique_kib: unique_kib(&pids),
+            procs,
+        }
+    }
+
+    /// The whole app's resident memory: each page once where the page
+    /// frames can be read, else the sum of the processes' RSS (an overcount).
+    pub fn resident_kib(&self) -> u64 {
+        self.unique_kib.unwrap_or_else(|| self.rss_kib())
     }
 
     pub fn rss_kib(&self) -> u64 {
