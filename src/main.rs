@@ -45,7 +45,12 @@ enum Command {
         log_format: LogFormatArg,
     },
     /// The MCP stdio server an agent spawns (server `operator`, tool `ask`).
-    McpOperatorAsk,
+    McpOperatorAsk {
+        /// Also serve `approve`, the write-mode gate of a read-only agent
+        /// (`--permission-prompt-tool mcp__operator__approve`).
+        #[arg(long)]
+        approvals: bool,
+    },
     /// Ask the operator from a script; prints `{"outcome":…}` as JSON.
     /// Exit 0 answered, 2 invalid input, 3 not answered.
     Ask {
@@ -84,6 +89,11 @@ enum Command {
         /// Attach the bridge to your own agent command line (after --).
         #[arg(long)]
         wrap: bool,
+        /// Run the agent read-only: each write (Edit, Write, Bash outside a
+        /// read-only allowlist, …) asks the operator, who may allow it once,
+        /// for the run or for the session; with nobody attached it is denied.
+        #[arg(long)]
+        read_only: bool,
         /// The prompt, or with --wrap the agent command line.
         #[arg(last = true, required = true, value_name = "PROMPT…")]
         words: Vec<String>,
@@ -130,9 +140,45 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Allow a pending write-mode approval: for the rest of the run (`turn`),
+    /// this action only, or the rest of the session. Without --scope: turn,
+    /// or the action alone for an external effect (a push, a PR).
+    Approve {
+        /// The item's id, or a unique prefix of it.
+        id: String,
+        #[arg(long, value_enum)]
+        scope: Option<ScopeArg>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deny a pending write-mode approval: the agent stays read-only.
+    Deny {
+        /// The item's id, or a unique prefix of it.
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the MCP config that points an agent at this hark:
     /// `claude -p … --mcp-config "$(hark mcp-config)" --allowedTools mcp__operator__ask`.
     McpConfig,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ScopeArg {
+    Turn,
+    Action,
+    Session,
+}
+
+impl From<ScopeArg> for hark_core::approval::Scope {
+    fn from(scope: ScopeArg) -> Self {
+        use hark_core::approval::Scope;
+        match scope {
+            ScopeArg::Turn => Scope::Turn,
+            ScopeArg::Action => Scope::Action,
+            ScopeArg::Session => Scope::Session,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -188,10 +234,11 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 .map_err(|e| e.to_string())?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::McpOperatorAsk => {
+        Command::McpOperatorAsk { approvals } => {
             hark_core::trace::init_logging(LogFormat::Text, LevelFilter::WARN);
             let config = hark_core::config::Config::load().map_err(|e| e.to_string())?;
-            let settings = hark_mcp::McpSettings::from_env(&config).map_err(|e| e.to_string())?;
+            let settings =
+                hark_mcp::McpSettings::from_env(&config, approvals).map_err(|e| e.to_string())?;
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -222,6 +269,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             timeout,
             agent,
             wrap,
+            read_only,
             words,
         } => {
             let options = hark_core::run_cli::RunOptions {
@@ -231,6 +279,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 timeout: seconds(timeout)?,
                 agent,
                 wrap,
+                read_only,
                 words,
             };
             exit(multi_thread()?.block_on(hark_core::run_cli::run(options)))
@@ -267,6 +316,12 @@ fn run(command: Command) -> Result<ExitCode, String> {
             };
             exit(multi_thread()?.block_on(hark_core::inbox_cli::answer(options)))
         }
+        Command::Approve { id, scope, json } => exit(multi_thread()?.block_on(
+            hark_core::inbox_cli::verdict(&id, Some(scope.map(Into::into)), json),
+        )),
+        Command::Deny { id, json } => {
+            exit(multi_thread()?.block_on(hark_core::inbox_cli::verdict(&id, None, json)))
+        }
         Command::Skip { id, json } => {
             exit(multi_thread()?.block_on(hark_core::inbox_cli::skip(&id, json)))
         }
@@ -276,7 +331,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let hark = hark.canonicalize().unwrap_or(hark);
             println!(
                 "{}",
-                hark_core::dispatch::mcp_config(&hark, Default::default())
+                hark_core::dispatch::mcp_config(&hark, Default::default(), false)
             );
             Ok(ExitCode::SUCCESS)
         }

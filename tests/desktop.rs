@@ -315,6 +315,115 @@ async fn the_tray_lists_pending_items() {
     desktop.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_shows_the_diff_and_action_allows_one_edit_then_asks_again() {
+    let desktop = Desktop::start().await;
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("lib.rs");
+    std::fs::write(&file, "let x = 1;\nlet y = 2;\n").unwrap();
+    let edit = |old: &str, new: &str| {
+        format!(
+            "TOOL Edit {}",
+            json!({"file_path": file, "old_string": old, "new_string": new})
+        )
+    };
+    let prompt = [
+        edit("let x = 1;", "let x = 10;"),
+        edit("let y = 2;", "let y = 20;"),
+    ]
+    .join("\n");
+    let run = Command::new(hark())
+        .args(["run", "--read-only", "--session", "gate", "--agent"])
+        .arg(fake_claude())
+        .args(["--", &prompt])
+        .env("HARK_SOCKET", &desktop.socket)
+        .env("HARK_CONFIG", desktop.dir.path().join("no-config.toml"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    let question = format!(
+        "The agent wants to edit {}. Allow this write action?",
+        file.display()
+    );
+    desktop.view("modal").await;
+    desktop.wait_for_question(&question).await;
+    assert_eq!(desktop.text("#header-chip").await, "Approval");
+    assert_eq!(desktop.text("#approval-tool").await, "Edit");
+    let preview = desktop.text("#approval-preview").await;
+    assert!(
+        preview.contains("- let x = 1;") && preview.contains("+ let x = 10;"),
+        "{preview}"
+    );
+    let options = desktop.text("#options").await;
+    for scope in [
+        "Allow for this run (Recommended)",
+        "Allow this action only",
+        "Allow for this session",
+        "Deny",
+    ] {
+        assert!(options.contains(scope), "{options}");
+    }
+    desktop.screenshot("modal-approval").await;
+    desktop.pick("Allow this action only").await;
+    desktop.click("#submit").await;
+    desktop.log.wait_event(
+        "machine.write_mode_granted",
+        &[
+            ("scope", "action"),
+            ("verdict", "allow"),
+            ("by", "operator"),
+        ],
+    );
+
+    // "Action" allowed that edit only: the next one is asked again.
+    desktop
+        .wait_for("//pre[@id='approval-preview' and contains(text(), '+ let y = 20;')]")
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "let x = 10;\nlet y = 2;\n"
+    );
+    desktop.keys(ESCAPE).await;
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "let x = 10;\nlet y = 2;\n",
+        "Esc denied the second edit"
+    );
+    let items = hark_at(&desktop, &["inbox", "--all", "--json"]);
+    let items: Value = serde_json::from_slice(&items.stdout).unwrap();
+    let mut outcomes: Vec<(String, String)> = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["outcome"]["outcome"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                i["replied_by"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    outcomes.sort();
+    assert_eq!(
+        outcomes,
+        [
+            ("approved".to_owned(), "desktop".to_owned()),
+            ("denied".to_owned(), "desktop".to_owned())
+        ]
+    );
+    desktop.stop().await;
+}
+
 #[test]
 fn without_a_display_hark_app_says_so_and_points_to_the_terminal() {
     let out = Command::new(hark())

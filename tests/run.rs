@@ -5,76 +5,10 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use support::*;
-
-fn fake_claude() -> PathBuf {
-    let path = Path::new(hark()).with_file_name("fake-claude");
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build -p fake-claude` first",
-        path.display()
-    );
-    path
-}
-
-fn ask_line() -> String {
-    format!("ASK {}", questions(&[db()]))
-}
-
-/// `hark run` with the fake agent, against `socket`; the fake logs to `log`.
-fn hark_run(socket: &Path, log: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(hark())
-        .arg("run")
-        .args(["--agent"])
-        .arg(fake_claude())
-        .args(args)
-        .env("HARK_SOCKET", socket)
-        .env("HARK_CONFIG", socket.with_extension("no-config.toml"))
-        .env("FAKE_CLAUDE_LOG", log)
-        .env("FAKE_MARKER", "inherited")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-/// The fake's recorded invocations.
-fn invocations(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-/// The value after `flag` in a recorded argv.
-fn flag(invocation: &Value, name: &str) -> Option<String> {
-    let argv: Vec<&str> = invocation["argv"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
-    argv.iter()
-        .position(|a| *a == name)
-        .map(|i| argv[i + 1].to_owned())
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 #[test]
 fn an_attached_run_gets_the_bridge_and_the_answer_reaches_the_agent() {

@@ -102,6 +102,27 @@ pub fn reply(
     Ok(shell.registry.reply(id, reply.into(), "desktop")?)
 }
 
+/// A verdict on a write-mode approval, by the option the operator picked
+/// in the modal (the label-to-verdict mapping stays in the core).
+#[tauri::command]
+pub fn verdict(
+    shell: State<'_, Arc<crate::shell::Shell>>,
+    id: ItemId,
+    label: String,
+) -> Result<Outcome, IpcError> {
+    let reply = match hark_core::approval::Approval::verdict_of(&label) {
+        Some(Some(scope)) => hark_core::registry::Reply::Approve(Some(scope)),
+        Some(None) => hark_core::registry::Reply::Deny,
+        None => {
+            return Err(IpcError::new(
+                ErrorCode::Invalid,
+                format!("{label:?} is not one of the approval's options"),
+            ));
+        }
+    };
+    Ok(shell.registry.reply(id, reply, "desktop")?)
+}
+
 #[tauri::command]
 pub fn dismiss(shell: State<'_, Arc<crate::shell::Shell>>, id: ItemId) -> Result<(), IpcError> {
     let store = shell
@@ -150,6 +171,7 @@ pub fn shown(shell: State<'_, Arc<crate::shell::Shell>>, id: ItemId) {
 /// The TypeScript declarations of every type that crosses to the UI, as
 /// committed in `ui/src/bindings.ts`.
 pub fn typescript() -> String {
+    use hark_core::approval::{Approval, Scope};
     use hark_core::item::Asker;
     use hark_core::resolve::{Pick, Resolution};
     use hark_core::schema::{AnswerValue, AskRequest, Question, QuestionOption};
@@ -163,6 +185,8 @@ pub fn typescript() -> String {
         Question::decl(&cfg),
         AskRequest::decl(&cfg),
         Resolution::decl(&cfg),
+        Scope::decl(&cfg),
+        Approval::decl(&cfg),
         Outcome::decl(&cfg),
         Record::decl(&cfg),
         Pick::decl(&cfg),

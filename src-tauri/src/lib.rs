@@ -83,6 +83,7 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), String> {
         .invoke_handler(tauri::generate_handler![
             ipc::inbox,
             ipc::reply,
+            ipc::verdict,
             ipc::dismiss,
             ipc::open_item,
             ipc::shown

@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -281,3 +281,70 @@ pub fn questions(qs: &[Value]) -> Value {
     json!({ "questions": qs })
 }
 pub mod desktop;
+
+/// The fake `claude -p` (tests/fake-claude), built next to `hark`.
+pub fn fake_claude() -> PathBuf {
+    let path = Path::new(hark()).with_file_name("fake-claude");
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build -p fake-claude` first",
+        path.display()
+    );
+    path
+}
+
+pub fn ask_line() -> String {
+    format!("ASK {}", questions(&[db()]))
+}
+
+/// `hark run` with the fake agent, against `socket`; the fake logs to `log`.
+pub fn hark_run(socket: &Path, log: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(hark())
+        .arg("run")
+        .args(["--agent"])
+        .arg(fake_claude())
+        .args(args)
+        .env("HARK_SOCKET", socket)
+        .env("HARK_CONFIG", socket.with_extension("no-config.toml"))
+        .env("FAKE_CLAUDE_LOG", log)
+        .env("FAKE_MARKER", "inherited")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The fake's recorded invocations.
+pub fn invocations(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The value after `flag` in a recorded argv.
+pub fn flag(invocation: &Value, name: &str) -> Option<String> {
+    let argv: Vec<&str> = invocation["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    argv.iter()
+        .position(|a| *a == name)
+        .map(|i| argv[i + 1].to_owned())
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -52,13 +52,37 @@ export type Resolution = { answers: { [key in string]: AnswerValue },
  */
 defaulted: Array<string>, };
 
-export type Outcome = { "outcome": "answered" } & Resolution | { "outcome": "skipped", unconfirmed_defaults: { [key in string]: AnswerValue }, } | { "outcome": "timed_out", after_ms: number, } | { "outcome": "cancelled", reason: string, } | { "outcome": "no_operator" };
+export type Scope = "turn" | "action" | "session";
+
+export type Approval = { 
+/**
+ * The tool the agent wants to use (`Edit`, `Bash`, `mcp__github__create_pr`).
+ */
+tool: string, 
+/**
+ * What it acts on: a file path, a command.
+ */
+target: string, 
+/**
+ * A diff preview for edits, the full command for Bash, the input otherwise.
+ */
+preview: string, 
+/**
+ * An external effect: only this action or deny, asked every time.
+ */
+external: boolean, };
+
+export type Outcome = { "outcome": "answered" } & Resolution | { "outcome": "skipped", unconfirmed_defaults: { [key in string]: AnswerValue }, } | { "outcome": "timed_out", after_ms: number, } | { "outcome": "cancelled", reason: string, } | { "outcome": "no_operator" } | { "outcome": "approved", scope: Scope, } | { "outcome": "denied" };
 
 export type Record = { id: ItemId, kind: string, session_id: string, 
 /**
  * The dispatched run that asked, if any.
  */
-run_id: string | null, asker: Asker, request: AskRequest, created_ms: number, deadline_ms: number, 
+run_id: string | null, asker: Asker, request: AskRequest, 
+/**
+ * What a write-mode approval asks to allow (`kind` is then `approval`).
+ */
+approval?: Approval | null, created_ms: number, deadline_ms: number, 
 /**
  * `None` while pending.
  */
@@ -74,7 +98,7 @@ dismissed: boolean, };
 
 export type Pick = { text: string, } | string | Array<string>;
 
-export type WireReply = { "action": "answer", answers: { [key in string]: Pick }, } | { "action": "skip" } | { "action": "approve" } | { "action": "deny" };
+export type WireReply = { "action": "answer", answers: { [key in string]: Pick }, } | { "action": "skip" } | { "action": "approve", scope?: Scope | null, } | { "action": "deny" };
 
 export type Issue = { 
 /**

@@ -29,7 +29,8 @@ function who(item) {
 
 /** @param {Item} item */
 function questions(item) {
-  return item.request.questions.map((q) => `[${q.header}] ${q.question}`).join('\n');
+  const asked = item.request.questions.map((q) => `[${q.header}] ${q.question}`).join('\n');
+  return item.approval ? `${asked}\n${item.approval.tool}: ${item.approval.target}` : asked;
 }
 
 /** @param {Item} item */
@@ -41,6 +42,8 @@ function what(item) {
     case 'skipped': return 'skipped; defaults not confirmed';
     case 'timed_out': return 'nobody answered in time';
     case 'cancelled': return o.reason;
+    case 'approved': return `allowed (${o.scope === 'turn' ? 'for the run' : o.scope === 'session' ? 'for the session' : 'this action'})`;
+    case 'denied': return 'denied: the agent stays read-only';
     default: return '';
   }
 }

@@ -19,6 +19,11 @@ export function reply(id, reply) {
   return tauri.core.invoke('reply', { id, reply });
 }
 
+/** A verdict on an approval, by the picked option's label. @param {string} id @param {string} label @returns {Promise<Outcome>} */
+export function verdict(id, label) {
+  return tauri.core.invoke('verdict', { id, label });
+}
+
 /** Tells the app the modal has drawn this item. @param {string} id @returns {Promise<void>} */
 export function shown(id) {
   return tauri.core.invoke('shown', { id });

@@ -1,6 +1,8 @@
 // @ts-check
 // The question modal: one pending item at a time, one question at a time.
 // Keyboard: digits pick, Space toggles, Enter submits, Esc skips.
+// An approval shows the tool, its target and a preview, and takes a verdict:
+// Enter allows with the picked scope, Esc denies.
 import * as ipc from './ipc.js';
 
 /** @typedef {import('./bindings').Record} Item */
@@ -87,6 +89,15 @@ function renderQuestion() {
   $('progress').textContent = total > 1 ? `Question ${state.index + 1} of ${total}` : 'Question';
   $('question-text').textContent = q.question;
   $('submit').firstChild.textContent = state.index + 1 < total ? 'Next ' : 'Submit ';
+  // An approval shows what the agent wants to do and takes a verdict: no free text.
+  const approval = item.approval;
+  $('approval').hidden = !approval;
+  $('skip').firstChild.textContent = approval ? 'Deny ' : 'Skip ';
+  if (approval) {
+    $('approval-tool').textContent = approval.tool;
+    $('approval-target').textContent = approval.target;
+    $('approval-preview').textContent = approval.preview;
+  }
   const type = q.multiSelect ? 'checkbox' : 'radio';
   const picked = defaults(q);
   const box = $('options');
@@ -111,6 +122,12 @@ function renderQuestion() {
     }
     box.append(label);
   });
+  box.addEventListener('change', () => { state.touched = true; }, { once: true });
+  if (approval) {
+    focusFirst(box);
+    announce(item);
+    return;
+  }
   const other = document.createElement('label');
   other.className = 'option';
   const otherInput = document.createElement('input');
@@ -129,9 +146,18 @@ function renderQuestion() {
   });
   other.append(otherInput, ' Other:', text);
   box.append(other);
-  box.addEventListener('change', () => { state.touched = true; }, { once: true });
+  focusFirst(box);
+  announce(item);
+}
+
+/** Focuses the picked option, else the first. @param {HTMLElement} box */
+function focusFirst(box) {
   const first = /** @type {HTMLInputElement | null} */ (box.querySelector('input:checked') || box.querySelector('input'));
   first?.focus();
+}
+
+/** Tells the app the modal drew this item (once, on its first question). @param {Item} item */
+function announce(item) {
   if (state.index === 0) {
     const id = item.id;
     requestAnimationFrame(() => { ipc.shown(id).catch(() => {}); });
@@ -143,7 +169,7 @@ function currentPick() {
   const q = /** @type {Item} */ (state.item).request.questions[state.index];
   const chosen = [...document.querySelectorAll('#options input[name=choice]:checked')]
     .map((e) => /** @type {HTMLInputElement} */ (e).value);
-  const text = /** @type {HTMLInputElement} */ ($('other-text')).value.trim();
+  const text = /** @type {HTMLInputElement | null} */ (document.getElementById('other-text'))?.value.trim() ?? '';
   if (chosen.includes(OTHER) && text) return { text };
   const labels = chosen.filter((l) => l !== OTHER);
   if (!state.touched && defaults(q).length > 0) return null;
@@ -159,6 +185,12 @@ async function submit() {
     showError('Pick an option or type your own answer.');
     return;
   }
+  if (item.approval) {
+    const label = typeof pick === 'string' ? pick : defaults(q)[0];
+    if (!label) { showError('Pick allow or deny.'); return; }
+    await settle(() => ipc.verdict(item.id, label));
+    return;
+  }
   if (pick !== null) state.picks[q.question] = pick;
   if (state.index + 1 < item.request.questions.length) {
     state.index += 1;
@@ -172,14 +204,24 @@ async function submit() {
 async function send(reply) {
   const item = state.item;
   if (!item) return;
+  await settle(() => ipc.reply(item.id, reply));
+}
+
+/** Sends a reply; on success moves on, else shows why. @param {() => Promise<unknown>} call */
+async function settle(call) {
   try {
-    await ipc.reply(item.id, reply);
+    await call();
     state.item = null;
     await refresh();
   } catch (e) {
     showError(ipc.errorText(e));
     await refresh();
   }
+}
+
+/** Esc and the left button: skip a question set, deny an approval. @returns {import('./bindings').WireReply} */
+function skipOrDeny() {
+  return state.item?.approval ? { action: 'deny' } : { action: 'skip' };
 }
 
 /** @param {string} message */
@@ -194,7 +236,7 @@ function onKey(e) {
   const typing = e.target instanceof HTMLInputElement && e.target.type === 'text';
   if (e.key === 'Escape') {
     e.preventDefault();
-    send({ action: 'skip' });
+    send(skipOrDeny());
   } else if (e.key === 'Enter') {
     e.preventDefault();
     submit();
@@ -213,7 +255,7 @@ function onKey(e) {
 export function startModal() {
   $('modal').hidden = false;
   $('question-form').addEventListener('submit', (e) => { e.preventDefault(); submit(); });
-  $('skip').addEventListener('click', () => send({ action: 'skip' }));
+  $('skip').addEventListener('click', () => send(skipOrDeny()));
   document.addEventListener('keydown', onKey);
   ipc.onInboxChanged(() => { refresh(); });
   refresh();

@@ -14,11 +14,13 @@ use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::task::JoinSet;
 
+use crate::approval::{Approval, Class, DecidedBy, Grants, Policy};
 use crate::inbox;
 use crate::item::{Item, ItemId, Outcome};
 use crate::prompter::{OperatorPrompter, Unanswered};
 use crate::registry::{Pending, Registry, Reply};
 use crate::socket::peer_is_owner;
+use crate::trace;
 use crate::validate::{Rules, validate};
 use crate::wire::{
     ClientFrame, ErrorCode, FrameError, ServerFrame, WireError, read_frame, write_frame,
@@ -40,6 +42,24 @@ pub struct Bridge {
     /// The wait when a call names none.
     pub default_timeout: Duration,
     pub rules: Rules,
+    /// The write-mode gate's policy and the grants given so far.
+    pub gate: Arc<Gate>,
+}
+
+/// The write-mode gate, as the daemon keeps it.
+#[derive(Debug, Default)]
+pub struct Gate {
+    pub policy: Policy,
+    pub grants: Grants,
+}
+
+impl Gate {
+    pub fn new(policy: Policy) -> Gate {
+        Gate {
+            policy,
+            grants: Grants::default(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Bridge {
@@ -140,11 +160,13 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
                     run_id,
                     asker,
                     request,
+                    approval: None,
                     created_at: SystemTime::now(),
                     timeout: effective_timeout(timeout_secs, bridge.default_timeout),
                 };
                 let pending = bridge.registry.open(item);
-                return wait_for_operator(pending, &bridge, reader, writer).await;
+                wait_for_operator(pending, &bridge, reader, writer).await;
+                return;
             }
             Err(issues) => {
                 let mut refusal = WireError::new(ErrorCode::Invalid, "the ask call is malformed");
@@ -152,6 +174,66 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
                 ServerFrame::Error(refusal)
             }
         },
+        ClientFrame::Approve {
+            session_id,
+            run_id,
+            asker,
+            tool_name,
+            input,
+            timeout_secs,
+        } => {
+            let session_id = session_id.unwrap_or_else(|| "unnamed".into());
+            let approval = match bridge.gate.policy.classify(&tool_name, &input) {
+                Class::ReadOnly => {
+                    let decided = ServerFrame::Decided {
+                        allow: true,
+                        scope: None,
+                        by: DecidedBy::Policy,
+                    };
+                    let _ = write_frame(&mut writer, &decided).await;
+                    return;
+                }
+                Class::Write(approval) => approval,
+            };
+            // "This run": the dispatched run, else the agent's session.
+            let run = run_id.clone().unwrap_or_else(|| session_id.clone());
+            if let Some(scope) = bridge.gate.grants.covering(&approval, &run, &session_id) {
+                trace::write_mode(&approval, &run, &session_id, Some(scope), "grant");
+                let decided = ServerFrame::Decided {
+                    allow: true,
+                    scope: Some(scope),
+                    by: DecidedBy::Grant,
+                };
+                let _ = write_frame(&mut writer, &decided).await;
+                return;
+            }
+            let item = Item {
+                id: ItemId::random(),
+                session_id: session_id.clone(),
+                run_id,
+                asker,
+                request: approval.request(),
+                approval: Some(approval.clone()),
+                created_at: SystemTime::now(),
+                timeout: effective_timeout(timeout_secs, bridge.default_timeout),
+            };
+            let pending = bridge.registry.open(item);
+            let outcome = wait_for_operator(pending, &bridge, reader, writer).await;
+            let verdict = match outcome {
+                Some(Outcome::Approved { scope }) => {
+                    bridge.gate.grants.grant(scope, &run, &session_id);
+                    Some(scope)
+                }
+                _ => None,
+            };
+            let by = match &outcome {
+                Some(Outcome::Approved { .. } | Outcome::Denied) => "operator",
+                Some(other) => other.name(),
+                None => "hang_up",
+            };
+            trace::write_mode(&approval, &run, &session_id, verdict, by);
+            return;
+        }
         ClientFrame::Cancel => {
             ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "nothing to cancel"))
         }
@@ -165,6 +247,20 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
     let _ = write_frame(&mut writer, &answer).await;
 }
 
+/// The verdict a pick on an approval's question stands for.
+fn verdict(item: &Item, picks: &crate::resolve::Picks) -> Option<Reply> {
+    let question = &item.request.questions.first()?.question;
+    let label = match picks.get(question)? {
+        crate::resolve::Pick::Label(label) => label.as_str(),
+        crate::resolve::Pick::Labels(labels) => labels.first()?.as_str(),
+        _ => return None,
+    };
+    Some(match Approval::verdict_of(label)? {
+        Some(scope) => Reply::Approve(Some(scope)),
+        None => Reply::Deny,
+    })
+}
+
 /// The call's wait: its own when valid, else the default; never above [`MAX_TIMEOUT`].
 fn effective_timeout(requested: Option<f64>, default: Duration) -> Duration {
     requested
@@ -174,20 +270,21 @@ fn effective_timeout(requested: Option<f64>, default: Duration) -> Duration {
 }
 
 /// Races the prompter, the registry (timeouts, other surfaces) and the peer
-/// (cancel or hang-up) until the item settles, then reports the outcome.
+/// (cancel or hang-up) until the item settles, then reports the outcome
+/// (and returns it; `None` when the peer hung up first).
 async fn wait_for_operator(
     mut pending: Pending,
     bridge: &Bridge,
     mut reader: BufReader<tokio::net::unix::OwnedReadHalf>,
     mut writer: OwnedWriteHalf,
-) {
+) -> Option<Outcome> {
     let id = pending.item.id;
     let accepted = ServerFrame::Accepted {
         id,
         timeout_ms: u64::try_from(pending.item.timeout.as_millis()).unwrap_or(u64::MAX),
     };
     if write_frame(&mut writer, &accepted).await.is_err() {
-        return; // dropping `pending` cancels the item
+        return None; // dropping `pending` cancels the item
     }
     let mut prompt = bridge
         .prompter
@@ -199,7 +296,7 @@ async fn wait_for_operator(
             outcome = pending.outcome() => break outcome,
             answered = &mut prompt, if prompting => {
                 prompting = false;
-                apply(&bridge.registry, bridge.prompter.surface(), id, answered);
+                apply(&bridge.registry, bridge.prompter.surface(), &pending.item, answered);
             }
             frame = read_frame(&mut reader, &mut buf) => match frame {
                 Ok(true) if serde_json::from_slice::<ClientFrame>(&buf).ok() == Some(ClientFrame::Cancel) => {
@@ -207,24 +304,42 @@ async fn wait_for_operator(
                 }
                 Ok(true) => {}
                 // Hang-up: nobody is listening any more.
-                Ok(false) | Err(_) => return,
+                Ok(false) | Err(_) => return None,
             },
         }
     };
-    let _ = write_frame(&mut writer, &ServerFrame::Settled { id, outcome }).await;
+    let settled = ServerFrame::Settled {
+        id,
+        outcome: outcome.clone(),
+    };
+    let _ = write_frame(&mut writer, &settled).await;
+    Some(outcome)
 }
 
-/// Hands what the prompter returned to the registry, which resolves it.
+/// Hands what the prompter returned to the registry, which resolves it. A
+/// prompter shows an approval as its question and returns the picked
+/// option: that pick is the surface's verdict.
 fn apply(
     registry: &Registry,
     surface: &str,
-    id: ItemId,
+    item: &Item,
     answered: Result<crate::resolve::Picks, Unanswered>,
 ) {
+    let id = item.id;
     let result = match answered {
+        Ok(picks) if item.approval.is_some() => match verdict(item, &picks) {
+            Some(reply) => registry.reply(id, reply, surface).map(|_| ()),
+            None => {
+                tracing::warn!(question_id = %id, "the prompter picked no verdict for the approval");
+                Ok(())
+            }
+        },
         Ok(picks) => registry
             .reply(id, Reply::Answer(picks), surface)
             .map(|_| ()),
+        Err(Unanswered::Skipped) if item.approval.is_some() => {
+            registry.reply(id, Reply::Deny, surface).map(|_| ())
+        }
         Err(Unanswered::Skipped) => registry.reply(id, Reply::Skip, surface).map(|_| ()),
         Err(Unanswered::Cancelled(reason)) => {
             registry.cancel(id, &reason);

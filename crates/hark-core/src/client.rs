@@ -9,6 +9,7 @@ use tokio::io::BufReader;
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
+use crate::approval::{DecidedBy, Scope};
 use crate::item::{ItemId, Outcome};
 use crate::wire::{ClientFrame, ServerFrame, WireError, read_frame, write_frame};
 
@@ -35,16 +36,39 @@ pub struct Call {
     feed: Feed,
 }
 
+/// How the server took a call: an item is pending, or (for an approval)
+/// it was decided at once by the policy or an earlier grant.
+#[derive(Debug)]
+pub enum Started {
+    Pending(Call),
+    Decided {
+        allow: bool,
+        scope: Option<Scope>,
+        by: DecidedBy,
+    },
+}
+
 impl Call {
     /// Connects to `socket`, sends `frame` and waits until it is accepted.
     pub async fn start(socket: &Path, frame: &ClientFrame) -> Result<Call, AskError> {
+        match Call::start_any(socket, frame).await? {
+            Started::Pending(call) => Ok(call),
+            Started::Decided { .. } => Err(AskError::Broken(
+                "the server decided an ask without asking".into(),
+            )),
+        }
+    }
+
+    /// Like [`Call::start`], for a frame the server may also decide at once.
+    pub async fn start_any(socket: &Path, frame: &ClientFrame) -> Result<Started, AskError> {
         let mut feed = Feed::open(socket, frame).await?;
         match feed.next().await? {
-            ServerFrame::Accepted { id, timeout_ms } => Ok(Call {
+            ServerFrame::Accepted { id, timeout_ms } => Ok(Started::Pending(Call {
                 id,
                 timeout: Duration::from_millis(timeout_ms),
                 feed,
-            }),
+            })),
+            ServerFrame::Decided { allow, scope, by } => Ok(Started::Decided { allow, scope, by }),
             ServerFrame::Error(refusal) => Err(AskError::Refused(refusal)),
             other => Err(AskError::Broken(format!("unexpected frame {other:?}"))),
         }

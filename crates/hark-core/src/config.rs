@@ -6,6 +6,11 @@
 //! strict_defaults = false  # require a pre-picked default on every question
 //! history_limit = 10000    # settled items kept in the inbox history
 //! agent_command = "claude" # the agent `hark run` starts
+//!
+//! [approvals]              # the write-mode gate (`hark run --read-only`)
+//! read_only_tools = ["Read", "Glob", "Grep", "LS", …]
+//! read_only_commands = ["ls", "git status", …]   # Bash that passes unasked
+//! external_effects = ["git push", "gh pr create", …]  # asked every time
 //! ```
 
 use std::path::PathBuf;
@@ -13,6 +18,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::approval::Policy;
 use crate::validate::Rules;
 
 /// The default bounded wait (SPEC §4).
@@ -29,6 +35,8 @@ pub struct Config {
     pub history_limit: u64,
     /// The agent `hark run` starts (default: `claude` on PATH).
     pub agent_command: Option<std::path::PathBuf>,
+    /// What the write-mode gate lets pass, asks about, and asks every time.
+    pub approvals: Policy,
 }
 
 impl Default for Config {
@@ -38,6 +46,7 @@ impl Default for Config {
             strict_defaults: false,
             history_limit: 10_000,
             agent_command: None,
+            approvals: Policy::default(),
         }
     }
 }
@@ -98,5 +107,9 @@ mod tests {
         assert_eq!(c.ask_timeout_secs, 300);
         assert!(c.rules().strict_defaults);
         assert!(toml::from_str::<Config>("ask_timeout = 5").is_err());
+        let c: Config =
+            toml::from_str("[approvals]\nexternal_effects = [\"make deploy\"]").unwrap();
+        assert_eq!(c.approvals.external_effects, ["make deploy"]);
+        assert!(c.approvals.read_only_tools.contains(&"Read".to_owned()));
     }
 }

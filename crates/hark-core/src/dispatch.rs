@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 pub const SERVER: &str = "operator";
 /// The tool the agent asks through, as Claude Code names it.
 pub const ASK_TOOL: &str = "mcp__operator__ask";
+/// The write-mode gate, as Claude Code names it for `--permission-prompt-tool`.
+pub const APPROVE_TOOL: &str = "mcp__operator__approve";
 /// The built-in that resolves empty under `-p`: always denied.
 pub const BUILTIN_ASK: &str = "AskUserQuestion";
 
@@ -96,15 +98,26 @@ pub fn headless_clause(verb: Verb) -> String {
     )
 }
 
+/// The clause telling a read-only agent how its writes are gated.
+pub const READ_ONLY_CLAUSE: &str = "You are running read-only: before any step that changes files or runs a \
+command that writes, the operator is asked to approve it. If a write is denied, do not retry it; continue \
+without writing and report what you would have changed.";
+
 /// The MCP config naming `hark mcp-operator-ask`, merged into `existing`
 /// servers (a server already named `operator` is replaced). With no
 /// existing servers it is what `hark mcp-config` prints, for an agent a user
 /// starts by hand.
-pub fn mcp_config(hark: &Path, existing: BTreeMap<String, Value>) -> Value {
+///
+/// With `approvals` the server also serves `approve`, for a read-only run.
+pub fn mcp_config(hark: &Path, existing: BTreeMap<String, Value>, approvals: bool) -> Value {
     let mut servers = existing;
+    let mut args = vec!["mcp-operator-ask"];
+    if approvals {
+        args.push("--approvals");
+    }
     servers.insert(
         SERVER.to_owned(),
-        json!({"type": "stdio", "command": hark.display().to_string(), "args": ["mcp-operator-ask"]}),
+        json!({"type": "stdio", "command": hark.display().to_string(), "args": args}),
     );
     json!({ "mcpServers": servers })
 }
@@ -202,7 +215,15 @@ fn push_unique(list: &mut Vec<String>, item: &str) {
 /// Composes the agent's command line. `user` is the agent and whatever the
 /// user passed (for `hark run`: `claude -p PROMPT` plus output flags); the
 /// bridge is attached when `attached` is given.
-pub fn compose(mut user: UserCommand, verb: Verb, attached: Option<&Attached>) -> Composed {
+/// `read_only` names the MCP config serving `approve` (with the user's
+/// servers merged in) for a run dispatched read-only: every write then goes
+/// through the write-mode gate, and with nobody attached it is denied.
+pub fn compose(
+    mut user: UserCommand,
+    verb: Verb,
+    attached: Option<&Attached>,
+    read_only: Option<&Path>,
+) -> Composed {
     let mut env = BTreeMap::new();
     push_unique(&mut user.disallowed, BUILTIN_ASK);
     user.allowed.retain(|t| t != BUILTIN_ASK);
@@ -231,6 +252,23 @@ pub fn compose(mut user: UserCommand, verb: Verb, attached: Option<&Attached>) -
         None => headless_clause(verb),
     };
     let mut args = user.rest;
+    let clause = match read_only {
+        Some(config) => {
+            if attached.is_none() {
+                // Served for `approve` only: nobody can answer a question.
+                push_unique(&mut user.disallowed, ASK_TOOL);
+            }
+            user.mcp_configs = vec![config.display().to_string()];
+            // One permission prompt: the gate's replaces any the user named.
+            if let Some(at) = args.iter().position(|a| a == "--permission-prompt-tool") {
+                args.drain(at..(at + 2).min(args.len()));
+            }
+            args.push("--permission-prompt-tool".into());
+            args.push(APPROVE_TOOL.into());
+            format!("{clause} {READ_ONLY_CLAUSE}")
+        }
+        None => clause,
+    };
     if !user.allowed.is_empty() {
         args.push("--allowedTools".into());
         args.push(user.allowed.join(","));
@@ -274,6 +312,43 @@ pub fn base_command(agent: &Path, prompt: &str, resume: Option<&str>) -> UserCom
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_read_only_run_is_gated_through_approve_attached_or_not() {
+        let gate = Path::new("/run/h/mcp-approvals.json");
+        let mut user = UserCommand::parse(&words(&[
+            "claude",
+            "-p",
+            "x",
+            "--permission-prompt-tool",
+            "mcp__mine__ok",
+        ]))
+        .unwrap();
+        user.rest.push("--verbose".into());
+        let c = compose(user, Verb::Task, Some(&attached()), Some(gate));
+        assert_eq!(flag(&c.args, "--permission-prompt-tool"), [APPROVE_TOOL]);
+        assert_eq!(flag(&c.args, "--mcp-config"), ["/run/h/mcp-approvals.json"]);
+        assert_eq!(flag(&c.args, "--allowedTools"), [ASK_TOOL]);
+        assert!(flag(&c.args, "--append-system-prompt")[0].contains("read-only"));
+
+        let c = compose(
+            base_command(Path::new("claude"), "fix it", None),
+            Verb::Task,
+            None,
+            Some(gate),
+        );
+        assert_eq!(flag(&c.args, "--permission-prompt-tool"), [APPROVE_TOOL]);
+        assert_eq!(
+            flag(&c.args, "--disallowedTools"),
+            ["AskUserQuestion,mcp__operator__ask"]
+        );
+        assert!(c.env.is_empty(), "no socket when nobody is attached");
+        let approvals = mcp_config(Path::new("/bin/hark"), BTreeMap::new(), true);
+        assert_eq!(
+            approvals["mcpServers"]["operator"]["args"],
+            json!(["mcp-operator-ask", "--approvals"])
+        );
+    }
+
     fn words(s: &[&str]) -> Vec<String> {
         s.iter().map(|w| w.to_string()).collect()
     }
@@ -301,6 +376,7 @@ mod tests {
             base_command(Path::new("claude"), "fix it", None),
             Verb::Task,
             Some(&attached()),
+            None,
         );
         assert_eq!(flag(&c.args, "--allowedTools"), ["mcp__operator__ask"]);
         assert_eq!(flag(&c.args, "--disallowedTools"), ["AskUserQuestion"]);
@@ -323,6 +399,7 @@ mod tests {
         let c = compose(
             base_command(Path::new("claude"), "fix it", None),
             Verb::Decide,
+            None,
             None,
         );
         assert!(flag(&c.args, "--allowedTools").is_empty());
@@ -350,7 +427,7 @@ mod tests {
         .unwrap();
         assert_eq!(user.allowed, ["Read", "Edit", "Bash(git:*)"]);
         assert_eq!(user.mcp_configs, ["theirs.json"]);
-        let c = compose(user, Verb::Task, Some(&attached()));
+        let c = compose(user, Verb::Task, Some(&attached()), None);
         assert_eq!(
             flag(&c.args, "--allowedTools"),
             ["Read,Edit,Bash(git:*),mcp__operator__ask"]
@@ -366,6 +443,7 @@ mod tests {
         let c = compose(
             base_command(Path::new("claude"), "next", Some("abc")),
             Verb::Converse,
+            None,
             None,
         );
         assert!(c.args.windows(2).any(|w| w == ["--resume", "abc"]));

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 
 use serde_json::json;
 
+use crate::approval::Scope;
 use crate::client::{self, AskError, Feed};
 use crate::item::{ItemId, Outcome};
 use crate::resolve::{Picks, picks_from_words};
@@ -308,6 +309,7 @@ async fn send_reply(socket: &std::path::Path, id: ItemId, reply: WireReply, json
                         "answered {id}: {}",
                         serde_json::to_string(&r.answers).unwrap_or_default()
                     ),
+                    Outcome::Approved { scope } => println!("approved {id} ({})", scope.name()),
                     other => println!("{} {id}", other.name()),
                 }
             }
@@ -354,6 +356,21 @@ pub async fn answer(options: AnswerOptions) -> i32 {
 
 /// `hark skip ID`.
 pub async fn skip(id: &str, json: bool) -> i32 {
+    reply_to(id, WireReply::Skip, json).await
+}
+
+/// `hark approve ID [--scope turn|action|session]` and `hark deny ID`: a
+/// verdict on a write-mode approval.
+pub async fn verdict(id: &str, verdict: Option<Option<Scope>>, json: bool) -> i32 {
+    let reply = match verdict {
+        Some(scope) => WireReply::Approve { scope },
+        None => WireReply::Deny,
+    };
+    reply_to(id, reply, json).await
+}
+
+/// Sends `reply` to the pending item `id` (or a unique prefix of it).
+async fn reply_to(id: &str, reply: WireReply, json: bool) -> i32 {
     let socket = match socket_path() {
         Ok(s) => s,
         Err(code) => return code,
@@ -362,5 +379,5 @@ pub async fn skip(id: &str, json: bool) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    send_reply(&socket, record.id, WireReply::Skip, json).await
+    send_reply(&socket, record.id, reply, json).await
 }

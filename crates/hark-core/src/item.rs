@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::approval::{Approval, Scope};
 use crate::resolve::Resolution;
 use crate::schema::{Answers, AskRequest};
 
@@ -57,6 +58,11 @@ pub struct Item {
     pub run_id: Option<String>,
     pub asker: Asker,
     pub request: AskRequest,
+    /// Set when the item is a write-mode approval rather than a question
+    /// set: `request` is then its one generated question, and it takes a
+    /// verdict (approve or deny), never answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
     /// When it was asked (wall clock, for display and the store).
     pub created_at: SystemTime,
     /// How long the operator has before it times out.
@@ -64,6 +70,15 @@ pub struct Item {
 }
 
 impl Item {
+    /// `approval` or `question_set`, as the store and the inbox name it.
+    pub fn kind(&self) -> &'static str {
+        if self.approval.is_some() {
+            "approval"
+        } else {
+            "question_set"
+        }
+    }
+
     pub fn deadline(&self) -> SystemTime {
         self.created_at + self.timeout
     }
@@ -84,6 +99,10 @@ pub enum Outcome {
     Cancelled { reason: String },
     /// No operator surface is attached.
     NoOperator,
+    /// An approval was granted, for this scope.
+    Approved { scope: Scope },
+    /// An approval was refused: the agent stays read-only.
+    Denied,
 }
 
 /// The text every unanswered tool error starts with.
@@ -98,6 +117,8 @@ impl Outcome {
             Outcome::TimedOut { .. } => "timed_out",
             Outcome::Cancelled { .. } => "cancelled",
             Outcome::NoOperator => "no_operator",
+            Outcome::Approved { .. } => "approved",
+            Outcome::Denied => "denied",
         }
     }
 
@@ -105,7 +126,8 @@ impl Outcome {
     /// for an answered item.
     pub fn unanswered_message(&self) -> Option<String> {
         let reason = match self {
-            Outcome::Answered(_) => return None,
+            Outcome::Answered(_) | Outcome::Approved { .. } => return None,
+            Outcome::Denied => "the operator denied it".to_owned(),
             Outcome::Skipped {
                 unconfirmed_defaults,
             } => {

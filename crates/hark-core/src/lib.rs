@@ -15,6 +15,7 @@
 //! - [`serve`], [`ask`]: the `hark serve` daemon and `hark ask` command.
 //! - [`trace`], [`config`]: trace events and logging; the config file.
 
+pub mod approval;
 pub mod ask;
 pub mod bridge;
 pub mod client;

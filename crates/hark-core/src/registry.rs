@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, broadcast, oneshot};
 use tokio::time::Instant;
 
+use crate::approval::Scope;
 use crate::item::{Item, ItemId, Outcome};
 use crate::resolve::{Picks, resolve, unconfirmed_defaults};
 use crate::store::Store;
@@ -65,8 +66,9 @@ pub enum Reply {
     Answer(Picks),
     /// Skip a question set: proceed without confirmed answers.
     Skip,
-    /// A verdict on an approval.
-    Approve,
+    /// A verdict on an approval: allow, for a scope (the approval's
+    /// default scope when `None`), or deny.
+    Approve(Option<Scope>),
     Deny,
 }
 
@@ -75,7 +77,7 @@ impl Reply {
         match self {
             Reply::Answer(_) => "answer",
             Reply::Skip => "skip",
-            Reply::Approve => "approve",
+            Reply::Approve(_) => "approve",
             Reply::Deny => "deny",
         }
     }
@@ -99,6 +101,10 @@ pub enum ReplyError {
     NotPending(ItemId),
     #[error("the answers do not fit the questions:\n{}", crate::validate::describe(.0))]
     Invalid(Vec<Issue>),
+    /// An approval was granted for a scope it does not offer (an external
+    /// effect is allowed for the action alone).
+    #[error("item {id} cannot be approved for the {} scope; an external effect is allowed for this action only", .scope.name())]
+    NotOffered { id: ItemId, scope: Scope },
     /// The reply is of the wrong shape for the item (answers to an approval,
     /// a verdict on a question set). HTTP-ish callers report it as 409.
     #[error("item {id} is a {kind} and takes {takes}, not {got}")]
@@ -238,18 +244,34 @@ impl Registry {
     /// (`desktop`, `terminal`, `cli`, `script`) for the record.
     pub fn reply(&self, id: ItemId, reply: Reply, surface: &str) -> Result<Outcome, ReplyError> {
         let item = self.get(id).ok_or(ReplyError::NotPending(id))?;
-        let outcome = match reply {
-            Reply::Answer(picks) => {
+        let outcome = match (&item.approval, reply) {
+            (None, Reply::Answer(picks)) => {
                 Outcome::Answered(resolve(&item.request, &picks).map_err(ReplyError::Invalid)?)
             }
-            Reply::Skip => Outcome::Skipped {
+            (None, Reply::Skip) => Outcome::Skipped {
                 unconfirmed_defaults: unconfirmed_defaults(&item.request),
             },
-            Reply::Approve | Reply::Deny => {
+            (None, reply @ (Reply::Approve(_) | Reply::Deny)) => {
                 return Err(ReplyError::HumanReplyMismatch {
                     id,
                     kind: "question set",
                     takes: "answers or a skip",
+                    got: reply.name(),
+                });
+            }
+            (Some(approval), Reply::Approve(scope)) => {
+                let scope = scope.unwrap_or_else(|| approval.default_scope());
+                if !approval.offered().contains(&scope) {
+                    return Err(ReplyError::NotOffered { id, scope });
+                }
+                Outcome::Approved { scope }
+            }
+            (Some(_), Reply::Deny) => Outcome::Denied,
+            (Some(_), reply @ (Reply::Answer(_) | Reply::Skip)) => {
+                return Err(ReplyError::HumanReplyMismatch {
+                    id,
+                    kind: "approval",
+                    takes: "approve or deny",
                     got: reply.name(),
                 });
             }
@@ -407,6 +429,7 @@ mod tests {
                 Rules::default(),
             )
             .unwrap(),
+            approval: None,
             created_at: SystemTime::now(),
             timeout,
         }
@@ -499,7 +522,7 @@ mod tests {
         let pending = registry.open(item(Duration::from_secs(60)));
         let id = pending.item.id;
         assert!(matches!(events.recv().await, Ok(Event::Added(_))));
-        let refused = registry.reply(id, Reply::Approve, "test");
+        let refused = registry.reply(id, Reply::Approve(None), "test");
         assert!(matches!(
             refused,
             Err(ReplyError::HumanReplyMismatch { got: "approve", .. })

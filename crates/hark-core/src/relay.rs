@@ -144,26 +144,42 @@ async fn relay(agent: UnixStream, app_socket: PathBuf, run_id: String, session_i
         Ok(true) => serde_json::from_slice::<ClientFrame>(&buf).ok(),
         _ => return,
     };
-    let Some(ClientFrame::Ask {
-        asker,
-        request,
-        timeout_secs,
-        ..
-    }) = frame
-    else {
-        return refuse(
-            reader.into_inner(),
-            ErrorCode::BadFrame,
-            "a run's socket only takes ask calls",
-        )
-        .await;
-    };
-    let frame = ClientFrame::Ask {
-        session_id: Some(session_id),
-        run_id: Some(run_id),
-        asker,
-        request,
-        timeout_secs,
+    // The run's socket names the run and its session, whatever the agent says.
+    let frame = match frame {
+        Some(ClientFrame::Ask {
+            asker,
+            request,
+            timeout_secs,
+            ..
+        }) => ClientFrame::Ask {
+            session_id: Some(session_id),
+            run_id: Some(run_id),
+            asker,
+            request,
+            timeout_secs,
+        },
+        Some(ClientFrame::Approve {
+            asker,
+            tool_name,
+            input,
+            timeout_secs,
+            ..
+        }) => ClientFrame::Approve {
+            session_id: Some(session_id),
+            run_id: Some(run_id),
+            asker,
+            tool_name,
+            input,
+            timeout_secs,
+        },
+        _ => {
+            return refuse(
+                reader.into_inner(),
+                ErrorCode::BadFrame,
+                "a run's socket only takes ask and approve calls",
+            )
+            .await;
+        }
     };
     let mut app = match UnixStream::connect(&app_socket).await {
         Ok(app) => app,

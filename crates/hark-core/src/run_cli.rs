@@ -12,7 +12,7 @@ use tokio::process::Command;
 
 use crate::config::Config;
 use crate::dispatch::{self, Attached, UserCommand, Verb};
-use crate::relay::Relay;
+use crate::relay::{Relay, RunDir};
 use crate::socket;
 
 pub const EXIT_FAILED: i32 = 1;
@@ -29,6 +29,9 @@ pub struct RunOptions {
     pub agent: Option<PathBuf>,
     /// `words` is the user's own agent command line, not a prompt.
     pub wrap: bool,
+    /// Gate every write through the operator (`--permission-prompt-tool
+    /// mcp__operator__approve`); denied when nobody is attached.
+    pub read_only: bool,
     pub words: Vec<String>,
 }
 
@@ -69,23 +72,23 @@ async fn dispatch(options: RunOptions) -> Result<i32, String> {
         .clone()
         .unwrap_or_else(|| format!("run-{}", &run_id[..8]));
     let timeout = options.timeout.unwrap_or_else(|| config.ask_timeout());
+    let user_configs = if options.wrap {
+        UserCommand::parse(&options.words)?.mcp_configs
+    } else {
+        Vec::new()
+    };
+    let servers = existing_servers(&user_configs)?;
+    let hark = std::env::current_exe().map_err(|e| format!("cannot find this hark's path: {e}"))?;
+    let config_json = dispatch::mcp_config(&hark, servers, options.read_only).to_string();
+    let write_config = |dir: &RunDir| {
+        dir.write_private("mcp.json", config_json.as_bytes())
+            .map_err(|e| format!("cannot write the MCP config: {e}"))
+    };
     // Kept alive for the whole run; dropping it removes socket and config.
     let bridge = if attached {
         let relay =
             Relay::start(app_socket, run_id.clone(), session.clone()).map_err(|e| e.to_string())?;
-        let user_configs = if options.wrap {
-            UserCommand::parse(&options.words)?.mcp_configs
-        } else {
-            Vec::new()
-        };
-        let servers = existing_servers(&user_configs)?;
-        let hark =
-            std::env::current_exe().map_err(|e| format!("cannot find this hark's path: {e}"))?;
-        let config_json = dispatch::mcp_config(&hark, servers).to_string();
-        let mcp_config = relay
-            .dir
-            .write_private("mcp.json", config_json.as_bytes())
-            .map_err(|e| format!("cannot write the MCP config: {e}"))?;
+        let mcp_config = write_config(&relay.dir)?;
         let attach = Attached {
             socket: relay.socket.clone(),
             mcp_config,
@@ -96,15 +99,31 @@ async fn dispatch(options: RunOptions) -> Result<i32, String> {
     } else {
         None
     };
+    // A read-only run with nobody attached still gets `approve`, to be told why each write is denied.
+    let headless_gate = match (&bridge, options.read_only) {
+        (None, true) => {
+            let dir = RunDir::create().map_err(|e| e.to_string())?;
+            let config = write_config(&dir)?;
+            Some((dir, config))
+        }
+        _ => None,
+    };
+    let read_only = match (&bridge, &headless_gate) {
+        _ if !options.read_only => None,
+        (Some((_, attach)), _) => Some(attach.mcp_config.clone()),
+        (None, Some((_, config))) => Some(config.clone()),
+        (None, None) => None,
+    };
     let attach = bridge.as_ref().map(|(_, a)| a);
     eprintln!(
         "hark: run {} ({}), {}",
         &run_id[..8],
         session,
-        if attach.is_some() {
-            "the operator is attached: the agent can ask"
-        } else {
-            "no operator attached: the agent proceeds on its own"
+        match (attach.is_some(), options.read_only) {
+            (true, false) => "the operator is attached: the agent can ask",
+            (true, true) => "read-only: the operator is attached to approve writes",
+            (false, false) => "no operator attached: the agent proceeds on its own",
+            (false, true) => "read-only with no operator attached: every write is denied",
         }
     );
     let agent = options
@@ -120,7 +139,7 @@ async fn dispatch(options: RunOptions) -> Result<i32, String> {
         } else {
             dispatch::base_command(&agent, &prompt, resume.as_deref())
         };
-        let composed = dispatch::compose(user, options.verb, attach);
+        let composed = dispatch::compose(user, options.verb, attach, read_only.as_deref());
         let turn = run_agent(composed, options.cwd.as_ref()).await?;
         if options.verb != Verb::Converse || options.wrap {
             return Ok(turn.status);

@@ -6,8 +6,13 @@
 //!   "Which features?": ["Auth", "Search"],
 //!   "Project name?": {"text": "falcon"},
 //!   "Deploy now?": {"skip": true},
-//!   "Slow one?": {"delay_ms": 500, "answer": "Yes"} }
+//!   "Slow one?": {"delay_ms": 500, "answer": "Yes"},
+//!   "approval:Edit": "turn",
+//!   "approval:Bash": "deny" }
 //! ```
+//!
+//! Approvals are keyed by `approval:<tool name>`, with `turn`, `action`,
+//! `session` or `deny`; intake questions by their prompt text, like questions.
 //!
 //! A question the script does not list is left unanswered (it takes its
 //! default when another question of the same call is answered, and the call
@@ -20,6 +25,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::approval::{Approval, Scope};
 use crate::item::Item;
 use crate::prompter::{OperatorPrompter, PromptFuture, Unanswered};
 use crate::resolve::{Pick, Picks};
@@ -80,6 +86,9 @@ impl ScriptedPrompter {
 
     /// What the script says for this item, and after how long.
     fn react(&self, item: &Item) -> Option<(Duration, Result<Picks, Unanswered>)> {
+        if let Some(approval) = &item.approval {
+            return self.verdict(item, &approval.tool);
+        }
         let mut delay = Duration::ZERO;
         let mut picks = Picks::new();
         let mut skipped = false;
@@ -107,6 +116,32 @@ impl ScriptedPrompter {
             Ok(picks)
         };
         listed.then_some((delay, result))
+    }
+}
+
+impl ScriptedPrompter {
+    /// The scripted verdict on an approval, as a pick of its question's option.
+    fn verdict(&self, item: &Item, tool: &str) -> Option<(Duration, Result<Picks, Unanswered>)> {
+        let mut entry = self.script.get(&format!("approval:{tool}"))?;
+        let mut delay = Duration::ZERO;
+        while let Scripted::Delayed { delay_ms, answer } = entry {
+            delay = delay.max(Duration::from_millis(*delay_ms));
+            entry = answer;
+        }
+        let Scripted::Pick(Pick::Label(word)) = entry else {
+            tracing::warn!(
+                tool,
+                "approval:{tool} in the script must be turn, action, session or deny"
+            );
+            return None;
+        };
+        let verdict = match word.as_str() {
+            "deny" => None,
+            scope => Some(Scope::parse(scope)?),
+        };
+        let question = item.request.questions.first()?.question.clone();
+        let label = Approval::label_of(verdict).to_owned();
+        Some((delay, Ok(Picks::from([(question, Pick::Label(label))]))))
     }
 }
 

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::bridge::{self, Bridge};
+use crate::bridge::{self, Bridge, Gate};
 use crate::config::{Config, ConfigError};
 use crate::prompter::OperatorPrompter;
 use crate::registry::Registry;
@@ -98,6 +98,7 @@ pub fn prepare(
         prompter,
         default_timeout: ask_timeout.unwrap_or_else(|| config.ask_timeout()),
         rules,
+        gate: Arc::new(Gate::new(config.approvals.clone())),
     };
     tracing::info!(
         socket = %socket_file.path().display(),

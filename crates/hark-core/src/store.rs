@@ -17,6 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
+use crate::approval::Approval;
 use crate::item::{Asker, Item, ItemId, Outcome};
 use crate::schema::AskRequest;
 
@@ -55,6 +56,9 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE items ADD COLUMN dismissed INTEGER NOT NULL DEFAULT 0;
 "#,
+    r#"
+    ALTER TABLE items ADD COLUMN approval TEXT;
+"#,
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +95,9 @@ pub struct Record {
     pub run_id: Option<String>,
     pub asker: Asker,
     pub request: AskRequest,
+    /// What a write-mode approval asks to allow (`kind` is then `approval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
     pub created_ms: u64,
     pub deadline_ms: u64,
     /// `None` while pending.
@@ -138,11 +145,12 @@ impl Record {
         let settled_ms = outcome.as_ref().map(|_| unix_ms(SystemTime::now()));
         Record {
             id: item.id,
-            kind: "question_set".into(),
+            kind: item.kind().into(),
             session_id: item.session_id.clone(),
             run_id: item.run_id.clone(),
             asker: item.asker.clone(),
             request: item.request.clone(),
+            approval: item.approval.clone(),
             created_ms: unix_ms(item.created_at),
             deadline_ms: unix_ms(item.deadline()),
             outcome,
@@ -245,8 +253,8 @@ impl Store {
     pub fn insert(&self, item: &Item) -> Result<(), StoreError> {
         self.lock()
             .execute(
-                "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms)
-                 VALUES (?1, 'question_set', ?2, ?7, ?3, ?4, ?5, ?6)",
+                "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, approval)
+                 VALUES (?1, ?8, ?2, ?7, ?3, ?4, ?5, ?6, ?9)",
                 params![
                     item.id.to_string(),
                     item.session_id,
@@ -255,6 +263,8 @@ impl Store {
                     unix_ms(item.created_at) as i64,
                     unix_ms(item.deadline()) as i64,
                     item.run_id,
+                    item.kind(),
+                    item.approval.as_ref().map(to_json),
                 ],
             )
             .map(|_| ())
@@ -365,7 +375,7 @@ impl Store {
     }
 }
 
-const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed FROM items";
+const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed, approval FROM items";
 
 /// A row as SQLite returns it, before its JSON columns are read.
 struct RawRow {
@@ -381,6 +391,7 @@ struct RawRow {
     replied_by: Option<String>,
     settled_ms: Option<i64>,
     dismissed: bool,
+    approval: Option<String>,
 }
 
 fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
@@ -397,6 +408,7 @@ fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
         replied_by: r.get(9)?,
         settled_ms: r.get(10)?,
         dismissed: r.get(11)?,
+        approval: r.get(12)?,
     })
 }
 
@@ -412,6 +424,12 @@ impl RawRow {
             run_id: self.run_id.clone(),
             asker: serde_json::from_str(&self.asker).map_err(|e| bad("asker", &e))?,
             request: serde_json::from_str(&self.request).map_err(|e| bad("request", &e))?,
+            approval: match &self.approval {
+                Some(approval) => {
+                    Some(serde_json::from_str(approval).map_err(|e| bad("approval", &e))?)
+                }
+                None => None,
+            },
             created_ms: self.created_ms.max(0) as u64,
             deadline_ms: self.deadline_ms.max(0) as u64,
             outcome: match &self.detail {
@@ -454,6 +472,7 @@ mod tests {
                 Rules::default(),
             )
             .unwrap(),
+            approval: None,
             created_at: SystemTime::now(),
             timeout: Duration::from_secs(300),
         }

@@ -9,11 +9,14 @@ use std::time::Duration;
 
 use tracing_subscriber::filter::LevelFilter;
 
+use crate::approval::{Approval, Scope};
 use crate::item::{Item, Outcome};
 
 pub const ASKED: &str = "operator.question.asked";
 pub const ANSWERED: &str = "operator.question.answered";
 pub const UNANSWERED: &str = "operator.question.unanswered";
+/// The write-mode gate's audit trail: one per verdict on a proposed write.
+pub const WRITE_MODE: &str = "machine.write_mode_granted";
 
 fn headers(item: &Item) -> String {
     item.request.headers().join(", ")
@@ -32,10 +35,15 @@ pub fn asked(item: &Item) {
     );
 }
 
-/// An item settled: answered, or unanswered with the reason as `outcome`.
+/// An item settled: answered (a verdict on an approval counts), or
+/// unanswered with the reason as `outcome`.
 pub fn settled(item: &Item, outcome: &Outcome, duration: Duration) {
     let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
-    let name = if matches!(outcome, Outcome::Answered(_)) {
+    let operator_replied = matches!(
+        outcome,
+        Outcome::Answered(_) | Outcome::Approved { .. } | Outcome::Denied
+    );
+    let name = if operator_replied {
         ANSWERED
     } else {
         UNANSWERED
@@ -47,6 +55,29 @@ pub fn settled(item: &Item, outcome: &Outcome, duration: Duration) {
         duration_ms,
         outcome = outcome.name(),
         "{name}"
+    );
+}
+
+/// A verdict on a proposed write: the operator's (`by` = `operator`, or the
+/// outcome that stood in for one: timed out, cancelled), an earlier grant's
+/// (`grant`), or the gate's own when nobody can approve (`headless`).
+/// `scope` is empty for a denial.
+pub fn write_mode(
+    approval: &Approval,
+    run_id: &str,
+    session_id: &str,
+    verdict: Option<Scope>,
+    by: &str,
+) {
+    tracing::info!(
+        run_id,
+        session_id,
+        tool = %approval.tool,
+        target = %approval.target,
+        scope = verdict.map_or("", Scope::name),
+        verdict = if verdict.is_some() { "allow" } else { "deny" },
+        by,
+        "{WRITE_MODE}"
     );
 }
 

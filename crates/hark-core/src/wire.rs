@@ -8,6 +8,8 @@
 //! server ← {"type":"accepted","id":…,"timeout_ms":…}
 //! server ← {"type":"settled","id":…,"outcome":{"outcome":"answered","answers":{…},"defaulted":[…]}}
 //! client → {"type":"cancel"}            (optional; closing the socket does the same)
+//! client → {"type":"approve","tool_name":"Edit","input":{…},"session_id":…}
+//! server ← {"type":"decided","allow":true,"scope":"turn","by":"grant"}   or accepted, then settled
 //! server ← {"type":"error","code":"invalid","message":…,"issues":[…]}
 //! ```
 //!
@@ -30,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::approval::{DecidedBy, Scope};
 use crate::item::{Asker, ItemId, Outcome};
 use crate::resolve::Picks;
 use crate::store::{Filter, Record};
@@ -53,6 +56,23 @@ pub enum ClientFrame {
         asker: Asker,
         request: Value,
         /// This call's bounded wait; the server's default when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_secs: Option<f64>,
+    },
+    /// The write-mode gate: may the agent make this call? (What Claude
+    /// Code sends its `--permission-prompt-tool`.) Answered by `decided`
+    /// when the policy or a grant settles it, else like an ask: `accepted`,
+    /// then `settled` with an `approved` or `denied` outcome.
+    Approve {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
+        #[serde(default)]
+        asker: Asker,
+        tool_name: String,
+        #[serde(default)]
+        input: Value,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_secs: Option<f64>,
     },
@@ -87,7 +107,11 @@ pub enum WireReply {
         answers: Picks,
     },
     Skip,
-    Approve,
+    /// Allow an approval, for a scope (its default scope when absent).
+    Approve {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<Scope>,
+    },
     Deny,
 }
 
@@ -97,7 +121,7 @@ impl From<WireReply> for crate::registry::Reply {
         match reply {
             WireReply::Answer { answers } => Reply::Answer(answers),
             WireReply::Skip => Reply::Skip,
-            WireReply::Approve => Reply::Approve,
+            WireReply::Approve { scope } => Reply::Approve(scope),
             WireReply::Deny => Reply::Deny,
         }
     }
@@ -119,6 +143,14 @@ pub enum ServerFrame {
     Accepted { id: ItemId, timeout_ms: u64 },
     /// The item settled.
     Settled { id: ItemId, outcome: Outcome },
+    /// A proposed call was decided without asking: it is read-only
+    /// (`policy`), or an earlier grant covers it (`grant`, with its scope).
+    Decided {
+        allow: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<Scope>,
+        by: DecidedBy,
+    },
     /// A reply was taken; the item settled with `outcome`.
     Replied { id: ItemId, outcome: Outcome },
     /// The answer to `list`.
@@ -186,6 +218,7 @@ impl From<crate::registry::ReplyError> for WireError {
                 message,
                 issues,
             },
+            ReplyError::NotOffered { .. } => WireError::new(ErrorCode::Invalid, message),
             ReplyError::HumanReplyMismatch { .. } => {
                 WireError::new(ErrorCode::HumanReplyMismatch, message)
             }

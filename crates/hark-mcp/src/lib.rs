@@ -21,15 +21,25 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use hark_core::client::{AskError, Call};
+use hark_core::approval::{Class, Policy, permission_result};
+use hark_core::client::{AskError, Call, Started};
 use hark_core::item::{Asker, Outcome};
 use hark_core::schema::{MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
+use hark_core::trace;
 use hark_core::validate::{Rules, describe, validate};
 use hark_core::wire::{ClientFrame, MAX_FRAME};
 
 /// The MCP server's name: the agent sees the tool as `mcp__operator__ask`.
 pub const SERVER_NAME: &str = hark_core::dispatch::SERVER;
 pub const TOOL_NAME: &str = "ask";
+/// Claude Code's permission prompt tool (`--permission-prompt-tool
+/// mcp__operator__approve`), listed only when started with `--approvals`.
+pub const APPROVE_TOOL: &str = "approve";
+
+const APPROVE_DESCRIPTION: &str = "The write-mode gate for an agent dispatched read-only: Claude Code calls it \
+(as --permission-prompt-tool) before a step that needs permission. Read-only steps pass; a write asks the \
+operator, who may allow it once, for the run or for the session, or deny it. Returns \
+{\"behavior\":\"allow\",\"updatedInput\":…} or {\"behavior\":\"deny\",\"message\":…}.";
 
 const TOOL_DESCRIPTION: &str = "Ask the human operator one to four multiple-choice questions and wait for the answers. \
 Use it for decisions that belong to the operator (scope, trade-offs, anything you would otherwise guess). \
@@ -52,6 +62,10 @@ pub struct McpSettings {
     pub progress_interval: Duration,
     /// Who is asking (the agent process), without the MCP client's name.
     pub asker: Asker,
+    /// Whether the `approve` tool is served (a read-only dispatch).
+    pub approvals: bool,
+    /// What the write-mode gate lets pass without asking.
+    pub policy: Policy,
 }
 
 /// The `operator` MCP server.
@@ -74,6 +88,23 @@ impl OperatorServer {
         Ok(())
     }
 
+    /// The `approve` tool as `tools/list` shows it.
+    pub fn approve_tool(&self) -> Tool {
+        Tool::new(
+            APPROVE_TOOL,
+            APPROVE_DESCRIPTION,
+            Arc::new(approve_input_schema()),
+        )
+    }
+
+    fn tools(&self) -> Vec<Tool> {
+        let mut tools = vec![self.tool()];
+        if self.settings.approvals {
+            tools.push(self.approve_tool());
+        }
+        tools
+    }
+
     /// The `ask` tool as `tools/list` shows it.
     pub fn tool(&self) -> Tool {
         Tool::new(
@@ -93,15 +124,10 @@ impl OperatorServer {
                 ));
             }
         };
-        let mut asker = self.settings.asker.clone();
-        asker.client = context
-            .peer
-            .peer_info()
-            .map(|info| format!("{} {}", info.client_info.name, info.client_info.version));
         let frame = ClientFrame::Ask {
             run_id: None,
             session_id: Some(self.settings.session_id.clone()),
-            asker,
+            asker: self.asker(context),
             request,
             timeout_secs: self.settings.timeout.map(|t| t.as_secs_f64()),
         };
@@ -124,19 +150,41 @@ impl OperatorServer {
             }
             Err(e) => return error_text(format!("{}: {e}", hark_core::item::NOT_ANSWERED)),
         };
+        let Some(outcome) = self.wait(&mut call, context).await else {
+            return error_text(format!(
+                "{} (cancelled by the client)",
+                hark_core::item::NOT_ANSWERED
+            ));
+        };
+        match outcome {
+            Ok(Outcome::Answered(resolution)) => CallToolResult::success(vec![ContentBlock::text(
+                json!({ "answers": resolution.answers }).to_string(),
+            )]),
+            Ok(other) => error_text(other.unanswered_message().unwrap_or_default()),
+            Err(e) => error_text(format!("{} ({e})", hark_core::item::NOT_ANSWERED)),
+        }
+    }
+
+    /// Waits for a pending call's outcome, with progress notifications;
+    /// `None` when the client cancelled the call (the item is cancelled too).
+    async fn wait(
+        &self,
+        call: &mut Call,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Result<Outcome, AskError>> {
         let progress_token = context.meta.get_progress_token();
         // The first progress note is due one interval from now (a plain
         // `interval` would tick at once and delay a quick answer).
         let every = self.settings.progress_interval;
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         let started = tokio::time::Instant::now();
-        let outcome = loop {
+        loop {
             tokio::select! {
-                outcome = call.outcome() => break outcome,
+                outcome = call.outcome() => return Some(outcome),
                 () = context.ct.cancelled() => {
                     // The client gave up on the call: cancel the item, then hang up.
                     let _ = call.cancel().await;
-                    return error_text(format!("{} (cancelled by the client)", hark_core::item::NOT_ANSWERED));
+                    return None;
                 }
                 _ = ticker.tick(), if progress_token.is_some() => {
                     let waited = started.elapsed();
@@ -150,16 +198,82 @@ impl OperatorServer {
                     }
                 }
             }
-        };
-        match outcome {
-            Ok(Outcome::Answered(resolution)) => CallToolResult::success(vec![ContentBlock::text(
-                json!({ "answers": resolution.answers }).to_string(),
-            )]),
-            Ok(other) => error_text(other.unanswered_message().unwrap_or_default()),
-            Err(e) => error_text(format!("{} ({e})", hark_core::item::NOT_ANSWERED)),
         }
     }
+
+    /// The `approve` tool: Claude Code's permission prompt for a read-only
+    /// agent. Read-only steps pass here; anything else goes to the operator
+    /// (or a grant); nobody attached means deny. The result is never a tool
+    /// error: it is the JSON Claude Code reads, allow or deny.
+    async fn approve(&self, args: Value, context: &RequestContext<RoleServer>) -> CallToolResult {
+        let Some(tool_name) = args.get("tool_name").and_then(Value::as_str) else {
+            return error_text(
+                "invalid approve call: `tool_name` (the tool the agent wants to use) is required"
+                    .into(),
+            );
+        };
+        let input = args.get("input").cloned().unwrap_or_else(|| json!({}));
+        let verdict = |allow: bool, message: &str| {
+            CallToolResult::success(vec![ContentBlock::text(permission_result(
+                allow, &input, message,
+            ))])
+        };
+        let approval = match self.settings.policy.classify(tool_name, &input) {
+            Class::ReadOnly => return verdict(true, ""),
+            Class::Write(approval) => approval,
+        };
+        let session = &self.settings.session_id;
+        let frame = ClientFrame::Approve {
+            session_id: Some(session.clone()),
+            run_id: None,
+            asker: self.asker(context),
+            tool_name: tool_name.to_owned(),
+            input: input.clone(),
+            timeout_secs: self.settings.timeout.map(|t| t.as_secs_f64()),
+        };
+        let mut call = match Call::start_any(&self.settings.socket, &frame).await {
+            Ok(Started::Pending(call)) => call,
+            Ok(Started::Decided { allow, .. }) => return verdict(allow, DENIED),
+            Err(AskError::Unreachable { .. }) => {
+                trace::write_mode(&approval, session, session, None, "headless");
+                return verdict(false, HEADLESS);
+            }
+            Err(e) => return verdict(false, &format!("{NOT_APPROVED} ({e})")),
+        };
+        match self.wait(&mut call, context).await {
+            Some(Ok(Outcome::Approved { .. })) => verdict(true, ""),
+            Some(Ok(Outcome::Denied)) => verdict(false, DENIED),
+            Some(Ok(other)) => verdict(
+                false,
+                &format!(
+                    "{NOT_APPROVED}: {}",
+                    other.unanswered_message().unwrap_or_default()
+                ),
+            ),
+            Some(Err(e)) => verdict(false, &format!("{NOT_APPROVED} ({e})")),
+            None => verdict(false, &format!("{NOT_APPROVED} (cancelled by the client)")),
+        }
+    }
+
+    /// Who is asking: the agent process, and the MCP client's name.
+    fn asker(&self, context: &RequestContext<RoleServer>) -> Asker {
+        let mut asker = self.settings.asker.clone();
+        asker.client = context
+            .peer
+            .peer_info()
+            .map(|info| format!("{} {}", info.client_info.name, info.client_info.version));
+        asker
+    }
 }
+
+/// Why a write was refused, as the agent reads it.
+const DENIED: &str = "The operator denied this write: you are read-only. Do not retry it; \
+continue without writing and report what you would have changed.";
+const HEADLESS: &str = "You are running read-only and no operator is attached to approve writes \
+(hark is not running), so this step was not taken. Continue without writing and report what you \
+would have changed.";
+const NOT_APPROVED: &str =
+    "This write was not approved, so it was not taken (silence is not consent)";
 
 fn error_text(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
@@ -182,11 +296,11 @@ impl ServerHandler for OperatorServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(vec![self.tool()]))
+        Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == TOOL_NAME).then(|| self.tool())
+        self.tools().into_iter().find(|t| t.name == name)
     }
 
     async fn call_tool(
@@ -194,17 +308,23 @@ impl ServerHandler for OperatorServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if request.name != TOOL_NAME {
-            return Err(McpError::invalid_params(
-                format!(
-                    "unknown tool {:?}; this server has only {TOOL_NAME:?}",
-                    request.name
-                ),
-                None,
-            ));
-        }
         let args = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.ask(args, &context).await.into())
+        match request.name.as_ref() {
+            TOOL_NAME => Ok(self.ask(args, &context).await.into()),
+            APPROVE_TOOL if self.settings.approvals => {
+                Ok(self.approve(args, &context).await.into())
+            }
+            other => {
+                let names: Vec<String> = self.tools().iter().map(|t| t.name.to_string()).collect();
+                Err(McpError::invalid_params(
+                    format!(
+                        "unknown tool {other:?}; this server has {}",
+                        names.join(", ")
+                    ),
+                    None,
+                ))
+            }
+        }
     }
 }
 
@@ -280,6 +400,23 @@ pub fn ask_input_schema(rules: Rules) -> JsonObject {
     }
 }
 
+/// What Claude Code sends its permission prompt tool.
+pub fn approve_input_schema() -> JsonObject {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "tool_name": {"type": "string", "description": "The tool the agent wants to use."},
+            "input": {"type": "object", "description": "The input it wants to call the tool with."},
+            "tool_use_id": {"type": "string", "description": "The id of the tool use."}
+        },
+        "required": ["tool_name", "input"]
+    });
+    match schema {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
 /// The default interval between progress notifications while waiting: well
 /// under the 60 s some hosts allow a silent tool call.
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
@@ -290,6 +427,7 @@ impl McpSettings {
     /// `HARK_ASK_TIMEOUT` seconds, `HARK_PROGRESS_INTERVAL_MS`, the config's rules.
     pub fn from_env(
         config: &hark_core::config::Config,
+        approvals: bool,
     ) -> Result<McpSettings, hark_core::socket::SocketError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let socket = match var(hark_core::socket::ASK_SOCK_ENV) {
@@ -310,6 +448,8 @@ impl McpSettings {
                 .filter(|ms| *ms > 0)
                 .map(Duration::from_millis)
                 .unwrap_or(DEFAULT_PROGRESS_INTERVAL),
+            approvals,
+            policy: config.approvals.clone(),
             asker: Asker {
                 pid: Some(parent),
                 cwd: std::env::current_dir()

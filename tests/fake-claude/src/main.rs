@@ -11,6 +11,11 @@
 //!   `ASK {json}` calls `mcp__operator__ask`; `NESTED {json}` runs a child of
 //!   itself (a sub-agent inheriting the MCP config) that asks; `SAY text`;
 //!   `HANG` waits until killed; `EXIT n` sets the exit status;
+//!   `TOOL name {input}` uses a tool as the model would: read tools and
+//!   tools in `--allowedTools` run; anything else goes to the
+//!   `--permission-prompt-tool` (`{"tool_name","input","tool_use_id"}`) and
+//!   runs only on `{"behavior":"allow"}`, else is denied; `Write` and `Edit`
+//!   really change the file;
 //! - prints stream-json events (system/init, assistant, user, result);
 //! - when `FAKE_CLAUDE_LOG` names a file, appends its argv and the hark
 //!   environment it received, one JSON line per run.
@@ -34,6 +39,7 @@ struct Args {
     disallowed: Vec<String>,
     mcp_configs: Vec<String>,
     resume: Option<String>,
+    permission_prompt_tool: Option<String>,
 }
 
 fn tools(value: &str) -> Vec<String> {
@@ -59,9 +65,10 @@ fn parse(argv: &[String]) -> Result<Args, String> {
             "-p" | "--print" => {}
             "--verbose" => args.verbose = true,
             "--output-format" => args.output_format = Some(value(&mut i)?),
-            "--append-system-prompt" | "--permission-prompt-tool" | "--model" => {
+            "--append-system-prompt" | "--model" => {
                 value(&mut i)?;
             }
+            "--permission-prompt-tool" => args.permission_prompt_tool = Some(value(&mut i)?),
             "--resume" | "-r" => args.resume = Some(value(&mut i)?),
             "--allowedTools" | "--allowed-tools" | "--disallowedTools" | "--disallowed-tools"
             | "--mcp-config" => {
@@ -208,6 +215,76 @@ impl Session {
         self.last_text = text;
     }
 
+    /// Uses a tool as the model would, asking the permission prompt tool
+    /// first where Claude Code would.
+    async fn tool(&mut self, name: &str, input: Value) {
+        let use_id = format!("toolu_{}", self.errors + self.tool_names.len() as u32 + 7);
+        emit(
+            json!({"type": "assistant", "session_id": self.id, "message": {"content": [
+            {"type": "tool_use", "id": use_id, "name": name, "input": input}]}}),
+        );
+        let needs_permission = !["Read", "Glob", "Grep", "LS"].contains(&name)
+            && !self.args.allowed.iter().any(|t| t == name);
+        let verdict = if !needs_permission {
+            Ok(())
+        } else if let Some(prompt_tool) = self.args.permission_prompt_tool.clone() {
+            self.permission(&prompt_tool, name, &input, &use_id).await
+        } else {
+            Err(format!(
+                "Claude requested permissions to use {name}, but you haven't granted it yet."
+            ))
+        };
+        let (text, is_error) = match verdict.and_then(|()| perform(name, &input)) {
+            Ok(()) => (format!("performed {name}"), false),
+            Err(message) => (message, true),
+        };
+        if is_error {
+            self.errors += 1;
+        }
+        emit(
+            json!({"type": "user", "session_id": self.id, "message": {"content": [
+            {"type": "tool_result", "tool_use_id": use_id, "content": text, "is_error": is_error}]}}),
+        );
+        self.last_text = text;
+    }
+
+    /// Asks the permission prompt tool (`mcp__SERVER__TOOL`) about a call.
+    async fn permission(
+        &self,
+        prompt_tool: &str,
+        name: &str,
+        input: &Value,
+        use_id: &str,
+    ) -> Result<(), String> {
+        let mut parts = prompt_tool.splitn(3, "__");
+        let (Some("mcp"), Some(server), Some(tool)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(format!("bad --permission-prompt-tool {prompt_tool}"));
+        };
+        let Some(server) = self.servers.get(server) else {
+            return Err(format!("no MCP server {server} for the permission prompt"));
+        };
+        let arguments = json!({"tool_name": name, "input": input, "tool_use_id": use_id});
+        let Value::Object(arguments) = arguments else {
+            unreachable!()
+        };
+        let result = server
+            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+            .await
+            .map_err(|e| format!("permission prompt failed: {e}"))?;
+        let text = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<String>();
+        let verdict: Value = serde_json::from_str(&text)
+            .map_err(|_| format!("permission prompt returned no verdict: {text}"))?;
+        match verdict["behavior"].as_str() {
+            Some("allow") => Ok(()),
+            _ => Err(verdict["message"].as_str().unwrap_or("denied").to_owned()),
+        }
+    }
+
     /// Runs a sub-agent (a child of this program) that inherits the MCP config.
     async fn nested(&mut self, input: &str, argv: &[String]) {
         let mut args: Vec<String> = Vec::new();
@@ -246,6 +323,27 @@ impl Session {
     }
 }
 
+/// What an allowed tool does: `Write` and `Edit` change the file for real.
+fn perform(name: &str, input: &Value) -> Result<(), String> {
+    let field = |k: &str| input[k].as_str().unwrap_or_default();
+    match name {
+        "Write" => std::fs::write(field("file_path"), field("content")).map_err(|e| e.to_string()),
+        "Edit" => {
+            let path = field("file_path");
+            let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+            if !text.contains(field("old_string")) {
+                return Err(format!("old_string not found in {path}"));
+            }
+            std::fs::write(
+                path,
+                text.replacen(field("old_string"), field("new_string"), 1),
+            )
+            .map_err(|e| e.to_string())
+        }
+        _ => Ok(()),
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -274,7 +372,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut tool_names = vec!["Read".to_owned(), "Edit".to_owned(), "Bash".to_owned()];
+    let mut tool_names = ["Read", "Edit", "Write", "Bash"]
+        .map(str::to_owned)
+        .to_vec();
     for (name, server) in &servers {
         if let Ok(tools) = server.list_all_tools().await {
             tool_names.extend(tools.iter().map(|t| format!("mcp__{name}__{}", t.name)));
@@ -306,6 +406,13 @@ async fn main() -> ExitCode {
                 _ => session.last_text = format!("bad ASK line: {rest}"),
             },
             "NESTED" => session.nested(rest, &argv).await,
+            "TOOL" => {
+                let (name, input) = rest.split_once(' ').unwrap_or((rest, "{}"));
+                match serde_json::from_str::<Value>(input) {
+                    Ok(input) => session.tool(name, input).await,
+                    Err(_) => session.last_text = format!("bad TOOL line: {rest}"),
+                }
+            }
             "SAY" => {
                 emit(
                     json!({"type": "assistant", "session_id": session.id, "message": {"content": [{"type": "text", "text": rest}]}}),
