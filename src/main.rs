@@ -94,6 +94,15 @@ enum Command {
         /// for the run or for the session; with nobody attached it is denied.
         #[arg(long)]
         read_only: bool,
+        /// Authored questions to ask before the agent starts (JSON:
+        /// {preamble, questions:[{id, prompt, options:[{value,label}],
+        /// defaults, multi}], when: "thread-start"|"every-turn"}); their
+        /// answers go into the prompt. Unanswered, the agent does not start.
+        #[arg(long, value_name = "FILE")]
+        intake: Option<PathBuf>,
+        /// An intake answer given here instead of asked (repeat it).
+        #[arg(long = "answer", value_name = "ID=VALUE")]
+        answers: Vec<String>,
         /// The prompt, or with --wrap the agent command line.
         #[arg(last = true, required = true, value_name = "PROMPT…")]
         words: Vec<String>,
@@ -270,6 +279,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
             agent,
             wrap,
             read_only,
+            intake,
+            answers,
             words,
         } => {
             let options = hark_core::run_cli::RunOptions {
@@ -280,6 +291,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 agent,
                 wrap,
                 read_only,
+                intake,
+                answers,
                 words,
             };
             exit(multi_thread()?.block_on(hark_core::run_cli::run(options)))

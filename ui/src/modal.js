@@ -63,9 +63,13 @@ function renderChrome() {
     state.ticker = undefined;
     return;
   }
-  const who = [`session ${item.session_id}`, item.asker.command, item.asker.cwd && `in ${item.asker.cwd}`]
+  // An agent's command line can run to pages (its system prompt): show its start, all of it on hover.
+  const command = item.asker.command;
+  const short = command && command.length > 100 ? `${command.slice(0, 100)}…` : command;
+  const who = [`session ${item.session_id}`, short, item.asker.cwd && `in ${item.asker.cwd}`]
     .filter(Boolean).join(' · ');
   $('asker').textContent = `Asked by ${who}`;
+  $('asker').title = command ?? '';
   tick();
   if (state.ticker === undefined) state.ticker = window.setInterval(tick, 1000);
 }

@@ -23,6 +23,7 @@ pub mod config;
 pub mod dispatch;
 pub mod inbox;
 pub mod inbox_cli;
+pub mod intake;
 pub mod item;
 pub mod prompter;
 pub mod registry;

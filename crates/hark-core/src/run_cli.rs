@@ -2,7 +2,7 @@
 //! attached when an operator is, shows its progress from
 //! `--output-format stream-json`, and exits with its exit status.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -10,12 +10,35 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
+use crate::bridge::MAX_TIMEOUT;
+use crate::client::Call;
 use crate::config::Config;
 use crate::dispatch::{self, Attached, UserCommand, Verb};
+use crate::intake::{Given, Intake, When};
+use crate::item::{Asker, Outcome};
 use crate::relay::{Relay, RunDir};
 use crate::socket;
+use crate::wire::ClientFrame;
 
 pub const EXIT_FAILED: i32 = 1;
+/// The intake was not answered, so the agent did not start.
+pub const EXIT_NOT_ANSWERED: i32 = 3;
+
+/// Why the agent did not start.
+enum Stop {
+    Failed(String),
+    /// The intake went unanswered; `missing` are its unanswered ids.
+    NotAnswered {
+        reason: String,
+        missing: Vec<String>,
+    },
+}
+
+impl From<String> for Stop {
+    fn from(message: String) -> Stop {
+        Stop::Failed(message)
+    }
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -32,6 +55,10 @@ pub struct RunOptions {
     /// Gate every write through the operator (`--permission-prompt-tool
     /// mcp__operator__approve`); denied when nobody is attached.
     pub read_only: bool,
+    /// Authored questions asked before the agent starts (`--intake FILE`).
+    pub intake: Option<PathBuf>,
+    /// Intake answers given on the command line (`--answer ID=VALUE`).
+    pub answers: Vec<String>,
     pub words: Vec<String>,
 }
 
@@ -47,22 +74,119 @@ struct Turn {
 pub async fn run(options: RunOptions) -> i32 {
     match dispatch(options).await {
         Ok(code) => code,
-        Err(message) => {
+        Err(Stop::Failed(message)) => {
             eprintln!("hark: {message}");
             EXIT_FAILED
+        }
+        Err(Stop::NotAnswered { reason, missing }) => {
+            println!(
+                "{}",
+                serde_json::json!({"outcome": "not_answered", "reason": reason, "missing": missing})
+            );
+            eprintln!("hark: the intake was not answered ({reason}), so the agent did not start");
+            let example: Vec<String> = missing
+                .iter()
+                .map(|id| format!("--answer {id}=VALUE"))
+                .collect();
+            eprintln!(
+                "hint: start the app or `hark serve`, or give the answers: {}",
+                example.join(" ")
+            );
+            EXIT_NOT_ANSWERED
         }
     }
 }
 
-async fn dispatch(options: RunOptions) -> Result<i32, String> {
+/// Asks the intake questions not answered on the command line, through the
+/// run's socket (`None`: nobody is attached). No timeout beyond hark's
+/// longest wait: intake questions wait for the operator.
+async fn ask_intake(intake: &Intake, given: &Given, socket: Option<&Path>) -> Result<Given, Stop> {
+    let mut given = given.clone();
+    for request in intake.requests(&given) {
+        let missing = || {
+            intake
+                .questions
+                .iter()
+                .filter(|q| !given.contains_key(&q.id))
+                .map(|q| q.id.clone())
+                .collect::<Vec<_>>()
+        };
+        let Some(socket) = socket else {
+            return Err(Stop::NotAnswered {
+                reason: "no operator is attached".into(),
+                missing: missing(),
+            });
+        };
+        let frame = ClientFrame::Ask {
+            session_id: None,
+            run_id: None,
+            asker: Asker {
+                pid: Some(std::process::id()),
+                cwd: std::env::current_dir()
+                    .ok()
+                    .map(|d| d.display().to_string()),
+                command: Some("hark run (intake)".into()),
+                client: None,
+            },
+            request: serde_json::to_value(&request).map_err(|e| e.to_string())?,
+            timeout_secs: Some(MAX_TIMEOUT.as_secs_f64()),
+        };
+        let outcome = match Call::start(socket, &frame).await {
+            Ok(mut call) => call.outcome().await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match outcome {
+            Ok(Outcome::Answered(resolution)) => {
+                intake.take_answers(&resolution.answers, &mut given)
+            }
+            Ok(other) => {
+                return Err(Stop::NotAnswered {
+                    reason: other.name().replace('_', " "),
+                    missing: missing(),
+                });
+            }
+            Err(e) => {
+                return Err(Stop::NotAnswered {
+                    reason: e,
+                    missing: missing(),
+                });
+            }
+        }
+    }
+    Ok(given)
+}
+
+async fn dispatch(options: RunOptions) -> Result<i32, Stop> {
     let config = Config::load().map_err(|e| e.to_string())?;
+    let intake = match &options.intake {
+        Some(_) if options.wrap => {
+            return Err(
+                "--intake puts its answers into the prompt, so it needs a prompt, not --wrap"
+                    .to_owned()
+                    .into(),
+            );
+        }
+        Some(path) => Some(Intake::load(path)?),
+        None if !options.answers.is_empty() => {
+            return Err(
+                "--answer gives intake answers; name the intake with --intake FILE"
+                    .to_owned()
+                    .into(),
+            );
+        }
+        None => None,
+    };
+    let given = match &intake {
+        Some(intake) => intake.given(&options.answers)?,
+        None => Given::new(),
+    };
     if options.words.is_empty() {
-        return Err(if options.wrap {
+        return Err(Stop::Failed(if options.wrap {
             "--wrap needs the agent command after --, e.g. hark run --wrap -- claude -p \"…\""
                 .into()
         } else {
             "say what to do: hark run -- PROMPT…".into()
-        });
+        }));
     }
     let app_socket = socket::app_socket_path().map_err(|e| e.to_string())?;
     let attached = tokio::net::UnixStream::connect(&app_socket).await.is_ok();
@@ -133,7 +257,16 @@ async fn dispatch(options: RunOptions) -> Result<i32, String> {
         .unwrap_or_else(|| PathBuf::from("claude"));
     let mut resume: Option<String> = None;
     let mut prompt = options.words.join(" ");
+    let run_socket = bridge.as_ref().map(|(relay, _)| relay.socket.clone());
+    let mut first_turn = true;
     loop {
+        if let Some(intake) = &intake
+            && (first_turn || intake.when == When::EveryTurn)
+        {
+            let answered = ask_intake(intake, &given, run_socket.as_deref()).await?;
+            prompt = format!("{}\n{prompt}", intake.block(&answered));
+        }
+        first_turn = false;
         let user = if options.wrap {
             UserCommand::parse(&options.words)?
         } else {
