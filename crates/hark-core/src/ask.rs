@@ -90,14 +90,7 @@ pub async fn run(options: AskOptions) -> i32 {
                 .session_id
                 .unwrap_or_else(|| format!("hark-ask-{}", std::process::id())),
         ),
-        asker: Asker {
-            pid: Some(std::process::id()),
-            cwd: std::env::current_dir()
-                .ok()
-                .map(|p| p.display().to_string()),
-            command: Some("hark ask".into()),
-            client: None,
-        },
+        asker: Asker::this_process("hark ask"),
         request,
         timeout_secs: Some(timeout.as_secs_f64()),
     };

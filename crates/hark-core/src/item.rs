@@ -47,6 +47,20 @@ pub struct Asker {
     pub client: Option<String>,
 }
 
+impl Asker {
+    /// This process, as `command` (`hark ask`, `hark run (intake)`).
+    pub fn this_process(command: &str) -> Asker {
+        Asker {
+            pid: Some(std::process::id()),
+            cwd: std::env::current_dir()
+                .ok()
+                .map(|p| p.display().to_string()),
+            command: Some(command.to_owned()),
+            client: None,
+        }
+    }
+}
+
 /// One ask call waiting on the operator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Item {

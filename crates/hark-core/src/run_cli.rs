@@ -120,14 +120,7 @@ async fn ask_intake(intake: &Intake, given: &Given, socket: Option<&Path>) -> Re
         let frame = ClientFrame::Ask {
             session_id: None,
             run_id: None,
-            asker: Asker {
-                pid: Some(std::process::id()),
-                cwd: std::env::current_dir()
-                    .ok()
-                    .map(|d| d.display().to_string()),
-                command: Some("hark run (intake)".into()),
-                client: None,
-            },
+            asker: Asker::this_process("hark run (intake)"),
             request: serde_json::to_value(&request).map_err(|e| e.to_string())?,
             timeout_secs: Some(MAX_TIMEOUT.as_secs_f64()),
         };

@@ -164,17 +164,38 @@ struct Session {
     tool_names: Vec<String>,
     last_text: String,
     errors: u32,
+    /// Tool uses so far, for their ids.
+    uses: u32,
 }
 
 impl Session {
-    /// Calls `mcp__operator__ask` as the model would, with the CLI's checks.
-    async fn ask(&mut self, input: Value) {
-        let name = "mcp__operator__ask";
-        let use_id = format!("toolu_{}", self.errors + self.tool_names.len() as u32 + 1);
+    /// Prints the model's tool use; returns its id.
+    fn tool_use(&mut self, name: &str, input: &Value) -> String {
+        self.uses += 1;
+        let use_id = format!("toolu_{}", self.uses);
         emit(
             json!({"type": "assistant", "session_id": self.id, "message": {"content": [
             {"type": "tool_use", "id": use_id, "name": name, "input": input}]}}),
         );
+        use_id
+    }
+
+    /// Prints a tool's result, as the CLI feeds it back to the model.
+    fn tool_result(&mut self, use_id: &str, text: String, is_error: bool) {
+        if is_error {
+            self.errors += 1;
+        }
+        emit(
+            json!({"type": "user", "session_id": self.id, "message": {"content": [
+            {"type": "tool_result", "tool_use_id": use_id, "content": text, "is_error": is_error}]}}),
+        );
+        self.last_text = text;
+    }
+
+    /// Calls `mcp__operator__ask` as the model would, with the CLI's checks.
+    async fn ask(&mut self, input: Value) {
+        let name = "mcp__operator__ask";
+        let use_id = self.tool_use(name, &input);
         let (text, is_error) = if !self.tool_names.iter().any(|t| t == name) {
             (format!("No such tool available: {name}"), true)
         } else if !self.args.allowed.iter().any(|t| t == name) {
@@ -205,24 +226,13 @@ impl Session {
                 Err(e) => (format!("MCP error: {e}"), true),
             }
         };
-        if is_error {
-            self.errors += 1;
-        }
-        emit(
-            json!({"type": "user", "session_id": self.id, "message": {"content": [
-            {"type": "tool_result", "tool_use_id": use_id, "content": text, "is_error": is_error}]}}),
-        );
-        self.last_text = text;
+        self.tool_result(&use_id, text, is_error);
     }
 
     /// Uses a tool as the model would, asking the permission prompt tool
     /// first where Claude Code would.
     async fn tool(&mut self, name: &str, input: Value) {
-        let use_id = format!("toolu_{}", self.errors + self.tool_names.len() as u32 + 7);
-        emit(
-            json!({"type": "assistant", "session_id": self.id, "message": {"content": [
-            {"type": "tool_use", "id": use_id, "name": name, "input": input}]}}),
-        );
+        let use_id = self.tool_use(name, &input);
         let needs_permission = !["Read", "Glob", "Grep", "LS"].contains(&name)
             && !self.args.allowed.iter().any(|t| t == name);
         let verdict = if !needs_permission {
@@ -238,14 +248,7 @@ impl Session {
             Ok(()) => (format!("performed {name}"), false),
             Err(message) => (message, true),
         };
-        if is_error {
-            self.errors += 1;
-        }
-        emit(
-            json!({"type": "user", "session_id": self.id, "message": {"content": [
-            {"type": "tool_result", "tool_use_id": use_id, "content": text, "is_error": is_error}]}}),
-        );
-        self.last_text = text;
+        self.tool_result(&use_id, text, is_error);
     }
 
     /// Asks the permission prompt tool (`mcp__SERVER__TOOL`) about a call.
@@ -396,6 +399,7 @@ async fn main() -> ExitCode {
         tool_names,
         last_text: String::new(),
         errors: 0,
+        uses: 0,
     };
     let mut status = 0u8;
     for line in prompt.lines() {
