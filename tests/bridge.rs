@@ -591,3 +591,34 @@ fn hark_core_uid() -> u32 {
     let out = Command::new("id").arg("-u").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_strict_defaults_the_schema_requires_a_default_and_a_call_without_one_is_refused() {
+    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let config = daemon.dir.path().join("strict.toml");
+    std::fs::write(&config, "strict_defaults = true\n").unwrap();
+    let agent = agent(&daemon.socket, &[("HARK_CONFIG", config.to_str().unwrap())]).await;
+    let tools = agent.list_all_tools().await.unwrap();
+    let schema = Value::Object((*tools[0].input_schema).clone());
+    assert_eq!(
+        schema["properties"]["questions"]["items"]["required"],
+        json!(["question", "header", "options", "multiSelect", "default"])
+    );
+
+    let no_default = question("Which region?", "Region", &["eu", "us"], false);
+    let refused = ask(&agent, questions(&[db(), no_default])).await;
+    assert_eq!(refused.is_error, Some(true));
+    let message = text(&refused);
+    assert!(
+        message.contains("questions[1]") && !message.contains("questions[0]"),
+        "names the question without a default, only it: {message}"
+    );
+    assert!(daemon.inbox().is_empty(), "a refused call parks nobody");
+
+    let answered = ask(&agent, questions(&[db()])).await;
+    assert_eq!(
+        text(&answered),
+        r#"{"answers":{"Which database?":"SQLite"}}"#
+    );
+    agent.cancel().await.unwrap();
+}
