@@ -125,6 +125,15 @@ enum Command {
         #[arg(long, conflicts_with_all = ["watch", "all"])]
         clear_settled: bool,
     },
+    /// The runs `hark run` dispatched: running, waiting on you, finished or
+    /// failed, with the items each asked.
+    Runs {
+        /// At most this many (the newest; default 100).
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Answer a pending item. Questions you leave out take their defaults.
     Answer {
         /// The item's id, or a unique prefix of it (see `hark inbox`).
@@ -312,6 +321,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 limit,
             };
             exit(multi_thread()?.block_on(hark_core::inbox_cli::inbox(options)))
+        }
+        Command::Runs { limit, json } => {
+            exit(multi_thread()?.block_on(hark_core::inbox_cli::runs(limit, json)))
         }
         Command::Answer {
             id,

@@ -421,6 +421,17 @@ async fn an_approval_shows_the_diff_and_action_allows_one_edit_then_asks_again()
             ("denied".to_owned(), "desktop".to_owned())
         ]
     );
+    // The inbox lists the run, finished, with what it asked.
+    desktop.open_inbox();
+    desktop.view("inbox").await;
+    let run = desktop
+        .wait_for("//table[@id='runs']//tr[td[1][text()='FINISHED'] and td[3][starts-with(text(), 'session gate')]]")
+        .await;
+    let text = run.text().await.unwrap();
+    assert!(
+        text.contains("2 asked, 0 waiting") && text.contains("exit 0"),
+        "{text}"
+    );
     desktop.stop().await;
 }
 

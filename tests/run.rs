@@ -7,7 +7,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use support::*;
 
 #[test]
@@ -303,4 +303,96 @@ fn a_nested_sub_agents_question_arrives_through_the_same_run() {
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["session_id"], "nested");
     assert!(items[0]["run_id"].is_string());
+}
+
+/// `hark runs --json` against the daemon, parsed.
+fn runs(daemon: &Daemon) -> Vec<Value> {
+    let out = daemon.hark(&["runs", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The run of `session`. Every state is settled by the time the test looks:
+/// `hark run` records its end before it exits, "waiting" follows from the
+/// pending item, and a killed run's process is gone once reaped.
+fn run_of(daemon: &Daemon, session: &str) -> Value {
+    let all = runs(daemon);
+    all.iter()
+        .find(|r| r["session_id"] == session)
+        .cloned()
+        .unwrap_or_else(|| panic!("no run of {session}: {all:?}"))
+}
+
+#[test]
+fn runs_are_recorded_waiting_finished_or_failed_with_their_items() {
+    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let log = daemon.dir.path().join("fake.log");
+    let prompt = format!("{}\nEXIT 4", ask_line());
+    let out = hark_run(
+        &daemon.socket,
+        &log,
+        &["--session", "s-failed", "--", &prompt],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(4));
+    let failed = run_of(&daemon, "s-failed");
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["exit_code"], 4);
+    assert_eq!(
+        (failed["items"].as_u64(), failed["pending"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert!(failed["command"].as_str().unwrap().contains("EXIT 4"));
+
+    // A question the script leaves to the operator: the run waits on them.
+    let region = question("Which region?", "Region", &["eu", "us"], false);
+    let prompt = format!("ASK {}", questions(&[region]));
+    let waiting = Command::new(hark())
+        .args(["run", "--session", "s-waiting", "--agent"])
+        .arg(fake_claude())
+        .args(["--", &prompt])
+        .env("HARK_SOCKET", &daemon.socket)
+        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let id = daemon.log.question_id("s-waiting");
+    let run = run_of(&daemon, "s-waiting");
+    assert_eq!(run["status"], "waiting");
+    assert_eq!(run["pending"], 1);
+    assert!(
+        daemon
+            .hark(&["answer", &id, "--pick", "eu"])
+            .status
+            .success()
+    );
+    let out = waiting.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let finished = run_of(&daemon, "s-waiting");
+    assert_eq!(finished["status"], "finished");
+    assert_eq!(finished["exit_code"], 0);
+    assert_eq!(finished["pending"], 0);
+
+    // A `hark run` killed mid-question is not left "running" for ever.
+    let mut killed = Command::new(hark())
+        .args(["run", "--session", "s-killed", "--agent"])
+        .arg(fake_claude())
+        .args(["--", &prompt])
+        .env("HARK_SOCKET", &daemon.socket)
+        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    daemon.log.question_id("s-killed");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let gone = run_of(&daemon, "s-killed");
+    assert_eq!(gone["status"], "failed");
+    assert!(gone["exit_code"].is_null(), "it never reported an end");
 }

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use hark_core::item::{ItemId, Outcome};
 use hark_core::registry::ReplyError;
-use hark_core::store::{Filter, Record, unix_ms};
+use hark_core::store::{Filter, Record, RunRecord, RunStatus, unix_ms};
 use hark_core::wire::{ErrorCode, WireReply};
 use serde::Serialize;
 use tauri::{AppHandle, Runtime, State};
@@ -52,6 +52,8 @@ pub struct InboxView {
     pub pending: Vec<Record>,
     /// Settled items not dismissed, newest first.
     pub history: Vec<Record>,
+    /// The latest dispatched runs, newest first.
+    pub runs: Vec<RunRecord>,
     /// The item the modal should show first.
     pub focus: Option<ItemId>,
     pub do_not_disturb: bool,
@@ -62,6 +64,8 @@ pub struct InboxView {
 
 /// How many settled items the inbox window shows.
 const HISTORY_SHOWN: u32 = 200;
+/// How many runs it shows.
+const RUNS_SHOWN: u32 = 20;
 
 #[tauri::command]
 pub fn inbox(shell: State<'_, Arc<crate::shell::Shell>>) -> Result<InboxView, IpcError> {
@@ -71,6 +75,12 @@ pub fn inbox(shell: State<'_, Arc<crate::shell::Shell>>) -> Result<InboxView, Ip
         .iter()
         .map(|item| Record::new(item, None, None))
         .collect();
+    let unavailable =
+        |e: hark_core::store::StoreError| IpcError::new(ErrorCode::Unavailable, e.to_string());
+    let runs = match shell.registry.store() {
+        Some(store) => store.runs(RUNS_SHOWN).map_err(unavailable)?,
+        None => Vec::new(),
+    };
     let history = match shell.registry.store() {
         Some(store) => store
             .list(&Filter {
@@ -78,7 +88,7 @@ pub fn inbox(shell: State<'_, Arc<crate::shell::Shell>>) -> Result<InboxView, Ip
                 limit: Some(HISTORY_SHOWN),
                 ..Filter::default()
             })
-            .map_err(|e| IpcError::new(ErrorCode::Unavailable, e.to_string()))?
+            .map_err(unavailable)?
             .into_iter()
             .filter(|r| !r.dismissed)
             .collect(),
@@ -87,6 +97,7 @@ pub fn inbox(shell: State<'_, Arc<crate::shell::Shell>>) -> Result<InboxView, Ip
     Ok(InboxView {
         pending,
         history,
+        runs,
         focus: shell.focus(),
         do_not_disturb: shell.do_not_disturb(),
         now_ms: unix_ms(SystemTime::now()),
@@ -189,6 +200,8 @@ pub fn typescript() -> String {
         Approval::decl(&cfg),
         Outcome::decl(&cfg),
         Record::decl(&cfg),
+        RunStatus::decl(&cfg),
+        RunRecord::decl(&cfg),
         Pick::decl(&cfg),
         WireReply::decl(&cfg),
         Issue::decl(&cfg),

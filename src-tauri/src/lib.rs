@@ -158,7 +158,7 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
                         windows::hide(&app, WindowId::Modal);
                     }
                 }
-                Ok(Event::Added(_)) => {}
+                Ok(Event::Added(_) | Event::RunChanged) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }

@@ -96,6 +96,18 @@ replied_by: string | null, settled_ms: number | null,
  */
 dismissed: boolean, };
 
+export type RunStatus = "running" | "waiting" | "finished" | "failed";
+
+export type RunRecord = { id: string, session_id: string, 
+/**
+ * The agent command line.
+ */
+command: string, cwd: string | null, status: RunStatus, created_ms: number, finished_ms: number | null, exit_code: number | null, 
+/**
+ * Items it asked, and how many of them are still pending.
+ */
+items: number, pending: number, };
+
 export type Pick = { text: string, } | string | Array<string>;
 
 export type WireReply = { "action": "answer", answers: { [key in string]: Pick }, } | { "action": "skip" } | { "action": "approve", scope?: Scope | null, } | { "action": "deny" };
@@ -117,6 +129,10 @@ pending: Array<Record>,
  * Settled items not dismissed, newest first.
  */
 history: Array<Record>, 
+/**
+ * The latest dispatched runs, newest first.
+ */
+runs: Array<RunRecord>, 
 /**
  * The item the modal should show first.
  */

@@ -89,6 +89,17 @@ async function refresh() {
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
     return tr;
   }));
+  const runs = /** @type {HTMLElement} */ ($('runs').querySelector('tbody'));
+  runs.replaceChildren(...view.runs.map((run) => {
+    const took = (run.finished_ms ?? view.now_ms) - run.created_ms;
+    const exit = run.exit_code == null ? '' : `, exit ${run.exit_code}`;
+    const command = run.command.length > 100 ? `${run.command.slice(0, 100)}…` : run.command;
+    const tr = row(run.status.toUpperCase(), command, `session ${run.session_id}${run.cwd ? ` in ${run.cwd}` : ''}`,
+      `started ${when(run.created_ms)}, ${duration(took)}${exit}`, `${run.items} asked, ${run.pending} waiting`);
+    tr.dataset.id = run.id;
+    /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
+    return tr;
+  }));
 }
 
 export function startInbox() {

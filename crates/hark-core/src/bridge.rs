@@ -243,6 +243,10 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
         }
         ClientFrame::List { filter } => inbox::list(&bridge.registry, &filter),
         ClientFrame::ClearSettled => inbox::clear_settled(&bridge.registry),
+        run @ (ClientFrame::RunStarted { .. } | ClientFrame::RunFinished { .. }) => {
+            inbox::record_run(&bridge.registry, run)
+        }
+        ClientFrame::ListRuns { limit } => inbox::runs(&bridge.registry, limit),
     };
     let _ = write_frame(&mut writer, &answer).await;
 }

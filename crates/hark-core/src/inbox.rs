@@ -10,7 +10,7 @@ use crate::item::ItemId;
 use crate::registry::{Event, Registry};
 use crate::store::{Filter, Record};
 use crate::wire::{
-    ErrorCode, FeedEvent, ServerFrame, WireError, WireReply, read_frame, write_frame,
+    ClientFrame, ErrorCode, FeedEvent, ServerFrame, WireError, WireReply, read_frame, write_frame,
 };
 
 /// Applies an operator's reply; the registry's rules decide.
@@ -55,6 +55,36 @@ pub fn list(registry: &Registry, filter: &Filter) -> ServerFrame {
     }
 }
 
+/// Records a run's start or end.
+pub fn record_run(registry: &Registry, frame: ClientFrame) -> ServerFrame {
+    let Some(store) = registry.store() else {
+        return ServerFrame::Error(WireError::new(ErrorCode::Unavailable, "there is no store"));
+    };
+    let recorded = match frame {
+        ClientFrame::RunStarted { run } => store.run_started(&run),
+        ClientFrame::RunFinished { run_id, exit_code } => {
+            store.run_finished(&run_id, exit_code).map(|_| ())
+        }
+        _ => return ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "not a run frame")),
+    };
+    match recorded {
+        Ok(()) => {
+            registry.run_changed();
+            ServerFrame::Recorded
+        }
+        Err(e) => ServerFrame::Error(WireError::new(ErrorCode::Unavailable, e.to_string())),
+    }
+}
+
+/// The runs, newest first (the last 100 unless `limit` says otherwise).
+pub fn runs(registry: &Registry, limit: Option<u32>) -> ServerFrame {
+    match registry.store().map(|s| s.runs(limit.unwrap_or(100))) {
+        Some(Ok(runs)) => ServerFrame::Runs { runs },
+        Some(Err(e)) => ServerFrame::Error(WireError::new(ErrorCode::Unavailable, e.to_string())),
+        None => ServerFrame::Runs { runs: Vec::new() },
+    }
+}
+
 /// Deletes the settled history.
 pub fn clear_settled(registry: &Registry) -> ServerFrame {
     match registry.store().map(|s| s.prune_settled(0)) {
@@ -86,6 +116,8 @@ pub async fn follow(
     loop {
         let frame = tokio::select! {
             event = events.recv() => match event {
+                // The terminal feed follows items; runs are listed with `hark runs`.
+                Ok(Event::RunChanged) => continue,
                 Ok(Event::Added(item)) => ServerFrame::Event { event: FeedEvent::Added, item: Box::new(Record::new(&item, None, None)) },
                 Ok(Event::Settled { item, outcome, replied_by }) => ServerFrame::Event {
                     event: FeedEvent::Settled,

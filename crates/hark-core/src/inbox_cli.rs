@@ -226,6 +226,49 @@ fn line(r: &Record, now_ms: u64) -> String {
     status.trim_end().to_owned()
 }
 
+/// `hark runs`: the dispatched runs, newest first, with their state and
+/// the items they asked.
+pub async fn runs(limit: Option<u32>, json: bool) -> i32 {
+    let socket = match socket_path() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let runs = match client::request(&socket, &ClientFrame::ListRuns { limit }).await {
+        Ok(ServerFrame::Runs { runs }) => runs,
+        Ok(other) => return refused(other),
+        Err(e) => return unreachable(&e),
+    };
+    if json {
+        println!("{}", serde_json::to_string(&runs).unwrap_or_default());
+        return EXIT_OK;
+    }
+    if runs.is_empty() {
+        println!("No runs yet: `hark run -- PROMPT` dispatches one.");
+    }
+    let now_ms = unix_ms(SystemTime::now());
+    for run in &runs {
+        let took = run
+            .finished_ms
+            .unwrap_or(now_ms)
+            .saturating_sub(run.created_ms)
+            / 1000;
+        let exit = run
+            .exit_code
+            .map(|c| format!(" exit {c}"))
+            .unwrap_or_default();
+        let status = format!("{:?}", run.status).to_uppercase();
+        println!(
+            "{status:<9} {}  session {} — {} item(s), {} pending — {took} s{exit} — {}",
+            &run.id[..run.id.len().min(8)],
+            run.session_id,
+            run.items,
+            run.pending,
+            run.command.chars().take(100).collect::<String>(),
+        );
+    }
+    EXIT_OK
+}
+
 fn refused(frame: ServerFrame) -> i32 {
     match frame {
         ServerFrame::Error(e) => {

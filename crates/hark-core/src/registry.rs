@@ -86,6 +86,8 @@ impl Reply {
 /// A change in the inbox, as followers see it.
 #[derive(Debug, Clone)]
 pub enum Event {
+    /// A dispatched run started or ended (its record changed in the store).
+    RunChanged,
     Added(Arc<Item>),
     Settled {
         item: Arc<Item>,
@@ -294,6 +296,11 @@ impl Registry {
     /// no operator). Returns false when it was not pending.
     pub fn settle_as(&self, id: ItemId, outcome: Outcome) -> bool {
         self.settle(id, None, |_| outcome).is_some()
+    }
+
+    /// Tells followers a run's record changed.
+    pub fn run_changed(&self) {
+        let _ = self.shared.events.send(Event::RunChanged);
     }
 
     /// The item, while it is pending.

@@ -11,13 +11,14 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 use crate::bridge::MAX_TIMEOUT;
-use crate::client::Call;
+use crate::client::{self, Call};
 use crate::config::Config;
 use crate::dispatch::{self, Attached, UserCommand, Verb};
 use crate::intake::{Given, Intake, When};
 use crate::item::{Asker, Outcome};
 use crate::relay::{Relay, RunDir};
 use crate::socket;
+use crate::store::RunStart;
 use crate::wire::ClientFrame;
 
 pub const EXIT_FAILED: i32 = 1;
@@ -203,8 +204,8 @@ async fn dispatch(options: RunOptions) -> Result<i32, Stop> {
     };
     // Kept alive for the whole run; dropping it removes socket and config.
     let bridge = if attached {
-        let relay =
-            Relay::start(app_socket, run_id.clone(), session.clone()).map_err(|e| e.to_string())?;
+        let relay = Relay::start(app_socket.clone(), run_id.clone(), session.clone())
+            .map_err(|e| e.to_string())?;
         let mcp_config = write_config(&relay.dir)?;
         let attach = Attached {
             socket: relay.socket.clone(),
@@ -252,38 +253,85 @@ async fn dispatch(options: RunOptions) -> Result<i32, Stop> {
     let mut prompt = options.words.join(" ");
     let run_socket = bridge.as_ref().map(|(relay, _)| relay.socket.clone());
     let mut first_turn = true;
-    loop {
+    // Recorded in the operator's store, so the app and `hark runs` show it.
+    let record = |frame: ClientFrame| {
+        let socket = app_socket.clone();
+        async move {
+            if let Err(e) = client::request(&socket, &frame).await {
+                tracing::debug!("the run was not recorded: {e}");
+            }
+        }
+    };
+    if attach.is_some() {
+        let command = if options.wrap {
+            options.words.join(" ")
+        } else {
+            format!("{} -p {}", agent.display(), options.words.join(" "))
+        };
+        let cwd = options.cwd.clone().or_else(|| std::env::current_dir().ok());
+        let run = RunStart {
+            id: run_id.clone(),
+            session_id: session.clone(),
+            command,
+            cwd: cwd.map(|d| d.display().to_string()),
+            pid: std::process::id(),
+        };
+        record(ClientFrame::RunStarted { run }).await;
+    }
+    let result = loop {
         if let Some(intake) = &intake
             && (first_turn || intake.when == When::EveryTurn)
         {
-            let answered = ask_intake(intake, &given, run_socket.as_deref()).await?;
+            let answered = match ask_intake(intake, &given, run_socket.as_deref()).await {
+                Ok(answered) => answered,
+                Err(stop) => break Err(stop),
+            };
             prompt = format!("{}\n{prompt}", intake.block(&answered));
         }
         first_turn = false;
         let user = if options.wrap {
-            UserCommand::parse(&options.words)?
+            match UserCommand::parse(&options.words) {
+                Ok(user) => user,
+                Err(e) => break Err(e.into()),
+            }
         } else {
             dispatch::base_command(&agent, &prompt, resume.as_deref())
         };
         let composed = dispatch::compose(user, options.verb, attach, read_only.as_deref());
-        let turn = run_agent(composed, options.cwd.as_ref()).await?;
+        let turn = match run_agent(composed, options.cwd.as_ref()).await {
+            Ok(turn) => turn,
+            Err(e) => break Err(e.into()),
+        };
         if options.verb != Verb::Converse || options.wrap {
-            return Ok(turn.status);
+            break Ok(turn.status);
         }
         let Some(session) = turn.session else {
             eprintln!("hark: the agent reported no session id; the conversation cannot go on");
-            return Ok(turn.status);
+            break Ok(turn.status);
         };
         resume = Some(session);
         eprint!("you> ");
         let mut line = String::new();
         let mut stdin = BufReader::new(tokio::io::stdin());
         match stdin.read_line(&mut line).await {
-            Ok(0) | Err(_) => return Ok(turn.status),
-            Ok(_) if line.trim().is_empty() => return Ok(turn.status),
+            Ok(0) | Err(_) => break Ok(turn.status),
+            Ok(_) if line.trim().is_empty() => break Ok(turn.status),
             Ok(_) => prompt = line.trim().to_owned(),
         }
+    };
+    if attach.is_some() {
+        let exit_code = match &result {
+            Ok(status) => *status,
+            Err(Stop::NotAnswered { .. }) => EXIT_NOT_ANSWERED,
+            Err(Stop::Failed(_)) => EXIT_FAILED,
+        };
+        record(ClientFrame::RunFinished {
+            run_id: run_id.clone(),
+            exit_code,
+        })
+        .await;
     }
+    result
 }
 
 /// The servers in the user's own `--mcp-config` values (files or JSON).

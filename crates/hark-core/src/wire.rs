@@ -35,7 +35,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use crate::approval::{DecidedBy, Scope};
 use crate::item::{Asker, ItemId, Outcome};
 use crate::resolve::Picks;
-use crate::store::{Filter, Record};
+use crate::store::{Filter, Record, RunRecord, RunStart};
 use crate::validate::Issue;
 
 /// The largest frame either side accepts (1 MiB).
@@ -95,6 +95,15 @@ pub enum ClientFrame {
     Subscribe,
     /// Deletes the settled history.
     ClearSettled,
+    /// `hark run` announces a run it dispatched (answered by `recorded`).
+    RunStarted { run: RunStart },
+    /// `hark run` reports how the run ended (answered by `recorded`).
+    RunFinished { run_id: String, exit_code: i32 },
+    /// Lists the runs, newest first.
+    ListRuns {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
 }
 
 /// What the operator did, on the wire.
@@ -159,6 +168,10 @@ pub enum ServerFrame {
     Event { event: FeedEvent, item: Box<Record> },
     /// The answer to `clear_settled`.
     Cleared { removed: usize },
+    /// A run's start or end was recorded.
+    Recorded,
+    /// The answer to `list_runs`.
+    Runs { runs: Vec<RunRecord> },
     /// The frame was refused; nothing changed.
     Error(WireError),
 }
