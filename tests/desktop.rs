@@ -435,6 +435,36 @@ async fn an_approval_shows_the_diff_and_action_allows_one_edit_then_asks_again()
     desktop.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminated_app_cancels_every_pending_item_at_once() {
+    let desktop = Desktop::start().await;
+    let started = desktop.log.wait_event("desktop app started", &[]);
+    let pid = started["pid"].as_u64().unwrap().to_string();
+    let (agent_a, call_a) = ask_from_agent(&desktop, "term-a", questions(&[db()])).await;
+    let (agent_b, call_b) = ask_from_agent(&desktop, "term-b", questions(&[features()])).await;
+    desktop.log.question_id("term-a");
+    desktop.log.question_id("term-b");
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    desktop
+        .log
+        .wait_event("quitting: cancelling every pending item", &[]);
+    for call in [call_a, call_b] {
+        assert_eq!(
+            text(&call.await.unwrap()),
+            format!("{NOT_ANSWERED} (cancelled: hark is shutting down)")
+        );
+    }
+    agent_a.cancel().await.unwrap();
+    agent_b.cancel().await.unwrap();
+    desktop.stop().await;
+}
+
 #[test]
 fn without_a_display_hark_app_says_so_and_points_to_the_terminal() {
     let out = Command::new(hark())

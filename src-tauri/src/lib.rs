@@ -138,6 +138,15 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
         "hark: the desktop app is serving on {}",
         prepared.socket_file.path().display()
     );
+    tracing::info!(pid = std::process::id(), "desktop app started");
+    // SIGTERM (a logout, a service manager) or Ctrl-C quits as the tray's
+    // Quit does: every pending item is settled as cancelled first.
+    let on_signal = app.clone();
+    tauri::async_runtime::spawn(async move {
+        serve::shutdown_signal().await;
+        tracing::info!("asked to stop by a signal");
+        on_signal.state::<Arc<Shell>>().quit(&on_signal);
+    });
     tauri::async_runtime::spawn(async move {
         let socket_file = prepared.socket_file;
         hark_core::bridge::run(prepared.listener, prepared.bridge, async move {
