@@ -465,6 +465,52 @@ async fn a_terminated_app_cancels_every_pending_item_at_once() {
     desktop.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn an_external_effect_is_denied_from_its_notification_button() {
+    let desktop = Desktop::start().await;
+    let push = format!("TOOL Bash {}", json!({"command": "git push origin main"}));
+    let run = Command::new(hark())
+        // A bounded wait: were the button not taken, the run ends (denied by the timeout) and the test fails.
+        .args([
+            "run",
+            "--read-only",
+            "--session",
+            "push",
+            "--timeout",
+            "20",
+            "--agent",
+        ])
+        .arg(fake_claude())
+        .args(["--", &push])
+        .env("HARK_SOCKET", &desktop.socket)
+        .env("HARK_CONFIG", desktop.dir.path().join("no-config.toml"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = desktop.log.question_id("push");
+    let notify = desktop.wait_for_notify("git push origin main");
+    assert!(
+        notify.iter().any(|l| l.contains("\"pick:1\""))
+            && notify.iter().any(|l| l.contains("\"Deny\""))
+            && !notify.iter().any(|l| l.contains("\"pick:2\"")),
+        "only this action or deny, as buttons: {notify:?}"
+    );
+    desktop.invoke_action(desktop.notification_id(&id), "pick:1");
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("The operator denied this write"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let items = hark_at(&desktop, &["inbox", "--all", "--json"]);
+    let items: Value = serde_json::from_slice(&items.stdout).unwrap();
+    assert_eq!(items[0]["outcome"]["outcome"], "denied");
+    assert_eq!(items[0]["replied_by"], "notification");
+    desktop.stop().await;
+}
+
 #[test]
 fn without_a_display_hark_app_says_so_and_points_to_the_terminal() {
     let out = Command::new(hark())

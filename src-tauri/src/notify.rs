@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
+use hark_core::approval::Approval;
 use hark_core::item::{Item, ItemId};
 use hark_core::registry::Reply;
 use hark_core::resolve::{Pick, Picks};
@@ -235,11 +236,16 @@ fn on_action<R: Runtime>(app: &AppHandle<R>, item: &Item, action: &str) {
         let Some(option) = question.options.get(index) else {
             return;
         };
-        let picks = Picks::from([(question.question.clone(), Pick::Label(option.label.clone()))]);
-        if let Err(e) = shell
-            .registry
-            .reply(item.id, Reply::Answer(picks), "notification")
-        {
+        // An approval's buttons are verdicts (an external effect offers two).
+        let reply = match (&item.approval, Approval::verdict_of(&option.label)) {
+            (Some(_), Some(Some(scope))) => Reply::Approve(Some(scope)),
+            (Some(_), Some(None)) => Reply::Deny,
+            _ => Reply::Answer(Picks::from([(
+                question.question.clone(),
+                Pick::Label(option.label.clone()),
+            )])),
+        };
+        if let Err(e) = shell.registry.reply(item.id, reply, "notification") {
             tracing::info!(question_id = %item.id, "notification answer not taken: {e}");
         }
     } else if shell.registry.get(item.id).is_some() {

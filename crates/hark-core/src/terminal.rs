@@ -103,6 +103,9 @@ fn parse(q: &Question, line: &str) -> Result<Typed, String> {
     }))
 }
 
+/// How much of an approval's preview (a diff, a command) the terminal shows.
+const PREVIEW_LINES: usize = 40;
+
 fn show(out: &mut impl Write, item: &Item, index: usize) -> std::io::Result<()> {
     let q = &item.request.questions[index];
     let total = item.request.questions.len();
@@ -124,6 +127,16 @@ fn show(out: &mut impl Write, item: &Item, index: usize) -> std::io::Result<()> 
         index + 1
     )?;
     writeln!(out, "[{}] {}", q.header, q.question)?;
+    if let Some(approval) = &item.approval {
+        writeln!(out, "  {}: {}", approval.tool, approval.target)?;
+        let lines: Vec<&str> = approval.preview.lines().collect();
+        for line in lines.iter().take(PREVIEW_LINES) {
+            writeln!(out, "  │ {line}")?;
+        }
+        if lines.len() > PREVIEW_LINES {
+            writeln!(out, "  │ … {} more lines", lines.len() - PREVIEW_LINES)?;
+        }
+    }
     let defaults = q.default_labels().unwrap_or_default();
     for (i, option) in q.options.iter().enumerate() {
         let mark = if defaults.contains(&option.label.as_str()) {
@@ -153,7 +166,11 @@ fn show(out: &mut impl Write, item: &Item, index: usize) -> std::io::Result<()> 
     } else {
         "Enter = default · "
     };
-    writeln!(out, "  {enter}{how} · s = skip · or type your own answer")?;
+    if item.approval.is_some() {
+        writeln!(out, "  {enter}{how} · s = deny")?;
+    } else {
+        writeln!(out, "  {enter}{how} · s = skip · or type your own answer")?;
+    }
     write!(out, "> ")?;
     out.flush()
 }
@@ -180,6 +197,10 @@ impl OperatorPrompter for TerminalPrompter {
                 match parse(q, &line) {
                     Ok(Typed::Skip) => return Err(Unanswered::Skipped),
                     Ok(Typed::Default) => {}
+                    Ok(Typed::Pick(Pick::Text { .. })) if item.approval.is_some() => {
+                        println!("  an approval takes a verdict: pick a number, or s to deny");
+                        continue;
+                    }
                     Ok(Typed::Pick(pick)) => {
                         picks.insert(q.question.clone(), pick);
                     }
@@ -242,5 +263,34 @@ mod tests {
             Ok(Typed::Pick(Pick::Labels(vec!["A".into(), "C".into()])))
         );
         assert_eq!(parse(&multi, "0"), Ok(Typed::Pick(Pick::Labels(vec![]))));
+    }
+
+    #[test]
+    fn an_approval_shows_its_target_and_diff_and_offers_deny_not_skip() {
+        let crate::approval::Class::Write(approval) = crate::approval::Policy::default().classify(
+            "Edit",
+            &serde_json::json!({"file_path": "/src/a.rs", "old_string": "one", "new_string": "two"}),
+        ) else {
+            panic!("an edit asks")
+        };
+        let item = Item {
+            id: crate::item::ItemId::random(),
+            session_id: "s".into(),
+            run_id: None,
+            asker: Default::default(),
+            request: approval.request(),
+            approval: Some(approval),
+            created_at: SystemTime::now(),
+            timeout: std::time::Duration::from_secs(60),
+        };
+        let mut out = Vec::new();
+        show(&mut out, &item, 0).unwrap();
+        let shown = String::from_utf8(out).unwrap();
+        assert!(shown.contains("Edit: /src/a.rs"), "{shown}");
+        assert!(shown.contains("│ - one\n  │ + two"), "{shown}");
+        assert!(
+            shown.contains("s = deny") && !shown.contains("your own answer"),
+            "{shown}"
+        );
     }
 }
