@@ -511,6 +511,83 @@ async fn an_external_effect_is_denied_from_its_notification_button() {
     desktop.stop().await;
 }
 
+/// Waits until the tray lists `pending` items with do-not-disturb `dnd`.
+fn wait_for_tray(desktop: &Desktop, pending: u64, dnd: bool) {
+    desktop.log.wait_until(
+        &format!("the tray to list {pending} (dnd {dnd})"),
+        |lines| {
+            lines.iter().find_map(|l| {
+                let event: Value = serde_json::from_str(l).ok()?;
+                (event["message"] == "tray.updated"
+                    && event["pending"] == pending
+                    && event["dnd"] == dnd)
+                    .then_some(())
+            })
+        },
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn quit_from_the_tray_cancels_every_pending_item_at_once() {
+    let desktop = Desktop::start_with(&[], true).await;
+    let (agent_a, call_a) = ask_from_agent(&desktop, "quit-a", questions(&[db()])).await;
+    let (agent_b, call_b) = ask_from_agent(&desktop, "quit-b", questions(&[features()])).await;
+    wait_for_tray(&desktop, 2, false);
+    desktop.tray_menu(&["Up", "Return"]);
+    desktop
+        .log
+        .wait_event("quitting: cancelling every pending item", &[]);
+    for call in [call_a, call_b] {
+        assert_eq!(
+            text(&call.await.unwrap()),
+            format!("{NOT_ANSWERED} (cancelled: hark is shutting down)")
+        );
+    }
+    agent_a.cancel().await.unwrap();
+    agent_b.cancel().await.unwrap();
+    desktop.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn do_not_disturb_silences_notifications_but_not_the_inbox() {
+    let desktop = Desktop::start_with(&[], true).await;
+    // The menu: "Nothing is waiting", Open inbox, Do not disturb, Quit.
+    desktop.tray_menu(&["Up", "Up", "Return"]);
+    wait_for_tray(&desktop, 0, true);
+    let (agent_a, call_a) = ask_from_agent(&desktop, "quiet", questions(&[db()])).await;
+    let quiet = desktop.log.question_id("quiet");
+    wait_for_tray(&desktop, 1, true);
+    let listed = hark_at(&desktop, &["inbox", "--json"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains(&quiet),
+        "the inbox still fills"
+    );
+
+    // Off again: the next question notifies. Had the first one notified, its
+    // Notify would be on the bus before this one's.
+    desktop.tray_menu(&["Up", "Up", "Return"]);
+    wait_for_tray(&desktop, 1, false);
+    let branch = question("Which branch?", "Branch", &["main", "develop"], false);
+    let (agent_b, call_b) = ask_from_agent(&desktop, "loud", questions(&[branch])).await;
+    desktop.wait_for_notify("Which branch?");
+    assert!(
+        !desktop
+            .notifications
+            .all()
+            .iter()
+            .any(|l| l.contains("Which database?")),
+        "no notification while do-not-disturb was on"
+    );
+    for id in [quiet, desktop.log.question_id("loud")] {
+        assert!(hark_at(&desktop, &["skip", &id]).status.success());
+    }
+    call_a.await.unwrap();
+    call_b.await.unwrap();
+    agent_a.cancel().await.unwrap();
+    agent_b.cancel().await.unwrap();
+    desktop.stop().await;
+}
+
 #[test]
 fn without_a_display_hark_app_says_so_and_points_to_the_terminal() {
     let out = Command::new(hark())

@@ -145,6 +145,24 @@ impl Desktop {
                 .spawn()
                 .unwrap()
         });
+        if tray_host.is_some() {
+            // Up means its panel is mapped, owning the tray selection: an icon
+            // made before that may never be embedded.
+            let status = Command::new("timeout")
+                .arg(PATIENCE.as_secs().to_string())
+                .args([
+                    "xdotool",
+                    "search",
+                    "--sync",
+                    "--onlyvisible",
+                    "--name",
+                    "^panel$",
+                ])
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "trayer never showed its panel");
+        }
         let (port, native) = (free_port(), free_port());
         let socket = dir.path().join("run").join("hark.sock");
         let mut driver = Command::new("tauri-driver");
@@ -366,6 +384,38 @@ impl Desktop {
             String::from_utf8_lossy(&out.stderr)
         );
         self.log.wait_event("window shown", &[("window", "inbox")]);
+    }
+
+    /// Opens the tray icon's menu with a real click and presses `keys` in it
+    /// (`Up` from the top wraps to the last entry, Quit). The icon is the
+    /// window named `hark-app` that trayer embeds at its right end; the menu
+    /// is the one whose name and class are both `hark-app` (the app's
+    /// windows are titled). `xdotool search --sync` waits for each to map.
+    pub fn tray_menu(&self, keys: &[&str]) {
+        let xdotool = |args: &[&str]| {
+            let status = Command::new("timeout")
+                .arg(PATIENCE.as_secs().to_string())
+                .arg("xdotool")
+                .args(args)
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "xdotool {args:?} failed or timed out");
+        };
+        xdotool(&["search", "--sync", "--onlyvisible", "--name", "^hark-app$"]);
+        xdotool(&["mousemove", "1262", "16", "click", "1"]);
+        xdotool(&[
+            "search",
+            "--sync",
+            "--onlyvisible",
+            "--all",
+            "--class",
+            "--name",
+            "^hark-app$",
+        ]);
+        let mut args = vec!["key"];
+        args.extend_from_slice(keys);
+        xdotool(&args);
     }
 
     /// Saves a screenshot of the current window under `docs/screenshots/`.
