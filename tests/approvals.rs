@@ -8,7 +8,6 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use support::*;
@@ -282,18 +281,11 @@ fn an_approval_takes_a_verdict_never_answers_and_one_from_the_cli_lets_the_write
         "TOOL Edit {}",
         json!({"file_path": target, "old_string": "fn main() {}", "new_string": "fn main() { run() }"})
     );
-    let log = dir.path().join("fake.log");
-    let run = Command::new(hark())
-        .args(["run", "--read-only", "--session", "s-cli", "--agent"])
-        .arg(fake_claude())
-        .args(["--", &edit])
-        .env("HARK_SOCKET", &daemon.socket)
-        .env("HARK_CONFIG", dir.path().join("no-config.toml"))
-        .env("FAKE_CLAUDE_LOG", &log)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = spawn_run(
+        &daemon.socket,
+        &["--read-only", "--session", "s-cli"],
+        &edit,
+    );
     let id = daemon.log.question_id("s-cli");
 
     let answered = daemon.hark(&["answer", &id, "--pick", "Deny"]);

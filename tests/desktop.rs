@@ -332,16 +332,11 @@ async fn an_approval_shows_the_diff_and_action_allows_one_edit_then_asks_again()
         edit("let y = 2;", "let y = 20;"),
     ]
     .join("\n");
-    let run = Command::new(hark())
-        .args(["run", "--read-only", "--session", "gate", "--agent"])
-        .arg(fake_claude())
-        .args(["--", &prompt])
-        .env("HARK_SOCKET", &desktop.socket)
-        .env("HARK_CONFIG", desktop.dir.path().join("no-config.toml"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = spawn_run(
+        &desktop.socket,
+        &["--read-only", "--session", "gate"],
+        &prompt,
+    );
 
     let question = format!(
         "The agent wants to edit {}. Allow this write action?",
@@ -469,25 +464,12 @@ async fn a_terminated_app_cancels_every_pending_item_at_once() {
 async fn an_external_effect_is_denied_from_its_notification_button() {
     let desktop = Desktop::start().await;
     let push = format!("TOOL Bash {}", json!({"command": "git push origin main"}));
-    let run = Command::new(hark())
+    let run = spawn_run(
+        &desktop.socket,
         // A bounded wait: were the button not taken, the run ends (denied by the timeout) and the test fails.
-        .args([
-            "run",
-            "--read-only",
-            "--session",
-            "push",
-            "--timeout",
-            "20",
-            "--agent",
-        ])
-        .arg(fake_claude())
-        .args(["--", &push])
-        .env("HARK_SOCKET", &desktop.socket)
-        .env("HARK_CONFIG", desktop.dir.path().join("no-config.toml"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        &["--read-only", "--session", "push", "--timeout", "20"],
+        &push,
+    );
     let id = desktop.log.question_id("push");
     let notify = desktop.wait_for_notify("git push origin main");
     assert!(

@@ -351,16 +351,7 @@ fn runs_are_recorded_waiting_finished_or_failed_with_their_items() {
     // A question the script leaves to the operator: the run waits on them.
     let region = question("Which region?", "Region", &["eu", "us"], false);
     let prompt = format!("ASK {}", questions(&[region]));
-    let waiting = Command::new(hark())
-        .args(["run", "--session", "s-waiting", "--agent"])
-        .arg(fake_claude())
-        .args(["--", &prompt])
-        .env("HARK_SOCKET", &daemon.socket)
-        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let waiting = spawn_run(&daemon.socket, &["--session", "s-waiting"], &prompt);
     let id = daemon.log.question_id("s-waiting");
     let run = run_of(&daemon, "s-waiting");
     assert_eq!(run["status"], "waiting");
@@ -379,16 +370,7 @@ fn runs_are_recorded_waiting_finished_or_failed_with_their_items() {
     assert_eq!(finished["pending"], 0);
 
     // A `hark run` killed mid-question is not left "running" for ever.
-    let mut killed = Command::new(hark())
-        .args(["run", "--session", "s-killed", "--agent"])
-        .arg(fake_claude())
-        .args(["--", &prompt])
-        .env("HARK_SOCKET", &daemon.socket)
-        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut killed = spawn_run(&daemon.socket, &["--session", "s-killed"], &prompt);
     daemon.log.question_id("s-killed");
     killed.kill().unwrap();
     killed.wait().unwrap();

@@ -323,6 +323,23 @@ pub fn hark_run(socket: &Path, log: &Path, args: &[&str], stdin: &str) -> Output
     child.wait_with_output().unwrap()
 }
 
+/// Starts `hark run ARGS --agent fake-claude -- PROMPT` against `socket`,
+/// in the background, its output piped.
+pub fn spawn_run(socket: &Path, args: &[&str], prompt: &str) -> Child {
+    Command::new(hark())
+        .arg("run")
+        .args(args)
+        .arg("--agent")
+        .arg(fake_claude())
+        .args(["--", prompt])
+        .env("HARK_SOCKET", socket)
+        .env("HARK_CONFIG", socket.with_extension("no-config.toml"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// The fake's recorded invocations.
 pub fn invocations(log: &Path) -> Vec<Value> {
     std::fs::read_to_string(log)
