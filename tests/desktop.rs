@@ -430,6 +430,24 @@ async fn an_approval_shows_the_diff_and_action_allows_one_edit_then_asks_again()
     desktop.stop().await;
 }
 
+/// The app quits, and every waiting agent got its cancellation at once.
+async fn quits_cancelling(
+    desktop: Desktop,
+    waiting: Vec<(Agent, tokio::task::JoinHandle<rmcp::model::CallToolResult>)>,
+) {
+    desktop
+        .log
+        .wait_event("quitting: cancelling every pending item", &[]);
+    for (agent, call) in waiting {
+        assert_eq!(
+            text(&call.await.unwrap()),
+            format!("{NOT_ANSWERED} (cancelled: hark is shutting down)")
+        );
+        agent.cancel().await.unwrap();
+    }
+    desktop.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_terminated_app_cancels_every_pending_item_at_once() {
     let desktop = Desktop::start().await;
@@ -446,18 +464,7 @@ async fn a_terminated_app_cancels_every_pending_item_at_once() {
             .unwrap()
             .success()
     );
-    desktop
-        .log
-        .wait_event("quitting: cancelling every pending item", &[]);
-    for call in [call_a, call_b] {
-        assert_eq!(
-            text(&call.await.unwrap()),
-            format!("{NOT_ANSWERED} (cancelled: hark is shutting down)")
-        );
-    }
-    agent_a.cancel().await.unwrap();
-    agent_b.cancel().await.unwrap();
-    desktop.stop().await;
+    quits_cancelling(desktop, vec![(agent_a, call_a), (agent_b, call_b)]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -516,18 +523,7 @@ async fn quit_from_the_tray_cancels_every_pending_item_at_once() {
     let (agent_b, call_b) = ask_from_agent(&desktop, "quit-b", questions(&[features()])).await;
     wait_for_tray(&desktop, 2, false);
     desktop.tray_menu(&["Up", "Return"]);
-    desktop
-        .log
-        .wait_event("quitting: cancelling every pending item", &[]);
-    for call in [call_a, call_b] {
-        assert_eq!(
-            text(&call.await.unwrap()),
-            format!("{NOT_ANSWERED} (cancelled: hark is shutting down)")
-        );
-    }
-    agent_a.cancel().await.unwrap();
-    agent_b.cancel().await.unwrap();
-    desktop.stop().await;
+    quits_cancelling(desktop, vec![(agent_a, call_a), (agent_b, call_b)]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
