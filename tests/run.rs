@@ -347,6 +347,12 @@ fn runs_are_recorded_waiting_finished_or_failed_with_their_items() {
         (Some(1), Some(0))
     );
     assert!(failed["command"].as_str().unwrap().contains("EXIT 4"));
+    // The agent's last result and the run's cost are kept on the record.
+    assert_eq!(
+        failed["result"],
+        r#"{"answers":{"Which database?":"SQLite"}}"#
+    );
+    assert_eq!(failed["cost_usd"], 0.0);
 
     // A question the script leaves to the operator: the run waits on them.
     let region = question("Which region?", "Region", &["eu", "us"], false);

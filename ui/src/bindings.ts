@@ -106,7 +106,15 @@ command: string, cwd: string | null, status: RunStatus, created_ms: number, fini
 /**
  * Items it asked, and how many of them are still pending.
  */
-items: number, pending: number, };
+items: number, pending: number, 
+/**
+ * The agent's last result text (its start, for a long one).
+ */
+result: string | null, 
+/**
+ * What the run cost, as the agent reported it.
+ */
+cost_usd: number | null, };
 
 export type Pick = { text: string, } | string | Array<string>;
 

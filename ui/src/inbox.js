@@ -94,8 +94,10 @@ async function refresh() {
     const took = (run.finished_ms ?? view.now_ms) - run.created_ms;
     const exit = run.exit_code == null ? '' : `, exit ${run.exit_code}`;
     const command = run.command.length > 100 ? `${run.command.slice(0, 100)}…` : run.command;
+    const cost = run.cost_usd == null ? '' : `, $${run.cost_usd.toFixed(4)}`;
+    const result = run.result ? (run.result.length > 200 ? `${run.result.slice(0, 200)}…` : run.result) : '';
     const tr = row(run.status.toUpperCase(), command, `session ${run.session_id}${run.cwd ? ` in ${run.cwd}` : ''}`,
-      `started ${when(run.created_ms)}, ${duration(took)}${exit}`, `${run.items} asked, ${run.pending} waiting`);
+      `started ${when(run.created_ms)}, ${duration(took)}${exit}${cost}`, `${run.items} asked, ${run.pending} waiting`, result);
     tr.dataset.id = run.id;
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
     return tr;

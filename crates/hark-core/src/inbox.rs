@@ -62,9 +62,14 @@ pub fn record_run(registry: &Registry, frame: ClientFrame) -> ServerFrame {
     };
     let recorded = match frame {
         ClientFrame::RunStarted { run } => store.run_started(&run),
-        ClientFrame::RunFinished { run_id, exit_code } => {
-            store.run_finished(&run_id, exit_code).map(|_| ())
-        }
+        ClientFrame::RunFinished {
+            run_id,
+            exit_code,
+            result,
+            cost_usd,
+        } => store
+            .run_finished(&run_id, exit_code, result.as_deref(), cost_usd)
+            .map(|_| ()),
         _ => return ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "not a run frame")),
     };
     match recorded {

@@ -257,14 +257,24 @@ pub async fn runs(limit: Option<u32>, json: bool) -> i32 {
             .map(|c| format!(" exit {c}"))
             .unwrap_or_default();
         let status = format!("{:?}", run.status).to_uppercase();
+        let cost = run
+            .cost_usd
+            .map(|c| format!(" ${c:.4}"))
+            .unwrap_or_default();
         println!(
-            "{status:<9} {}  session {} — {} item(s), {} pending — {took} s{exit} — {}",
+            "{status:<9} {}  session {} — {} item(s), {} pending — {took} s{exit}{cost} — {}",
             &run.id[..run.id.len().min(8)],
             run.session_id,
             run.items,
             run.pending,
             run.command.chars().take(100).collect::<String>(),
         );
+        if let Some(result) = run.result.as_deref().and_then(|r| r.lines().next()) {
+            println!(
+                "          → {}",
+                result.chars().take(120).collect::<String>()
+            );
+        }
     }
     EXIT_OK
 }

@@ -69,6 +69,9 @@ struct Turn {
     /// The agent's own session id, to resume.
     session: Option<String>,
     status: i32,
+    /// Its final result text and cost, from the `result` event.
+    result: Option<String>,
+    cost_usd: f64,
 }
 
 /// Runs `hark run`; returns the exit code.
@@ -278,6 +281,8 @@ async fn dispatch(options: RunOptions) -> Result<i32, Stop> {
         };
         record(ClientFrame::RunStarted { run }).await;
     }
+    // What the run's record keeps of its output: the last result, the cost of every turn.
+    let (mut last_result, mut cost_usd) = (None::<String>, 0.0);
     let result = loop {
         if let Some(intake) = &intake
             && (first_turn || intake.when == When::EveryTurn)
@@ -302,6 +307,10 @@ async fn dispatch(options: RunOptions) -> Result<i32, Stop> {
             Ok(turn) => turn,
             Err(e) => break Err(e.into()),
         };
+        cost_usd += turn.cost_usd;
+        if turn.result.is_some() {
+            last_result.clone_from(&turn.result);
+        }
         if options.verb != Verb::Converse || options.wrap {
             break Ok(turn.status);
         }
@@ -328,6 +337,8 @@ async fn dispatch(options: RunOptions) -> Result<i32, Stop> {
         record(ClientFrame::RunFinished {
             run_id: run_id.clone(),
             exit_code,
+            result: last_result,
+            cost_usd: Some(cost_usd),
         })
         .await;
     }
@@ -442,8 +453,10 @@ fn show(line: &str, turn: &mut Turn) {
         Some("result") => {
             if let Some(result) = event["result"].as_str() {
                 println!("{result}");
+                turn.result = Some(result.to_owned());
             }
             let cost = event["total_cost_usd"].as_f64().unwrap_or(0.0);
+            turn.cost_usd += cost;
             let ms = event["duration_ms"].as_u64().unwrap_or(0);
             let outcome = if event["is_error"] == true {
                 "failed"

@@ -65,7 +65,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX runs_by_created ON runs (created_ms);
     CREATE INDEX items_by_run ON items (run_id);
 "#,
+    r#"
+    ALTER TABLE runs ADD COLUMN result TEXT;
+    ALTER TABLE runs ADD COLUMN cost_usd REAL;
+"#,
 ];
+
+/// How much of an agent's final result a run's record keeps.
+const RESULT_KEPT: usize = 4000;
 
 /// A dispatched run's state, as the inbox shows it.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -83,7 +90,7 @@ pub enum RunStatus {
 
 /// One dispatched run (`hark run`), with the items it asked.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub id: String,
     pub session_id: String,
@@ -97,6 +104,10 @@ pub struct RunRecord {
     /// Items it asked, and how many of them are still pending.
     pub items: u32,
     pub pending: u32,
+    /// The agent's last result text (its start, for a long one).
+    pub result: Option<String>,
+    /// What the run cost, as the agent reported it.
+    pub cost_usd: Option<f64>,
 }
 
 /// A run as `hark run` announces it.
@@ -378,13 +389,30 @@ impl Store {
     }
 
     /// Records how a run ended; false when no running run has that id.
-    pub fn run_finished(&self, id: &str, exit_code: i32) -> Result<bool, StoreError> {
+    pub fn run_finished(
+        &self,
+        id: &str,
+        exit_code: i32,
+        result: Option<&str>,
+        cost_usd: Option<f64>,
+    ) -> Result<bool, StoreError> {
         let status = if exit_code == 0 { "finished" } else { "failed" };
+        let result = result.map(|r| match r.char_indices().nth(RESULT_KEPT) {
+            Some((at, _)) => format!("{}…", &r[..at]),
+            None => r.to_owned(),
+        });
         self.lock()
             .execute(
-                "UPDATE runs SET status = ?2, exit_code = ?3, finished_ms = ?4
+                "UPDATE runs SET status = ?2, exit_code = ?3, finished_ms = ?4, result = ?5, cost_usd = ?6
                  WHERE id = ?1 AND status = 'running'",
-                params![id, status, exit_code, unix_ms(SystemTime::now()) as i64],
+                params![
+                    id,
+                    status,
+                    exit_code,
+                    unix_ms(SystemTime::now()) as i64,
+                    result,
+                    cost_usd
+                ],
             )
             .map(|n| n == 1)
             .map_err(|e| self.sql(e))
@@ -399,7 +427,8 @@ impl Store {
                 "SELECT r.id, r.session_id, r.command, r.cwd, r.status, r.created_ms, r.finished_ms,
                         r.exit_code, r.pid,
                         (SELECT COUNT(*) FROM items i WHERE i.run_id = r.id),
-                        (SELECT COUNT(*) FROM items i WHERE i.run_id = r.id AND i.outcome IS NULL)
+                        (SELECT COUNT(*) FROM items i WHERE i.run_id = r.id AND i.outcome IS NULL),
+                        r.result, r.cost_usd
                  FROM runs r ORDER BY r.created_ms DESC LIMIT ?1",
             )
             .map_err(|e| self.sql(e))?;
@@ -426,6 +455,8 @@ impl Store {
                     exit_code: r.get(7)?,
                     items: r.get(9)?,
                     pending,
+                    result: r.get(11)?,
+                    cost_usd: r.get(12)?,
                 })
             })
             .map_err(|e| self.sql(e))?;

@@ -97,8 +97,16 @@ pub enum ClientFrame {
     ClearSettled,
     /// `hark run` announces a run it dispatched (answered by `recorded`).
     RunStarted { run: RunStart },
-    /// `hark run` reports how the run ended (answered by `recorded`).
-    RunFinished { run_id: String, exit_code: i32 },
+    /// `hark run` reports how the run ended, with the agent's last result
+    /// and the run's cost (answered by `recorded`).
+    RunFinished {
+        run_id: String,
+        exit_code: i32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
     /// Lists the runs, newest first.
     ListRuns {
         #[serde(default, skip_serializing_if = "Option::is_none")]
