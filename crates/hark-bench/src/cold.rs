@@ -57,11 +57,11 @@ pub struct Results {
 
 impl Results {
     pub fn initialize(&self) -> Option<Summary> {
-        Summary::of(&self.initialize)
+        Summary::of_durations(&self.initialize)
     }
 
     pub fn tools_list(&self) -> Option<Summary> {
-        Summary::of(&self.tools_list)
+        Summary::of_durations(&self.tools_list)
     }
 }
 
@@ -116,7 +116,7 @@ fn run_once(
 ) -> Result<Run, String> {
     let stderr = std::fs::File::create(&subject.stderr_log)
         .map_err(|e| format!("cannot create {}: {e}", subject.stderr_log.display()))?;
-    let mut command = sandbox.command(&subject.program);
+    let mut command = sandbox.command(&subject.program, None);
     command.args(&subject.args).stderr(Stdio::from(stderr));
 
     let mut peer = Peer::spawn(&mut command)?;

@@ -49,7 +49,8 @@ const RELIST_PAUSE: Duration = Duration::from_millis(20);
 /// After the last result, how long the clients keep reading, so a second
 /// result for a call would still be counted.
 const LINGER: Duration = Duration::from_millis(300);
-/// The main loop's poll interval.
+/// How long the main loop waits for a result before it looks after the
+/// operator's processes.
 const TICK: Duration = Duration::from_millis(1);
 /// How many examples of each kind of failure the report keeps.
 const EXAMPLES: usize = 5;
@@ -273,7 +274,7 @@ pub fn measure(
     let daemon_log = sandbox.path("inbox-serve.stderr");
     let daemon = Daemon {
         child: sandbox
-            .command(hark)
+            .command(hark, None)
             .arg("serve")
             .arg("--prompter")
             .arg(format!("script:{}", script.display()))
@@ -303,7 +304,7 @@ pub fn measure(
     let spawned = Instant::now();
     for c in 0..clients {
         let log = sandbox.path(&format!("inbox-client-{c}.stderr"));
-        let mut command = sandbox.command(hark);
+        let mut command = sandbox.command(hark, None);
         command
             .arg("mcp-operator-ask")
             .env("HARK_ASK_SOCK", &socket)
@@ -344,15 +345,15 @@ pub fn measure(
     let mut peak_fds = None;
     let mut last_fd_sample = go;
     loop {
-        loop {
-            match events.try_recv() {
-                Ok(Event::Result) => {
-                    results_in += 1;
-                    last_progress = Instant::now();
-                }
-                Ok(Event::Ready { .. }) => {}
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+        // Wakes on the next result, or after a tick for the operator's own
+        // child processes (which report through nothing but their exit).
+        let mut next = events.recv_timeout(TICK).ok();
+        while let Some(event) = next {
+            if let Event::Result = event {
+                results_in += 1;
+                last_progress = Instant::now();
             }
+            next = events.try_recv().ok();
         }
         if results_in >= total {
             operator.listing_wanted = false;
@@ -387,13 +388,19 @@ pub fn measure(
             ));
             break;
         }
-        std::thread::sleep(TICK);
     }
     if results.aborted.is_some() {
         results.aborted_at = Some(Instant::now());
     }
     operator.abandon();
-    std::thread::sleep(LINGER);
+    // A second result for a call would arrive now: keep taking events (the
+    // clients record every response) until the window closes.
+    let linger_end = Instant::now() + LINGER;
+    while let Some(left) = linger_end.checked_duration_since(Instant::now()) {
+        if let Err(RecvTimeoutError::Disconnected) = events.recv_timeout(left) {
+            break;
+        }
+    }
 
     // The store's view, while the daemon still runs. Not after an abort: the
     // daemon may not be answering, and it should be stopped at once.
@@ -487,7 +494,7 @@ fn tally(results: &mut Results, reports: &[ClientReport]) {
     if let (Some(first), Some(last)) = (first_ask, last_result) {
         results.wall = last.saturating_duration_since(first);
     }
-    results.latency = Summary::of(&latencies);
+    results.latency = Summary::of_durations(&latencies);
 }
 
 /// The response is a non-error tool result whose one text is `expected`.
@@ -758,7 +765,7 @@ impl<'a> Operator<'a> {
     }
 
     fn command(&self) -> std::process::Command {
-        let mut command = self.sandbox.command(self.hark);
+        let mut command = self.sandbox.command(self.hark, None);
         command.env("HARK_SOCKET", self.socket).stdin(Stdio::null());
         command
     }
@@ -990,7 +997,7 @@ fn check_store(
     let text = (|| {
         let mut run = Run {
             child: sandbox
-                .command(hark)
+                .command(hark, None)
                 .env("HARK_SOCKET", socket)
                 .args(["inbox", "--all", "--json"])
                 .stdin(Stdio::null())
@@ -1084,8 +1091,8 @@ pub fn report(r: &Results) -> bool {
     } else {
         0.0
     };
-    let listing = Summary::of(&o.listings);
-    let answering = Summary::of(&o.answer_runs);
+    let listing = Summary::of_durations(&o.listings);
+    let answering = Summary::of_durations(&o.answer_runs);
     let mb = r.daemon_peak_rss_kib.map(|k| k as f64 * 1024.0 / 1e6);
     let row = |what: &str, value: String| println!("  {what:<40} {value}");
 

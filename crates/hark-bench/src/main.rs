@@ -19,15 +19,15 @@ mod cold;
 mod inbox;
 mod roundtrip;
 mod rpc;
-mod sandbox;
-mod stats;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::json;
 
-use crate::stats::{Summary, round3};
+use hark_bench::args::{Args, bin_dir};
+use hark_bench::stats::{Summary, round3};
+use hark_bench::{sandbox, stats};
 
 /// Cold start: hark's medians may be at most this many times bare's.
 const TARGET_COLD_RATIO: f64 = 1.5;
@@ -63,38 +63,24 @@ struct Options {
 fn parse_args() -> Result<Options, String> {
     let mut runs = 30;
     let mut calls = 500;
-    let mut bin_dir = None;
+    let mut given_bin_dir = None;
     let mut inbox = false;
     let mut clients = 100;
     let mut items_per_client = 10;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
-            None => (arg, None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or(format!("{flag} needs a value"))
-        };
-        let number = |v: String| {
-            v.parse::<usize>()
-                .map_err(|_| format!("{flag} takes a whole number, got {v:?}"))
-        };
-        match flag.as_str() {
-            "--runs" => runs = number(value()?)?,
-            "--calls" => calls = number(value()?)?,
-            "--bin-dir" => bin_dir = Some(PathBuf::from(value()?)),
-            "--inbox" if inline.is_none() => inbox = true,
-            "--clients" => clients = number(value()?)?,
-            "--items-per-client" => items_per_client = number(value()?)?,
+    let mut args = Args::from_env();
+    while let Some(flag) = args.next_flag() {
+        match flag.name.as_str() {
+            "--runs" => runs = args.number(&flag)?,
+            "--calls" => calls = args.number(&flag)?,
+            "--bin-dir" => given_bin_dir = Some(PathBuf::from(args.value(&flag)?)),
+            "--inbox" if flag.inline.is_none() => inbox = true,
+            "--clients" => clients = args.number(&flag)?,
+            "--items-per-client" => items_per_client = args.number(&flag)?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
             }
-            _ => return Err(format!("unknown argument {flag:?}\n{USAGE}")),
+            _ => return Err(format!("unknown argument {:?}\n{USAGE}", flag.name)),
         }
     }
     if runs < MIN_RUNS {
@@ -106,14 +92,7 @@ fn parse_args() -> Result<Options, String> {
     if clients == 0 || items_per_client == 0 {
         return Err("--clients and --items-per-client must be at least 1".into());
     }
-    let bin_dir = match bin_dir {
-        Some(dir) => dir,
-        None => std::env::current_exe()
-            .map_err(|e| format!("cannot find this executable: {e}"))?
-            .parent()
-            .ok_or("this executable has no directory")?
-            .to_owned(),
-    };
+    let bin_dir = bin_dir(given_bin_dir)?;
     Ok(Options {
         runs,
         calls,

@@ -82,7 +82,7 @@ pub fn measure(hark: &Path, sandbox: &Sandbox, calls: usize) -> Result<Results, 
     let daemon_log = sandbox.path("serve.stderr");
     let daemon = Daemon {
         child: sandbox
-            .command(hark)
+            .command(hark, None)
             .arg("serve")
             .arg("--prompter")
             .arg(format!("script:{}", script.display()))
@@ -98,7 +98,7 @@ pub fn measure(hark: &Path, sandbox: &Sandbox, calls: usize) -> Result<Results, 
     wait_for_socket(&socket).map_err(|e| with_stderr(e, &daemon.log))?;
 
     let mcp_log = sandbox.path("mcp-operator-ask.stderr");
-    let mut command = sandbox.command(hark);
+    let mut command = sandbox.command(hark, None);
     command
         .arg("mcp-operator-ask")
         .env("HARK_ASK_SOCK", &socket)
@@ -139,7 +139,7 @@ pub fn measure(hark: &Path, sandbox: &Sandbox, calls: usize) -> Result<Results, 
     let daemon_clean_exit = daemon.stop()?;
     Ok(Results {
         first_ms: times.first().map_or(0.0, |d| d.as_secs_f64() * 1e3),
-        calls: Summary::of(&times).ok_or("no calls were made")?,
+        calls: Summary::of_durations(&times).ok_or("no calls were made")?,
         correct,
         first_wrong,
         stdout_clean: finished.stdout_clean && finished.status.success(),

@@ -1,8 +1,9 @@
-//! Keeps every child the benchmark starts away from the real user's hark:
-//! no inherited `HARK_*` or `XDG_*` variable, and `HOME`, the XDG dirs,
-//! `HARK_CONFIG`, `HARK_DATA_DIR` and `HARK_SOCKET` all inside the temp dir,
-//! so neither the config, the store nor a running app is read or written,
-//! whatever state hark learns to keep next.
+//! Keeps every child a benchmark starts away from the real user's session:
+//! no inherited `HARK_*`, `XDG_*` or `DBUS_*` variable, and `HOME`, the XDG
+//! dirs, `HARK_CONFIG`, `HARK_DATA_DIR` and `HARK_SOCKET` all inside the temp
+//! dir, so neither the user's config, store, running app, session bus nor
+//! notification server is touched, whatever state hark learns to keep next.
+//! Only the X display (`DISPLAY`, `XAUTHORITY`, set by `xvfb-run`) is shared.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -44,13 +45,22 @@ impl Sandbox {
         self.root.join(name)
     }
 
-    /// `program` with the sandboxed environment. `HARK_SOCKET` names a socket
-    /// nothing listens on; `HARK_CONFIG` a file that does not exist.
-    pub fn command(&self, program: &Path) -> Command {
+    /// The app socket `HARK_SOCKET` names (the app creates its directory;
+    /// nothing listens there unless a benchmark starts the app).
+    pub fn socket(&self) -> PathBuf {
+        self.path("run/hark.sock")
+    }
+
+    /// `program` with the sandboxed environment; `bus` is the private
+    /// session bus, when there is one yet.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>, bus: Option<&str>) -> Command {
         let mut command = Command::new(program);
         for (name, _) in std::env::vars_os() {
             let name_text = name.to_string_lossy();
-            if name_text.starts_with("HARK_") || name_text.starts_with("XDG_") {
+            if name_text.starts_with("HARK_")
+                || name_text.starts_with("XDG_")
+                || name_text.starts_with("DBUS_")
+            {
                 command.env_remove(&name);
             }
         }
@@ -61,7 +71,10 @@ impl Sandbox {
         command
             .env("HARK_CONFIG", self.path("no-such-config.toml"))
             .env("HARK_DATA_DIR", self.path("data"))
-            .env("HARK_SOCKET", self.path("nobody-listens/hark.sock"));
+            .env("HARK_SOCKET", self.socket());
+        if let Some(bus) = bus {
+            command.env("DBUS_SESSION_BUS_ADDRESS", bus);
+        }
         command
     }
 }

@@ -1,4 +1,4 @@
-//! Nearest-rank summaries of timing samples.
+//! Nearest-rank summaries of timing samples, in milliseconds.
 
 use std::time::Duration;
 
@@ -14,10 +14,16 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Summarizes `samples` (nearest-rank percentiles; `p50` is the median,
-    /// the lower one for an even count). `None` when there are none.
-    pub fn of(samples: &[Duration]) -> Option<Summary> {
-        let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    /// Summarizes durations; see [`Summary::of`].
+    pub fn of_durations(samples: &[Duration]) -> Option<Summary> {
+        let ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        Summary::of(&ms)
+    }
+
+    /// Summarizes `ms` (nearest-rank percentiles; `p50` is the median, the
+    /// lower one for an even count). `None` when there are none.
+    pub fn of(ms: &[f64]) -> Option<Summary> {
+        let mut ms = ms.to_vec();
         ms.sort_by(f64::total_cmp);
         let rank = |q: f64| {
             let i = (q * ms.len() as f64).ceil() as usize;
@@ -57,12 +63,12 @@ mod tests {
     #[test]
     fn nearest_rank() {
         let samples: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
-        let s = Summary::of(&samples).unwrap();
+        let s = Summary::of_durations(&samples).unwrap();
         assert_eq!(
             (s.min, s.p50, s.p90, s.p99, s.max),
             (1.0, 50.0, 90.0, 99.0, 100.0)
         );
-        let one = Summary::of(&[Duration::from_millis(7)]).unwrap();
+        let one = Summary::of(&[7.0]).unwrap();
         assert_eq!((one.p50, one.p99), (7.0, 7.0));
         assert!(Summary::of(&[]).is_none());
     }

@@ -12,10 +12,10 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::clock::ms_between;
 use crate::follow::{Event, Lines};
 use crate::monitor;
-use crate::sandbox::Sandbox;
-use crate::stats::ms_between;
+use hark_bench::sandbox::Sandbox;
 
 /// How long the app may take to start (WebKit under Xvfb, on a busy machine).
 const START_PATIENCE: Duration = Duration::from_secs(60);
@@ -42,31 +42,36 @@ impl Started {
         Ok(Started { name, child })
     }
 
-    /// SIGTERM, then waits; SIGKILL when it has not exited in time. The
-    /// status, when it exited of its own accord.
+    /// SIGTERM, then waits for the exit; SIGKILL when it has not exited in
+    /// time. The status, when it exited of its own accord.
     fn stop(&mut self) -> Option<ExitStatus> {
         if let Ok(Some(status)) = self.child.try_wait() {
             return Some(status);
         }
-        let _ = terminate(self.child.id());
-        let deadline = Instant::now() + EXIT_PATIENCE;
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => return Some(status),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
+        let pid = self.child.id();
+        let _ = terminate(pid);
+        let child = &mut self.child;
+        std::thread::scope(|scope| {
+            let (exited_tx, exited) = std::sync::mpsc::channel();
+            scope.spawn(move || {
+                let _ = exited_tx.send(child.wait());
+            });
+            match exited.recv_timeout(EXIT_PATIENCE) {
+                Ok(Ok(status)) => Some(status),
                 _ => {
                     eprintln!(
                         "hark-desktop-bench: {} ignored SIGTERM; killing it",
                         self.name
                     );
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    return None;
+                    // The waiting thread returns once it is gone.
+                    let _ = Command::new("kill")
+                        .args(["-KILL", &pid.to_string()])
+                        .stderr(Stdio::null())
+                        .status();
+                    None
                 }
             }
-        }
+        })
     }
 }
 
@@ -247,6 +252,8 @@ impl Desktop {
                 .collect();
             shutdown.app_status = app.stop().map(|s| s.to_string());
             // WebKit's helpers exit when the app's end of their socket closes.
+            // They are not our children, so nothing reports their exit to us
+            // (short of pidfd_open): look at /proc until they are gone.
             let deadline = Instant::now() + EXIT_PATIENCE;
             let alive = |pid: u32| Path::new(&format!("/proc/{pid}")).exists();
             while names.iter().any(|(pid, _)| alive(*pid)) && Instant::now() < deadline {

@@ -159,7 +159,7 @@ impl Event {
     pub fn at(&self) -> SystemTime {
         self.value["timestamp"]
             .as_str()
-            .and_then(crate::stats::rfc3339)
+            .and_then(crate::clock::rfc3339)
             .unwrap_or(self.read_at)
     }
 }

@@ -21,13 +21,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::asker::Ask;
+use crate::clock::ms_between;
 use crate::desktop::Desktop;
 use crate::follow::Event;
 use crate::idle::{QUIET_PATIENCE, QUIET_PERCENT};
 use crate::monitor;
 use crate::procs;
-use crate::sandbox::Sandbox;
-use crate::stats::ms_between;
+use hark_bench::sandbox::Sandbox;
 
 /// How long any one event may take before the run is a failure.
 pub const PATIENCE: Duration = Duration::from_secs(20);

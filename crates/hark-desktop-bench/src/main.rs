@@ -15,6 +15,7 @@
 //! event that never came, a process left behind), not when a target is missed.
 
 mod asker;
+mod clock;
 mod desktop;
 mod follow;
 mod idle;
@@ -22,8 +23,6 @@ mod latency;
 mod memory;
 mod monitor;
 mod procs;
-mod sandbox;
-mod stats;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -32,7 +31,9 @@ use serde_json::{Value, json};
 
 use crate::desktop::Desktop;
 use crate::procs::{TreeSample, mb};
-use crate::stats::{Summary, round3};
+use hark_bench::args::{Args, bin_dir};
+use hark_bench::sandbox;
+use hark_bench::stats::{Summary, round3};
 
 /// Ask → `Notify` on the bus, median, ms.
 const TARGET_NOTIFY_MS: f64 = 50.0;
@@ -70,33 +71,19 @@ fn parse_args() -> Result<Options, String> {
         pending: 50,
         bin_dir: PathBuf::new(),
     };
-    let mut bin_dir = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
-            None => (arg, None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or(format!("{flag} needs a value"))
-        };
-        let number = |v: String| {
-            v.parse::<usize>()
-                .map_err(|_| format!("{flag} takes a whole number, got {v:?}"))
-        };
-        match flag.as_str() {
-            "--asks" => options.asks = number(value()?)?,
-            "--idle-secs" => options.idle_secs = number(value()?)? as u64,
-            "--pending" => options.pending = number(value()?)?,
-            "--bin-dir" => bin_dir = Some(PathBuf::from(value()?)),
+    let mut given_bin_dir = None;
+    let mut args = Args::from_env();
+    while let Some(flag) = args.next_flag() {
+        match flag.name.as_str() {
+            "--asks" => options.asks = args.number(&flag)?,
+            "--idle-secs" => options.idle_secs = args.number(&flag)? as u64,
+            "--pending" => options.pending = args.number(&flag)?,
+            "--bin-dir" => given_bin_dir = Some(PathBuf::from(args.value(&flag)?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
             }
-            _ => return Err(format!("unknown argument {flag:?}\n{USAGE}")),
+            _ => return Err(format!("unknown argument {:?}\n{USAGE}", flag.name)),
         }
     }
     if options.asks == 0 {
@@ -108,14 +95,7 @@ fn parse_args() -> Result<Options, String> {
     if options.pending < 2 {
         return Err("--pending must be at least 2".into());
     }
-    options.bin_dir = match bin_dir {
-        Some(dir) => dir,
-        None => std::env::current_exe()
-            .map_err(|e| format!("cannot find this executable: {e}"))?
-            .parent()
-            .ok_or("this executable has no directory")?
-            .to_owned(),
-    };
+    options.bin_dir = bin_dir(given_bin_dir)?;
     Ok(options)
 }
 

@@ -12,7 +12,7 @@ use crate::desktop::Desktop;
 use crate::idle::{QUIET_PATIENCE, QUIET_PERCENT};
 use crate::latency::PATIENCE;
 use crate::procs::{self, TreeSample};
-use crate::sandbox::Sandbox;
+use hark_bench::sandbox::Sandbox;
 
 /// The bounded wait of the items held pending: longer than any run.
 const HOLD_SECS: u64 = 3600;

@@ -4,8 +4,8 @@
 
 use std::time::SystemTime;
 
+use crate::clock::monitor_time;
 use crate::follow::Line;
-use crate::stats::monitor_time;
 
 fn is_header(line: &str) -> bool {
     ["method call ", "method return ", "signal ", "error "]

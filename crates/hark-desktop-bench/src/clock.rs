@@ -1,53 +1,8 @@
-//! Nearest-rank summaries of samples in milliseconds, and the clocks they
-//! come from: the benchmark's, dbus-monitor's `time=` and the app log's
-//! `timestamp`, all the same wall clock (`CLOCK_REALTIME`).
+//! The clocks the samples come from: the benchmark's, dbus-monitor's
+//! `time=` and the app log's `timestamp`, all the same wall clock
+//! (`CLOCK_REALTIME`).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// A sample set summarized, in milliseconds.
-#[derive(Debug, Clone, Copy)]
-pub struct Summary {
-    pub n: usize,
-    pub min: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub max: f64,
-}
-
-impl Summary {
-    /// Summarizes `ms` (nearest-rank percentiles; `p50` is the median, the
-    /// lower one for an even count). `None` when there are none.
-    pub fn of(ms: &[f64]) -> Option<Summary> {
-        let mut ms = ms.to_vec();
-        ms.sort_by(f64::total_cmp);
-        let rank = |q: f64| {
-            let i = (q * ms.len() as f64).ceil() as usize;
-            ms[i.clamp(1, ms.len()) - 1]
-        };
-        Some(Summary {
-            n: ms.len(),
-            min: *ms.first()?,
-            p50: rank(0.50),
-            p90: rank(0.90),
-            max: *ms.last()?,
-        })
-    }
-
-    pub fn to_json(self) -> serde_json::Value {
-        serde_json::json!({
-            "n": self.n,
-            "min": round3(self.min),
-            "p50": round3(self.p50),
-            "p90": round3(self.p90),
-            "max": round3(self.max),
-        })
-    }
-}
-
-/// Rounds to 3 decimals for the JSON line.
-pub fn round3(x: f64) -> f64 {
-    (x * 1e3).round() / 1e3
-}
 
 /// Milliseconds from `from` to `to` (negative when `to` is earlier).
 pub fn ms_between(from: SystemTime, to: SystemTime) -> f64 {
@@ -122,16 +77,6 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nearest_rank() {
-        let samples: Vec<f64> = (1..=100).map(f64::from).collect();
-        let s = Summary::of(&samples).unwrap();
-        assert_eq!((s.min, s.p50, s.p90, s.max), (1.0, 50.0, 90.0, 100.0));
-        let one = Summary::of(&[7.0]).unwrap();
-        assert_eq!((one.p50, one.max), (7.0, 7.0));
-        assert!(Summary::of(&[]).is_none());
-    }
 
     #[test]
     fn clocks() {
