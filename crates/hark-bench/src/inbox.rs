@@ -468,7 +468,7 @@ fn tally(results: &mut Results, reports: &[ClientReport]) {
                 results.cut_off += 1;
                 continue;
             }
-            let right = is_expected(first, &expected_text(report.client, item));
+            let right = crate::rpc::is_expected(first, &expected_text(report.client, item));
             if responses.len() > 1 {
                 results.duplicated += 1;
                 push_example(
@@ -495,25 +495,6 @@ fn tally(results: &mut Results, reports: &[ClientReport]) {
         results.wall = last.saturating_duration_since(first);
     }
     results.latency = Summary::of_durations(&latencies);
-}
-
-/// The response is a non-error tool result whose one text is `expected`.
-fn is_expected(response: &Value, expected: &str) -> bool {
-    let Some(result) = response.get("result") else {
-        return false;
-    };
-    let texts: Vec<&str> = result
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter_map(|b| b.get("text")?.as_str())
-                .collect()
-        })
-        .unwrap_or_default();
-    // `isError` may be left out, which means false.
-    matches!(result.get("isError"), None | Some(Value::Bool(false))) && texts == [expected]
 }
 
 fn push_example(examples: &mut Vec<String>, example: String) {

@@ -3,5 +3,6 @@
 //! and `hark-desktop-bench` (the desktop app) are its two users.
 
 pub mod args;
+pub mod child;
 pub mod sandbox;
 pub mod stats;

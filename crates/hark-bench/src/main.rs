@@ -122,25 +122,33 @@ fn main() -> ExitCode {
 }
 
 /// Runs everything and prints the report; `Ok(false)` when something measured was wrong.
-fn run(options: &Options) -> Result<bool, String> {
-    let hark = options.bin_dir.join("hark");
-    let bare = options.bin_dir.join("bare-ask-server");
-    for binary in [&hark, &bare] {
-        if !binary.is_file() {
-            return Err(format!(
-                "{} is missing; build with `cargo build --release --workspace` or pass --bin-dir",
-                binary.display()
-            ));
-        }
+/// Checks the binaries are built, and lays out the sandbox in a temp dir
+/// (removed when the returned handle drops).
+fn prepare(
+    options: &Options,
+    binaries: &[&std::path::Path],
+    build: &str,
+) -> Result<(tempfile::TempDir, sandbox::Sandbox), String> {
+    if let Some(missing) = binaries.iter().find(|b| !b.is_file()) {
+        return Err(format!(
+            "{} is missing; build with `cargo build --release {build}` or pass --bin-dir",
+            missing.display()
+        ));
     }
     let tmp = tempfile::Builder::new()
         .prefix("hark-bench-")
         .tempdir()
         .map_err(|e| format!("cannot create a temp dir: {e}"))?;
     let sandbox = sandbox::Sandbox::new(tmp.path())?;
-
     println!("hark-bench: binaries in {}", options.bin_dir.display());
     println!();
+    Ok((tmp, sandbox))
+}
+
+fn run(options: &Options) -> Result<bool, String> {
+    let hark = options.bin_dir.join("hark");
+    let bare = options.bin_dir.join("bare-ask-server");
+    let (_tmp, sandbox) = prepare(options, &[&hark, &bare], "--workspace")?;
 
     // (a) Cold start. Both run in the sandbox: hark finds no config, and
     // nothing listens on its socket.
@@ -322,20 +330,7 @@ fn run(options: &Options) -> Result<bool, String> {
 /// lost, wrong or answered twice.
 fn run_inbox(options: &Options) -> Result<bool, String> {
     let hark = options.bin_dir.join("hark");
-    if !hark.is_file() {
-        return Err(format!(
-            "{} is missing; build with `cargo build --release -p hark` or pass --bin-dir",
-            hark.display()
-        ));
-    }
-    let tmp = tempfile::Builder::new()
-        .prefix("hark-bench-")
-        .tempdir()
-        .map_err(|e| format!("cannot create a temp dir: {e}"))?;
-    let sandbox = sandbox::Sandbox::new(tmp.path())?;
-
-    println!("hark-bench: binaries in {}", options.bin_dir.display());
-    println!();
+    let (_tmp, sandbox) = prepare(options, &[&hark], "-p hark")?;
     let results = inbox::measure(&hark, &sandbox, options.clients, options.items_per_client)?;
     Ok(inbox::report(&results))
 }

@@ -168,21 +168,7 @@ pub fn wait_for_socket(socket: &Path) -> Result<(), String> {
 
 /// The response is a non-error tool result whose one text is [`EXPECTED_TEXT`].
 fn is_expected(response: &Value) -> bool {
-    let Some(result) = response.get("result") else {
-        return false;
-    };
-    let texts: Vec<&str> = result
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter_map(|b| b.get("text")?.as_str())
-                .collect()
-        })
-        .unwrap_or_default();
-    // `isError` may be left out, which means false.
-    matches!(result.get("isError"), None | Some(Value::Bool(false))) && texts == [EXPECTED_TEXT]
+    crate::rpc::is_expected(response, EXPECTED_TEXT)
 }
 
 #[cfg(test)]

@@ -234,17 +234,31 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
         .ok()
 }
 
-/// Polls `child` until it exits or `deadline` passes (`Ok(None)`).
+/// Waits for `child` to exit until `deadline`; past it, kills it (`Ok(None)`).
 pub fn wait_until(child: &mut Child, deadline: Instant) -> Result<Option<ExitStatus>, String> {
-    loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            return Ok(Some(status));
-        }
-        if Instant::now() >= deadline {
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    Ok(hark_bench::child::wait_or_kill(
+        child,
+        deadline.saturating_duration_since(Instant::now()),
+    ))
+}
+
+/// The response is a non-error tool result whose one text is `expected`.
+pub fn is_expected(response: &Value, expected: &str) -> bool {
+    let Some(result) = response.get("result") else {
+        return false;
+    };
+    let texts: Vec<&str> = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b.get("text")?.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    // `isError` may be left out, which means false.
+    matches!(result.get("isError"), None | Some(Value::Bool(false))) && texts == [expected]
 }
 
 /// Whether a stdout line is one JSON-RPC 2.0 message: a request or

@@ -48,30 +48,15 @@ impl Started {
         if let Ok(Some(status)) = self.child.try_wait() {
             return Some(status);
         }
-        let pid = self.child.id();
-        let _ = terminate(pid);
-        let child = &mut self.child;
-        std::thread::scope(|scope| {
-            let (exited_tx, exited) = std::sync::mpsc::channel();
-            scope.spawn(move || {
-                let _ = exited_tx.send(child.wait());
-            });
-            match exited.recv_timeout(EXIT_PATIENCE) {
-                Ok(Ok(status)) => Some(status),
-                _ => {
-                    eprintln!(
-                        "hark-desktop-bench: {} ignored SIGTERM; killing it",
-                        self.name
-                    );
-                    // The waiting thread returns once it is gone.
-                    let _ = Command::new("kill")
-                        .args(["-KILL", &pid.to_string()])
-                        .stderr(Stdio::null())
-                        .status();
-                    None
-                }
-            }
-        })
+        let _ = terminate(self.child.id());
+        let status = hark_bench::child::wait_or_kill(&mut self.child, EXIT_PATIENCE);
+        if status.is_none() {
+            eprintln!(
+                "hark-desktop-bench: {} ignored SIGTERM; it was killed",
+                self.name
+            );
+        }
+        status
     }
 }
 
