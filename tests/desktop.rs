@@ -284,34 +284,41 @@ async fn an_item_answered_elsewhere_moves_the_modal_on() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_tray_lists_pending_items() {
     let desktop = Desktop::start_with(&[], true).await;
-    let (agent, call) = ask_from_agent(&desktop, "tray", questions(&[db()])).await;
-    let updated = desktop.log.wait_for("the tray to list the item", |l| {
-        l.contains("tray.updated") && l.contains("[Database] Which database?")
+    let (agent_a, call_a) = ask_from_agent(&desktop, "tray-a", questions(&[db()])).await;
+    let (agent_b, call_b) = ask_from_agent(&desktop, "tray-b", questions(&[features()])).await;
+    let updated = desktop.log.wait_for("the tray to list both items", |l| {
+        l.contains("tray.updated")
+            && l.contains("[Database] Which database?")
+            && l.contains("Which features should ship first?")
     });
     let updated: Value = serde_json::from_str(&updated).unwrap();
-    assert_eq!(updated["pending"], 1);
+    assert_eq!(updated["pending"], 2);
     desktop.view("modal").await;
     desktop.wait_for_question("Which database?").await;
-    let shot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots/tray.png");
-    let status = Command::new("import")
-        .args(["-window", "root"])
-        .arg(&shot)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = hark_at(&desktop, &["skip", &desktop.log.question_id("tray")]);
-    assert!(out.status.success());
-    call.await.unwrap();
+    desktop.open_tray_menu();
+    desktop.screenshot_screen("tray");
+    // The second entry is the second item: choosing it brings the modal to it.
+    desktop.press(&["Down", "Down", "Return"]);
+    desktop
+        .wait_for_question("Which features should ship first?")
+        .await;
+    for session in ["tray-a", "tray-b"] {
+        let out = hark_at(&desktop, &["skip", &desktop.log.question_id(session)]);
+        assert!(out.status.success());
+    }
+    call_a.await.unwrap();
+    call_b.await.unwrap();
     desktop.log.wait_until("the tray to empty", |lines| {
         let listed = lines
             .iter()
-            .position(|l| l.contains("tray.updated") && l.contains("\"pending\":1"))?;
+            .position(|l| l.contains("tray.updated") && l.contains("\"pending\":2"))?;
         lines[listed..]
             .iter()
             .find(|l| l.contains("tray.updated") && l.contains("\"pending\":0"))
             .cloned()
     });
-    agent.cancel().await.unwrap();
+    agent_a.cancel().await.unwrap();
+    agent_b.cancel().await.unwrap();
     desktop.stop().await;
 }
 

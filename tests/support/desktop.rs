@@ -322,7 +322,11 @@ impl Desktop {
                             .take_while(|l| !l.starts_with("method") && !l.starts_with("signal"))
                             .cloned()
                             .collect();
-                        call.iter().any(|l| l.contains(text)).then_some(call)
+                        // Whole once its last argument (the expiry, an int32
+                        // at the top level) is printed: the actions come after
+                        // the body and may not have arrived yet.
+                        let whole = call.iter().any(|l| l.starts_with("   int32 "));
+                        (whole && call.iter().any(|l| l.contains(text))).then_some(call)
                     })
             })
     }
@@ -387,21 +391,24 @@ impl Desktop {
     }
 
     /// Opens the tray icon's menu with a real click and presses `keys` in it
-    /// (`Up` from the top wraps to the last entry, Quit). The icon is the
-    /// window named `hark-app` that trayer embeds at its right end; the menu
-    /// is the one whose name and class are both `hark-app` (the app's
-    /// windows are titled). `xdotool search --sync` waits for each to map.
+    /// (`Up` from the top wraps to the last entry, Quit).
     pub fn tray_menu(&self, keys: &[&str]) {
-        let xdotool = |args: &[&str]| {
-            let status = Command::new("timeout")
-                .arg(PATIENCE.as_secs().to_string())
-                .arg("xdotool")
-                .args(args)
-                .stdout(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(status.success(), "xdotool {args:?} failed or timed out");
-        };
+        self.open_tray_menu();
+        self.press(keys);
+    }
+
+    /// Presses `keys` (xdotool key names) wherever the keyboard is.
+    pub fn press(&self, keys: &[&str]) {
+        let mut args = vec!["key"];
+        args.extend_from_slice(keys);
+        xdotool(&args);
+    }
+
+    /// Opens the tray icon's menu with a real click. The icon is the window
+    /// named `hark-app` that trayer embeds at its right end; the menu is the
+    /// one whose name and class are both `hark-app` (the app's windows are
+    /// titled). `xdotool search --sync` waits for each to map.
+    pub fn open_tray_menu(&self) {
         xdotool(&["search", "--sync", "--onlyvisible", "--name", "^hark-app$"]);
         xdotool(&["mousemove", "1262", "16", "click", "1"]);
         xdotool(&[
@@ -413,28 +420,53 @@ impl Desktop {
             "--name",
             "^hark-app$",
         ]);
-        let mut args = vec!["key"];
-        args.extend_from_slice(keys);
-        xdotool(&args);
+    }
+
+    /// Saves a screenshot of the whole screen under `docs/screenshots/`.
+    pub fn screenshot_screen(&self, name: &str) {
+        let status = Command::new("import")
+            .args(["-window", "root"])
+            .arg(screenshot_path(name))
+            .status()
+            .unwrap();
+        assert!(status.success(), "import failed");
     }
 
     /// Saves a screenshot of the current window under `docs/screenshots/`.
     pub async fn screenshot(&self, name: &str) {
         let png = self.client.screenshot().await.unwrap();
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("docs/screenshots")
-            .join(format!("{name}.png"));
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, png).unwrap();
+        std::fs::write(screenshot_path(name), png).unwrap();
     }
 
-    pub async fn stop(mut self) {
-        let client = self.client.clone();
-        let _ = client.close().await;
-        // SIGTERM, not SIGKILL: a killed driver leaves WebKitWebDriver running.
-        let _ = Command::new("kill")
-            .arg(self.driver.id().to_string())
-            .status();
+    /// Ends the WebDriver session (which closes the app), then everything
+    /// else the desktop started.
+    pub async fn stop(self) {
+        let _ = self.client.clone().close().await;
+    }
+}
+
+/// Ends whatever the desktop started, also when a test fails half-way: an
+/// app left running would keep its tray icon and hand it to the next test's
+/// tray host, which would then click the wrong icon.
+impl Drop for Desktop {
+    fn drop(&mut self) {
+        let app = self.log.all().iter().find_map(|l| {
+            let event: Value = serde_json::from_str(l).ok()?;
+            (event["message"] == "desktop app started").then(|| event["pid"].as_u64())?
+        });
+        let still_ours = |pid: u64| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.trim() == "hark-app")
+        };
+        // SIGTERM, not SIGKILL: the app settles what is pending, and a killed
+        // driver leaves WebKitWebDriver running.
+        for pid in app
+            .filter(|pid| still_ours(*pid))
+            .into_iter()
+            .chain([u64::from(self.driver.id())])
+        {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
         let _ = self.driver.wait();
         if let Some(tray) = &mut self.tray_host {
             kill(tray);
@@ -443,6 +475,25 @@ impl Desktop {
             kill(child);
         }
     }
+}
+
+/// Where screenshot `name` goes: `docs/screenshots/NAME.png`.
+fn screenshot_path(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{name}.png"))
+}
+
+/// Runs xdotool, failing the test when it fails or outwaits our patience.
+fn xdotool(args: &[&str]) {
+    let status = Command::new("timeout")
+        .arg(PATIENCE.as_secs().to_string())
+        .arg("xdotool")
+        .args(args)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "xdotool {args:?} failed or timed out");
 }
 
 /// An XPath string literal for any text.
