@@ -103,6 +103,11 @@ enum Command {
         /// An intake answer given here instead of asked (repeat it).
         #[arg(long = "answer", value_name = "ID=VALUE")]
         answers: Vec<String>,
+        /// Hand the run to the app (or `hark serve`): it goes on when this
+        /// terminal closes, its output goes to a log, `hark runs` follows
+        /// it. Prints the run id.
+        #[arg(long)]
+        detach: bool,
         /// The prompt, or with --wrap the agent command line.
         #[arg(last = true, required = true, value_name = "PROMPT…")]
         words: Vec<String>,
@@ -290,6 +295,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             read_only,
             intake,
             answers,
+            detach,
             words,
         } => {
             let options = hark_core::run_cli::RunOptions {
@@ -302,6 +308,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 read_only,
                 intake,
                 answers,
+                detach,
                 words,
             };
             exit(multi_thread()?.block_on(hark_core::run_cli::run(options)))

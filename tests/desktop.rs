@@ -589,3 +589,70 @@ fn without_a_display_hark_app_says_so_and_points_to_the_terminal() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_dispatched_from_the_inbox_asks_through_the_modal_and_is_recorded() {
+    let desktop = Desktop::start().await;
+    // The app's runs start the configured agent: here, the fake one.
+    std::fs::write(
+        desktop.dir.path().join("no-config.toml"),
+        format!(
+            "agent_command = {:?}\n",
+            fake_claude().display().to_string()
+        ),
+    )
+    .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    desktop.open_inbox();
+    desktop.view("inbox").await;
+    desktop.fill("#dispatch-prompt", &ask_line()).await;
+    desktop
+        .fill("#dispatch-cwd", work.path().to_str().unwrap())
+        .await;
+    desktop.fill("#dispatch-session", "from-the-app").await;
+    desktop.keys(ENTER).await;
+    let dispatched = desktop.log.wait_event("run dispatched", &[]);
+    let run_id = dispatched["run_id"].as_str().unwrap().to_owned();
+    desktop
+        .wait_for(&format!(
+            "//span[@id='dispatch-status' and starts-with(text(), 'Run {}')]",
+            &run_id[..8]
+        ))
+        .await;
+
+    // The agent's question reaches the modal, and the answer the agent.
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which database?").await;
+    desktop.pick("SQLite").await;
+    desktop.click("#submit").await;
+    let ended = desktop
+        .log
+        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
+    assert_eq!(ended["exit_code"], 0);
+    let runs = hark_at(&desktop, &["runs", "--json"]);
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(runs[0]["id"], run_id.as_str());
+    assert_eq!(runs[0]["session_id"], "from-the-app");
+    assert_eq!(runs[0]["cwd"], work.path().to_str().unwrap());
+    assert_eq!(runs[0]["status"], "finished");
+    assert_eq!(
+        runs[0]["result"],
+        r#"{"answers":{"Which database?":"SQLite"}}"#
+    );
+
+    // The inbox's Runs table shows it finished, with its result.
+    desktop.view("inbox").await;
+    desktop
+        .wait_for("//table[@id='runs']//tr[td[1][text()='FINISHED'] and contains(., 'SQLite')]")
+        .await;
+    desktop
+        .client
+        .execute(
+            "document.getElementById('dispatch').scrollIntoView()",
+            vec![],
+        )
+        .await
+        .unwrap();
+    desktop.screenshot("inbox-runs").await;
+    desktop.stop().await;
+}

@@ -384,3 +384,116 @@ fn runs_are_recorded_waiting_finished_or_failed_with_their_items() {
     assert_eq!(gone["status"], "failed");
     assert!(gone["exit_code"].is_null(), "it never reported an end");
 }
+
+/// `hark run --detach ARGS -- PROMPT` with the fake agent, against `daemon`.
+fn detach(daemon: &Daemon, args: &[&str], prompt: &str) -> std::process::Output {
+    Command::new(hark())
+        .args(["run", "--detach", "--agent"])
+        .arg(fake_claude())
+        .args(args)
+        .args(["--", prompt])
+        .env("HARK_SOCKET", &daemon.socket)
+        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_detached_run_is_the_daemons_and_its_answer_reaches_the_agent() {
+    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let work = tempfile::tempdir().unwrap();
+    let out = detach(
+        &daemon,
+        &[
+            "--session",
+            "detached",
+            "--cwd",
+            work.path().to_str().unwrap(),
+        ],
+        &ask_line(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The caller is told the run's id at once and goes its way.
+    let run_id = stdout(&out).trim().to_owned();
+    let ended = daemon
+        .log
+        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
+    assert_eq!(ended["exit_code"], 0);
+
+    let run = run_of(&daemon, "detached");
+    assert_eq!(run["id"], run_id.as_str());
+    assert_eq!(run["status"], "finished");
+    assert_eq!(run["cwd"], work.path().to_str().unwrap());
+    assert_eq!(run["items"], 1);
+    assert_eq!(run["result"], r#"{"answers":{"Which database?":"SQLite"}}"#);
+    let items = daemon.inbox();
+    assert_eq!(items[0]["run_id"], run_id.as_str());
+    assert_eq!(items[0]["session_id"], "detached");
+
+    // What the run printed is kept, for the operator only.
+    let log = daemon
+        .dir
+        .path()
+        .join("data/runs")
+        .join(format!("{run_id}.log"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("the operator is attached"), "{text}");
+    assert!(
+        text.contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "{text}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn a_dispatch_the_daemon_cannot_start_is_refused_plainly() {
+    let daemon = Daemon::start(json!({}));
+    let refused = |args: &[&str], prompt: &str, says: &str| {
+        let out = detach(&daemon, args, prompt);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{says:?} not in {stderr}");
+    };
+    refused(&[], "  ", "the prompt is empty");
+    refused(
+        &["--verb", "converse"],
+        "hello",
+        "reads each next message from a terminal",
+    );
+    refused(
+        &["--cwd", "/no/such/dir"],
+        "hello",
+        "/no/such/dir is not an existing",
+    );
+    let intake = daemon.dir.path().join("intake.json");
+    std::fs::write(
+        &intake,
+        json!({"questions": [{"id": "scope", "prompt": "Scope?", "options": [{"value": "a", "label": "A"}]}]})
+            .to_string(),
+    )
+    .unwrap();
+    refused(
+        &["--intake", intake.to_str().unwrap()],
+        "hello",
+        "the intake is not valid",
+    );
+    assert!(runs(&daemon).is_empty(), "nothing started");
+
+    // With nobody serving, the caller is told how to get someone.
+    let socket = daemon.dir.path().join("nobody.sock");
+    let out = Command::new(hark())
+        .args(["run", "--detach", "--", "hello"])
+        .env("HARK_SOCKET", &socket)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hint: start `hark app`"));
+}

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use hark_core::dispatcher::{DispatchRequest, Dispatched};
 use hark_core::item::{ItemId, Outcome};
 use hark_core::registry::ReplyError;
 use hark_core::store::{Filter, Record, RunRecord, RunStatus, unix_ms};
@@ -167,6 +168,21 @@ pub fn open_item<R: Runtime>(
     Ok(())
 }
 
+/// Starts a run from the inbox's dispatch form; the app owns it. The run
+/// starts the configured agent: a page never names the program to run.
+/// (Async: the run is a child process, watched on the runtime.)
+#[tauri::command]
+pub async fn dispatch(
+    shell: State<'_, Arc<crate::shell::Shell>>,
+    mut request: DispatchRequest,
+) -> Result<Dispatched, IpcError> {
+    request.agent = None;
+    shell
+        .dispatcher
+        .start(request)
+        .map_err(|e| IpcError::new(e.code, e.message))
+}
+
 /// The modal reports that it has drawn an item's options: the moment the
 /// operator can answer (`modal.shown`, measured by the desktop benchmark).
 #[tauri::command]
@@ -183,6 +199,7 @@ pub fn shown(shell: State<'_, Arc<crate::shell::Shell>>, id: ItemId) {
 /// committed in `ui/src/bindings.ts`.
 pub fn typescript() -> String {
     use hark_core::approval::{Approval, Scope};
+    use hark_core::dispatch::Verb;
     use hark_core::item::Asker;
     use hark_core::resolve::{Pick, Resolution};
     use hark_core::schema::{AnswerValue, AskRequest, Question, QuestionOption};
@@ -207,6 +224,9 @@ pub fn typescript() -> String {
         Issue::decl(&cfg),
         IpcError::decl(&cfg),
         InboxView::decl(&cfg),
+        Verb::decl(&cfg),
+        DispatchRequest::decl(&cfg),
+        Dispatched::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from the Rust types by `cargo test -p hark-app` (HARK_WRITE_BINDINGS=1 rewrites it).\n// Do not edit by hand.\n\n",

@@ -86,7 +86,8 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), String> {
             ipc::verdict,
             ipc::dismiss,
             ipc::open_item,
-            ipc::shown
+            ipc::shown,
+            ipc::dispatch
         ])
         .setup(|app| {
             start_core(app.handle()).map_err(|e| -> Box<dyn std::error::Error> { e.into() })?;
@@ -131,6 +132,7 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
     let (stopped_tx, stopped_rx) = oneshot::channel();
     app.manage(Arc::new(Shell::new(
         registry.clone(),
+        prepared.bridge.dispatcher.clone(),
         stop.clone(),
         stopped_rx,
     )));
@@ -167,7 +169,12 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
                         windows::hide(&app, WindowId::Modal);
                     }
                 }
-                Ok(Event::Added(_) | Event::RunChanged) => {}
+                Ok(Event::Added(_)) => {}
+                // A run started or ended: the inbox's Runs table changes, not the tray.
+                Ok(Event::RunChanged) => {
+                    let _ = app.emit(INBOX_CHANGED, ());
+                    continue;
+                }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }

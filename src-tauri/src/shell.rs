@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use hark_core::dispatcher::Dispatcher;
 use hark_core::item::ItemId;
 use hark_core::registry::Registry;
 use tauri::{AppHandle, Emitter, Runtime};
@@ -17,6 +18,8 @@ pub const INBOX_CHANGED: &str = "inbox-changed";
 #[derive(Debug)]
 pub struct Shell {
     pub registry: Registry,
+    /// Starts the runs dispatched from the inbox window.
+    pub dispatcher: Dispatcher,
     /// Silences notifications (and the modal popping up); the inbox still fills.
     do_not_disturb: AtomicBool,
     /// The item the modal should show first (a notification or tray click).
@@ -28,9 +31,15 @@ pub struct Shell {
 }
 
 impl Shell {
-    pub fn new(registry: Registry, stop: Arc<Notify>, stopped: oneshot::Receiver<()>) -> Shell {
+    pub fn new(
+        registry: Registry,
+        dispatcher: Dispatcher,
+        stop: Arc<Notify>,
+        stopped: oneshot::Receiver<()>,
+    ) -> Shell {
         Shell {
             registry,
+            dispatcher,
             do_not_disturb: AtomicBool::new(false),
             focus: Mutex::new(None),
             stop,

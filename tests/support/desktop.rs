@@ -297,6 +297,13 @@ impl Desktop {
             .unwrap();
     }
 
+    /// Replaces the text of the field matching `css` with `text`.
+    pub async fn fill(&self, css: &str, text: &str) {
+        let field = self.client.find(Locator::Css(css)).await.unwrap();
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+    }
+
     pub async fn click(&self, css: &str) {
         self.client
             .find(Locator::Css(css))

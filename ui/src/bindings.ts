@@ -149,3 +149,46 @@ focus: ItemId | null, do_not_disturb: boolean,
  * The app's clock, so time left is counted from the same now.
  */
 now_ms: number, };
+
+export type Verb = "task" | "ask" | "decide" | "converse";
+
+export type DispatchRequest = { 
+/**
+ * What the agent is asked to do.
+ */
+prompt: string, 
+/**
+ * task, ask or decide (a conversation needs a terminal: `hark run --verb converse`).
+ */
+verb: Verb, 
+/**
+ * The agent's working directory (absolute); the daemon's when absent.
+ */
+cwd?: string, 
+/**
+ * The session its questions are filed under.
+ */
+session?: string, 
+/**
+ * Seconds the operator has for each of its questions.
+ */
+timeout_secs?: number, 
+/**
+ * Every write asks the operator first (`hark run --read-only`).
+ */
+read_only: boolean, 
+/**
+ * Authored questions asked before the agent starts (the JSON of
+ * `hark run --intake FILE`).
+ */
+intake?: unknown, 
+/**
+ * The agent command; the config's, else `claude`, when absent.
+ */
+agent?: string, };
+
+export type Dispatched = { run_id: string, 
+/**
+ * Where its output goes.
+ */
+log: string, };

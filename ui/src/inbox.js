@@ -1,6 +1,7 @@
 // @ts-check
 // The inbox window: pending items first, then the history.
 import * as ipc from './ipc.js';
+import { clip } from './text.js';
 
 /** @typedef {import('./bindings').Record} Item */
 
@@ -24,7 +25,8 @@ function duration(ms) {
 /** @param {Item} item */
 function who(item) {
   const run = item.run_id ? `run ${item.run_id.slice(0, 8)}` : null;
-  return [item.session_id, run, item.asker.command, item.asker.cwd].filter(Boolean).join(' · ');
+  const command = item.asker.command && clip(item.asker.command, 100);
+  return [item.session_id, run, command, item.asker.cwd].filter(Boolean).join(' · ');
 }
 
 /** @param {Item} item */
@@ -93,9 +95,9 @@ async function refresh() {
   runs.replaceChildren(...view.runs.map((run) => {
     const took = (run.finished_ms ?? view.now_ms) - run.created_ms;
     const exit = run.exit_code == null ? '' : `, exit ${run.exit_code}`;
-    const command = run.command.length > 100 ? `${run.command.slice(0, 100)}…` : run.command;
+    const command = clip(run.command, 100);
     const cost = run.cost_usd == null ? '' : `, $${run.cost_usd.toFixed(4)}`;
-    const result = run.result ? (run.result.length > 200 ? `${run.result.slice(0, 200)}…` : run.result) : '';
+    const result = run.result ? clip(run.result, 200) : '';
     const tr = row(run.status.toUpperCase(), command, `session ${run.session_id}${run.cwd ? ` in ${run.cwd}` : ''}`,
       `started ${when(run.created_ms)}, ${duration(took)}${exit}${cost}`, `${run.items} asked, ${run.pending} waiting`, result);
     tr.dataset.id = run.id;
@@ -104,8 +106,50 @@ async function refresh() {
   }));
 }
 
+/** @param {string} id */
+const field = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
+
+/** Reads the dispatch form; an intake that is not JSON is the operator's to fix. */
+function dispatchRequest() {
+  const text = (/** @type {string} */ id) => field(id).value.trim();
+  const intake = text('dispatch-intake');
+  /** @type {import('./bindings').DispatchRequest} */
+  const request = {
+    prompt: text('dispatch-prompt'),
+    verb: /** @type {import('./bindings').Verb} */ (text('dispatch-verb')),
+    read_only: field('dispatch-read-only').checked,
+  };
+  if (text('dispatch-cwd')) request.cwd = text('dispatch-cwd');
+  if (text('dispatch-session')) request.session = text('dispatch-session');
+  if (intake) {
+    try {
+      request.intake = JSON.parse(intake);
+    } catch (e) {
+      throw { code: 'invalid', message: `the intake is not JSON: ${e instanceof Error ? e.message : e}` };
+    }
+  }
+  return request;
+}
+
+async function startRun() {
+  const status = $('dispatch-status');
+  try {
+    const run = await ipc.dispatch(dispatchRequest());
+    status.textContent = `Run ${run.run_id.slice(0, 8)} started; its output goes to ${run.log}`;
+    status.className = 'muted';
+    field('dispatch-prompt').value = '';
+  } catch (e) {
+    status.textContent = ipc.errorText(e);
+    status.className = 'error';
+  }
+}
+
 export function startInbox() {
   $('inbox').hidden = false;
+  $('dispatch').addEventListener('submit', (event) => {
+    event.preventDefault();
+    startRun();
+  });
   ipc.onInboxChanged(() => { refresh(); });
   refresh();
 }

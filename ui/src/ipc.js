@@ -5,6 +5,8 @@
 /** @typedef {import('./bindings').WireReply} WireReply */
 /** @typedef {import('./bindings').Outcome} Outcome */
 /** @typedef {import('./bindings').IpcError} IpcError */
+/** @typedef {import('./bindings').DispatchRequest} DispatchRequest */
+/** @typedef {import('./bindings').Dispatched} Dispatched */
 
 // @ts-ignore: injected by Tauri (withGlobalTauri)
 const tauri = window.__TAURI__;
@@ -37,6 +39,11 @@ export function dismiss(id) {
 /** @param {string} id @returns {Promise<void>} */
 export function openItem(id) {
   return tauri.core.invoke('open_item', { id });
+}
+
+/** Starts a run the app owns. @param {DispatchRequest} request @returns {Promise<Dispatched>} */
+export function dispatch(request) {
+  return tauri.core.invoke('dispatch', { request });
 }
 
 /** Calls `fn` whenever items are added or settled. @param {() => void} fn */

@@ -4,6 +4,7 @@
 // An approval shows the tool, its target and a preview, and takes a verdict:
 // Enter allows with the picked scope, Esc denies.
 import * as ipc from './ipc.js';
+import { clip } from './text.js';
 
 /** @typedef {import('./bindings').Record} Item */
 /** @typedef {import('./bindings').Question} Question */
@@ -65,7 +66,7 @@ function renderChrome() {
   }
   // An agent's command line can run to pages (its system prompt): show its start, all of it on hover.
   const command = item.asker.command;
-  const short = command && command.length > 100 ? `${command.slice(0, 100)}…` : command;
+  const short = command && clip(command, 100);
   const who = [`session ${item.session_id}`, short, item.asker.cwd && `in ${item.asker.cwd}`]
     .filter(Boolean).join(' · ');
   $('asker').textContent = `Asked by ${who}`;

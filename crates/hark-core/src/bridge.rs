@@ -15,6 +15,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::task::JoinSet;
 
 use crate::approval::{Approval, Class, DecidedBy, Grants, Policy};
+use crate::dispatcher::Dispatcher;
 use crate::inbox;
 use crate::item::{Item, ItemId, Outcome};
 use crate::prompter::{OperatorPrompter, Unanswered};
@@ -44,6 +45,8 @@ pub struct Bridge {
     pub rules: Rules,
     /// The write-mode gate's policy and the grants given so far.
     pub gate: Arc<Gate>,
+    /// Starts the runs the operator dispatches through this daemon.
+    pub dispatcher: Dispatcher,
 }
 
 /// The write-mode gate, as the daemon keeps it.
@@ -247,6 +250,10 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
             inbox::record_run(&bridge.registry, run)
         }
         ClientFrame::ListRuns { limit } => inbox::runs(&bridge.registry, limit),
+        ClientFrame::Dispatch { request } => match bridge.dispatcher.start(request) {
+            Ok(dispatched) => ServerFrame::Dispatched(dispatched),
+            Err(e) => ServerFrame::Error(e),
+        },
     };
     let _ = write_frame(&mut writer, &answer).await;
 }

@@ -25,7 +25,9 @@ pub const APPROVE_TOOL: &str = "mcp__operator__approve";
 pub const BUILTIN_ASK: &str = "AskUserQuestion";
 
 /// What kind of run it is; it shapes the instructions the agent gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Verb {
     /// Do the work.
     #[default]
@@ -42,19 +44,24 @@ impl std::str::FromStr for Verb {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "task" => Ok(Verb::Task),
-            "ask" => Ok(Verb::Ask),
-            "decide" => Ok(Verb::Decide),
-            "converse" => Ok(Verb::Converse),
-            other => Err(format!(
-                "unknown verb {other:?}: use task, ask, decide or converse"
-            )),
-        }
+        [Verb::Task, Verb::Ask, Verb::Decide, Verb::Converse]
+            .into_iter()
+            .find(|verb| verb.name() == s)
+            .ok_or_else(|| format!("unknown verb {s:?}: use task, ask, decide or converse"))
     }
 }
 
 impl Verb {
+    /// Its name on the command line (`--verb`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Verb::Task => "task",
+            Verb::Ask => "ask",
+            Verb::Decide => "decide",
+            Verb::Converse => "converse",
+        }
+    }
+
     fn instruction(self) -> &'static str {
         match self {
             Verb::Task => "Carry out the task.",

@@ -45,14 +45,14 @@ pub struct AnswerOptions {
     pub json: bool,
 }
 
-fn socket_path() -> Result<PathBuf, i32> {
+pub(crate) fn socket_path() -> Result<PathBuf, i32> {
     socket::app_socket_path().map_err(|e| {
         eprintln!("hark: {e}");
         EXIT_FAILED
     })
 }
 
-fn unreachable(e: &AskError) -> i32 {
+pub(crate) fn unreachable(e: &AskError) -> i32 {
     eprintln!("hark: {e}");
     if matches!(e, AskError::Unreachable { .. }) {
         eprintln!("hint: start `hark app` (desktop) or `hark serve --prompter terminal`");
@@ -279,7 +279,7 @@ pub async fn runs(limit: Option<u32>, json: bool) -> i32 {
     EXIT_OK
 }
 
-fn refused(frame: ServerFrame) -> i32 {
+pub(crate) fn refused(frame: ServerFrame) -> i32 {
     match frame {
         ServerFrame::Error(e) => {
             eprintln!("hark: {}", e.message);

@@ -76,12 +76,23 @@ impl Intake {
     pub fn load(path: &Path) -> Result<Intake, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the intake {}: {e}", path.display()))?;
-        let intake: Intake = serde_json::from_str(&text)
-            .map_err(|e| format!("the intake {} is not valid: {e}", path.display()))?;
-        intake
-            .check()
-            .map_err(|e| format!("the intake {} is not valid: {e}", path.display()))?;
-        Ok(intake)
+        serde_json::from_str(&text)
+            .map_err(|e| e.to_string())
+            .and_then(Intake::checked)
+            .map_err(|e| format!("the intake {} is not valid: {e}", path.display()))
+    }
+
+    /// Reads and checks an intake given as JSON (the dispatch form's).
+    pub fn from_value(value: serde_json::Value) -> Result<Intake, String> {
+        serde_json::from_value(value)
+            .map_err(|e| e.to_string())
+            .and_then(Intake::checked)
+            .map_err(|e| format!("the intake is not valid: {e}"))
+    }
+
+    fn checked(self) -> Result<Intake, String> {
+        self.check()?;
+        Ok(self)
     }
 
     fn check(&self) -> Result<(), String> {

@@ -13,6 +13,9 @@
 //! - [`store`], [`inbox`], [`inbox_cli`]: the durable inbox, the operator's
 //!   side of the socket (reply, list, follow), and `hark inbox/answer/skip`.
 //! - [`serve`], [`ask`]: the `hark serve` daemon and `hark ask` command.
+//! - [`dispatch`], [`run_cli`], [`relay`]: `hark run`, composing the agent's
+//!   command line and its per-call socket; [`dispatcher`]: runs the daemon
+//!   starts for the operator (the `dispatch` frame, the app's form).
 //! - [`trace`], [`config`]: trace events and logging; the config file.
 
 pub mod approval;
@@ -21,6 +24,7 @@ pub mod bridge;
 pub mod client;
 pub mod config;
 pub mod dispatch;
+pub mod dispatcher;
 pub mod inbox;
 pub mod inbox_cli;
 pub mod intake;

@@ -14,12 +14,13 @@ use crate::bridge::MAX_TIMEOUT;
 use crate::client::{self, Call};
 use crate::config::Config;
 use crate::dispatch::{self, Attached, UserCommand, Verb};
+use crate::dispatcher::{DispatchRequest, RUN_ID_ENV};
 use crate::intake::{Given, Intake, When};
 use crate::item::{Asker, Outcome};
 use crate::relay::{Relay, RunDir};
 use crate::socket;
 use crate::store::RunStart;
-use crate::wire::ClientFrame;
+use crate::wire::{ClientFrame, ServerFrame};
 
 pub const EXIT_FAILED: i32 = 1;
 /// The intake was not answered, so the agent did not start.
@@ -60,6 +61,9 @@ pub struct RunOptions {
     pub intake: Option<PathBuf>,
     /// Intake answers given on the command line (`--answer ID=VALUE`).
     pub answers: Vec<String>,
+    /// Hand the run to the operator's daemon (the app) instead of running
+    /// it here: it outlives this terminal, and its output goes to a log.
+    pub detach: bool,
     pub words: Vec<String>,
 }
 
@@ -76,6 +80,9 @@ struct Turn {
 
 /// Runs `hark run`; returns the exit code.
 pub async fn run(options: RunOptions) -> i32 {
+    if options.detach {
+        return detach(options).await;
+    }
     match dispatch(options).await {
         Ok(code) => code,
         Err(Stop::Failed(message)) => {
@@ -99,6 +106,88 @@ pub async fn run(options: RunOptions) -> i32 {
             EXIT_NOT_ANSWERED
         }
     }
+}
+
+/// `hark run --detach`: the operator's daemon starts the run and owns it.
+/// Prints the run id; `hark runs` follows it.
+async fn detach(options: RunOptions) -> i32 {
+    let request = match detached_request(options) {
+        Ok(request) => request,
+        Err(message) => {
+            eprintln!("hark: {message}");
+            return EXIT_FAILED;
+        }
+    };
+    let socket = match crate::inbox_cli::socket_path() {
+        Ok(socket) => socket,
+        Err(code) => return code,
+    };
+    match client::request(&socket, &ClientFrame::Dispatch { request }).await {
+        Ok(ServerFrame::Dispatched(run)) => {
+            println!("{}", run.run_id);
+            eprintln!(
+                "hark: run {} started by the operator's daemon; its output goes to {}\nhint: `hark runs` shows how it goes",
+                &run.run_id[..8],
+                run.log.display()
+            );
+            0
+        }
+        Ok(other) => crate::inbox_cli::refused(other),
+        Err(e) => crate::inbox_cli::unreachable(&e),
+    }
+}
+
+/// The daemon's request for these options. Paths are made absolute: the
+/// daemon runs elsewhere. The run's directory is this one unless named.
+fn detached_request(options: RunOptions) -> Result<DispatchRequest, String> {
+    if options.wrap {
+        return Err(
+            "--detach hands a prompt to the daemon; it cannot --wrap a command line".into(),
+        );
+    }
+    if !options.answers.is_empty() {
+        return Err("--detach asks the intake through the operator; drop --answer".into());
+    }
+    if options.words.is_empty() {
+        return Err("say what to do: hark run --detach -- PROMPT…".into());
+    }
+    let here = std::env::current_dir().map_err(|e| format!("cannot read this directory: {e}"))?;
+    let absolute = |path: PathBuf| {
+        if path.is_absolute() {
+            path
+        } else {
+            here.join(path)
+        }
+    };
+    let intake = match &options.intake {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the intake {}: {e}", path.display()))?;
+            Some(
+                serde_json::from_str(&text)
+                    .map_err(|e| format!("the intake {} is not JSON: {e}", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    // A bare command name is found on the daemon's PATH; a path is made absolute.
+    let agent = options.agent.map(|agent| {
+        if agent.components().count() > 1 {
+            absolute(agent)
+        } else {
+            agent
+        }
+    });
+    Ok(DispatchRequest {
+        prompt: options.words.join(" "),
+        verb: options.verb,
+        cwd: Some(absolute(options.cwd.unwrap_or_else(|| here.clone()))),
+        session: options.session,
+        timeout_secs: options.timeout.map(|t| t.as_secs_f64()),
+        read_only: options.read_only,
+        intake,
+        agent,
+    })
 }
 
 /// Asks the intake questions not answered on the command line, through the
@@ -187,7 +276,11 @@ async fn dispatch(options: RunOptions) -> Result<i32, Stop> {
     }
     let app_socket = socket::app_socket_path().map_err(|e| e.to_string())?;
     let attached = tokio::net::UnixStream::connect(&app_socket).await.is_ok();
-    let run_id = uuid::Uuid::new_v4().to_string();
+    // A run the daemon dispatched comes with its id (the daemon already told its caller).
+    let run_id = std::env::var(RUN_ID_ENV)
+        .ok()
+        .filter(|id| uuid::Uuid::parse_str(id).is_ok())
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let session = options
         .session
         .clone()
@@ -375,6 +468,7 @@ async fn run_agent(composed: dispatch::Composed, cwd: Option<&PathBuf>) -> Resul
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
+        .env_remove(RUN_ID_ENV)
         .kill_on_drop(true);
     if let Some(cwd) = cwd {
         command.current_dir(cwd);

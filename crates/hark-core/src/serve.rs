@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::bridge::{self, Bridge, Gate};
 use crate::config::{Config, ConfigError};
+use crate::dispatcher::Dispatcher;
 use crate::prompter::OperatorPrompter;
 use crate::registry::Registry;
 use crate::script::{ScriptError, ScriptedPrompter};
@@ -86,19 +87,24 @@ pub fn prepare(
         None => socket::app_socket_path()?,
     };
     let (listener, socket_file) = socket::bind(&path)?;
-    let store = Arc::new(Store::open(
-        &Store::default_path().ok_or(ServeError::NoStorePath)?,
-    )?);
+    let store_path = Store::default_path().ok_or(ServeError::NoStorePath)?;
+    let store = Arc::new(Store::open(&store_path)?);
     let mut rules = config.rules();
     rules.strict_defaults |= strict_defaults;
     let registry = Registry::with_store(Some(store));
     tokio::spawn(keep_history(registry.clone(), config.history_limit));
     let bridge = Bridge {
-        registry,
+        registry: registry.clone(),
         prompter,
         default_timeout: ask_timeout.unwrap_or_else(|| config.ask_timeout()),
         rules,
         gate: Arc::new(Gate::new(config.approvals.clone())),
+        dispatcher: Dispatcher {
+            hark: Dispatcher::sibling_hark(),
+            socket: socket_file.path().to_owned(),
+            logs: store_path.with_file_name("runs"),
+            registry: registry.clone(),
+        },
     };
     tracing::info!(
         socket = %socket_file.path().display(),

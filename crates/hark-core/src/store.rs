@@ -369,6 +369,17 @@ impl Store {
             .map_err(|e| self.sql(e))
     }
 
+    /// Whether a run with this id was recorded.
+    pub fn has_run(&self, id: &str) -> Result<bool, StoreError> {
+        self.lock()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
+                [id],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.sql(e))
+    }
+
     /// Records a run that started.
     pub fn run_started(&self, run: &RunStart) -> Result<(), StoreError> {
         self.lock()

@@ -24,6 +24,8 @@
 //! server ← {"type":"event","event":"added","item":{…}}   (the pending items first, then every change)
 //! client → {"type":"clear_settled"}
 //! server ← {"type":"cleared","removed":N}
+//! client → {"type":"dispatch","request":{"prompt":…,"verb":"task","cwd":…,"read_only":false}}
+//! server ← {"type":"dispatched","run_id":…,"log":…}
 //! ```
 //!
 //! Frames are capped at [`MAX_FRAME`] bytes.
@@ -33,6 +35,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::approval::{DecidedBy, Scope};
+use crate::dispatcher::{DispatchRequest, Dispatched};
 use crate::item::{Asker, ItemId, Outcome};
 use crate::resolve::Picks;
 use crate::store::{Filter, Record, RunRecord, RunStart};
@@ -107,6 +110,9 @@ pub enum ClientFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
     },
+    /// Starts a run the daemon owns (`hark run --detach`, the app's
+    /// dispatch form); answered by `dispatched`.
+    Dispatch { request: DispatchRequest },
     /// Lists the runs, newest first.
     ListRuns {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -180,6 +186,8 @@ pub enum ServerFrame {
     Recorded,
     /// The answer to `list_runs`.
     Runs { runs: Vec<RunRecord> },
+    /// The answer to `dispatch`: the run started.
+    Dispatched(Dispatched),
     /// The frame was refused; nothing changed.
     Error(WireError),
 }
