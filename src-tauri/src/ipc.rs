@@ -57,6 +57,8 @@ pub struct InboxView {
     pub runs: Vec<RunRecord>,
     /// The item the modal should show first.
     pub focus: Option<ItemId>,
+    /// What the window shows (`None` while it is hidden).
+    pub view: Option<crate::windows::View>,
     pub do_not_disturb: bool,
     /// The app's clock, so time left is counted from the same now.
     #[ts(type = "number")]
@@ -69,7 +71,10 @@ const HISTORY_SHOWN: u32 = 200;
 const RUNS_SHOWN: u32 = 20;
 
 #[tauri::command]
-pub fn inbox(shell: State<'_, Arc<crate::shell::Shell>>) -> Result<InboxView, IpcError> {
+pub fn inbox(
+    shell: State<'_, Arc<crate::shell::Shell>>,
+    shown: State<'_, crate::windows::Shown>,
+) -> Result<InboxView, IpcError> {
     let pending = shell
         .registry
         .pending()
@@ -100,6 +105,7 @@ pub fn inbox(shell: State<'_, Arc<crate::shell::Shell>>) -> Result<InboxView, Ip
         history,
         runs,
         focus: shell.focus(),
+        view: shown.view(),
         do_not_disturb: shell.do_not_disturb(),
         now_ms: unix_ms(SystemTime::now()),
     })
@@ -223,6 +229,7 @@ pub fn typescript() -> String {
         WireReply::decl(&cfg),
         Issue::decl(&cfg),
         IpcError::decl(&cfg),
+        crate::windows::View::decl(&cfg),
         InboxView::decl(&cfg),
         Verb::decl(&cfg),
         DispatchRequest::decl(&cfg),

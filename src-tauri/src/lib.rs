@@ -31,7 +31,6 @@ use tracing::level_filters::LevelFilter;
 use crate::notify::Notifier;
 use crate::prompter::DesktopPrompter;
 use crate::shell::{INBOX_CHANGED, Shell};
-use crate::windows::WindowId;
 
 /// Whether a graphical display is reachable (Linux and the BSDs need one named).
 fn has_display() -> bool {
@@ -66,7 +65,7 @@ pub fn run() -> ExitCode {
     let builder =
         tauri::Builder::default().plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
             // A second `hark app` focuses this one.
-            windows::show(app, WindowId::Inbox);
+            windows::show(app, windows::View::Inbox);
         }));
     match run_app(builder) {
         Ok(()) => ExitCode::SUCCESS,
@@ -166,7 +165,7 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
                 Ok(Event::Settled { item, .. }) => {
                     notifier.settled(item.id);
                     if registry.pending().is_empty() {
-                        windows::hide(&app, WindowId::Modal);
+                        windows::modal_done(&app);
                     }
                 }
                 Ok(Event::Added(_)) => {}

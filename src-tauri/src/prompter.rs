@@ -10,7 +10,7 @@ use tauri::{AppHandle, Manager, Runtime};
 
 use crate::notify::Notifier;
 use crate::shell::Shell;
-use crate::windows::{self, WindowId};
+use crate::windows::{self, View};
 
 #[derive(Debug)]
 pub struct DesktopPrompter<R: Runtime> {
@@ -23,7 +23,7 @@ impl<R: Runtime> OperatorPrompter for DesktopPrompter<R> {
         let quiet = app.state::<Arc<Shell>>().do_not_disturb();
         if !quiet {
             app.state::<Arc<Notifier>>().show(&app, &item);
-            windows::show(&app, WindowId::Modal);
+            windows::show(&app, View::Modal);
         }
         Box::pin(std::future::pending())
     }

@@ -10,7 +10,7 @@ use hark_core::registry::Registry;
 use tauri::{AppHandle, Emitter, Runtime};
 use tokio::sync::{Notify, oneshot};
 
-use crate::windows::{self, WindowId};
+use crate::windows::{self, View};
 
 /// Emitted to every window when items are added or settled.
 pub const INBOX_CHANGED: &str = "inbox-changed";
@@ -63,7 +63,7 @@ impl Shell {
     /// Opens the modal on `id`.
     pub fn open_item<R: Runtime>(&self, app: &AppHandle<R>, id: ItemId) {
         *self.focus.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
-        windows::show(app, WindowId::Modal);
+        windows::show(app, View::Modal);
         let _ = app.emit(INBOX_CHANGED, ());
     }
 

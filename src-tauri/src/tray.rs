@@ -11,7 +11,7 @@ use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::shell::Shell;
-use crate::windows::{self, WindowId};
+use crate::windows::{self, View};
 
 const TRAY_ID: &str = "hark";
 const IDLE_ICON: &[u8] = include_bytes!("../../icons/tray.png");
@@ -112,7 +112,7 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &MenuId) {
     let shell = app.state::<Arc<Shell>>();
     match TrayItem::try_from(id) {
         Ok(TrayItem::Pending(item)) => shell.open_item(app, item),
-        Ok(TrayItem::OpenInbox) => windows::show(app, WindowId::Inbox),
+        Ok(TrayItem::OpenInbox) => windows::show(app, View::Inbox),
         Ok(TrayItem::DoNotDisturb) => {
             shell.set_do_not_disturb(!shell.do_not_disturb());
             refresh(app);

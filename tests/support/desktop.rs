@@ -231,15 +231,16 @@ impl Desktop {
         }
     }
 
-    /// Switches WebDriver to the window showing `#view` (`modal` or `inbox`).
+    /// Waits until the app's one window shows `#view` (`modal` or `inbox`).
     pub async fn view(&self, view: &str) {
-        for handle in self.client.windows().await.unwrap() {
-            self.client.switch_to_window(handle).await.unwrap();
-            if self.client.current_url().await.unwrap().fragment() == Some(view) {
-                return;
-            }
-        }
-        panic!("no window shows #{view}");
+        let windows = self.client.windows().await.unwrap();
+        assert_eq!(windows.len(), 1, "the app has one window");
+        self.client
+            .switch_to_window(windows[0].clone())
+            .await
+            .unwrap();
+        self.wait_for(&format!("//main[@id='{view}' and not(@hidden)]"))
+            .await;
     }
 
     /// Waits until the element matching `xpath` exists.

@@ -1,11 +1,21 @@
 // @ts-check
-// Picks the view for this window (#modal or #inbox) and starts it.
-import { startModal } from './modal.js';
+// The app's one window shows the modal or the inbox, as the app says
+// (`view-changed`, and the inbox view's `view` when the page loads).
+import { startModal, modalShown } from './modal.js';
 import { startInbox } from './inbox.js';
+import * as ipc from './ipc.js';
 
-const view = location.hash.slice(1) || 'modal';
-if (view === 'inbox') {
-  startInbox();
-} else {
-  startModal();
+/** @param {import('./bindings').View | null} view */
+function show(view) {
+  if (!view) return; // hidden: the last view stays drawn for next time
+  for (const name of ['modal', 'inbox']) {
+    /** @type {HTMLElement} */ (document.getElementById(name)).hidden = name !== view;
+  }
+  history.replaceState(null, '', `#${view}`);
+  if (view === 'modal') modalShown();
 }
+
+startModal();
+startInbox();
+ipc.onViewChanged(show);
+ipc.inbox().then((view) => show(view.view ?? 'modal'));

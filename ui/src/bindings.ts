@@ -128,6 +128,8 @@ path: string, message: string, };
 
 export type IpcError = { code: string, message: string, };
 
+export type View = "modal" | "inbox";
+
 export type InboxView = { 
 /**
  * Waiting items, oldest first.
@@ -144,7 +146,11 @@ runs: Array<RunRecord>,
 /**
  * The item the modal should show first.
  */
-focus: ItemId | null, do_not_disturb: boolean, 
+focus: ItemId | null, 
+/**
+ * What the window shows (`None` while it is hidden).
+ */
+view: View | null, do_not_disturb: boolean, 
 /**
  * The app's clock, so time left is counted from the same now.
  */

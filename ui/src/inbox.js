@@ -145,7 +145,6 @@ async function startRun() {
 }
 
 export function startInbox() {
-  $('inbox').hidden = false;
   $('dispatch').addEventListener('submit', (event) => {
     event.preventDefault();
     startRun();

@@ -46,6 +46,11 @@ export function dispatch(request) {
   return tauri.core.invoke('dispatch', { request });
 }
 
+/** Calls `fn` with the view the window switched to. @param {(view: import('./bindings').View) => void} fn */
+export function onViewChanged(fn) {
+  return tauri.event.listen('view-changed', (/** @type {{payload: import('./bindings').View}} */ e) => fn(e.payload));
+}
+
 /** Calls `fn` whenever items are added or settled. @param {() => void} fn */
 export function onInboxChanged(fn) {
   return tauri.event.listen('inbox-changed', fn);

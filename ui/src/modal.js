@@ -26,6 +26,7 @@ const state = {
   touched: false,
   clockSkew: 0,
   /** @type {number | undefined} */ ticker: undefined,
+  /** The item last announced as drawn. @type {string | null} */ announced: null,
 };
 
 /** @param {Question} q @returns {string[]} */
@@ -161,12 +162,19 @@ function focusFirst(box) {
   first?.focus();
 }
 
-/** Tells the app the modal drew this item (once, on its first question). @param {Item} item */
+/** Tells the app the modal drew this item (once, when its first question is on screen). @param {Item} item */
 function announce(item) {
-  if (state.index === 0) {
+  if (state.index === 0 && !$('modal').hidden && state.announced !== item.id) {
     const id = item.id;
+    state.announced = id;
     requestAnimationFrame(() => { ipc.shown(id).catch(() => {}); });
   }
+}
+
+/** The window switched to the modal: the keyboard goes to the options. */
+export function modalShown() {
+  focusFirst($('options'));
+  if (state.item) announce(state.item);
 }
 
 /** The current question's pick, or null to leave it to its default. @returns {Pick | null} */
@@ -237,7 +245,7 @@ function showError(message) {
 
 /** @param {KeyboardEvent} e */
 function onKey(e) {
-  if (!state.item) return;
+  if (!state.item || $('modal').hidden) return;
   const typing = e.target instanceof HTMLInputElement && e.target.type === 'text';
   if (e.key === 'Escape') {
     e.preventDefault();
@@ -258,7 +266,6 @@ function onKey(e) {
 }
 
 export function startModal() {
-  $('modal').hidden = false;
   $('question-form').addEventListener('submit', (e) => { e.preventDefault(); submit(); });
   $('skip').addEventListener('click', () => send(skipOrDeny()));
   document.addEventListener('keydown', onKey);
