@@ -440,16 +440,41 @@ impl Desktop {
         assert!(status.success(), "import failed");
     }
 
-    /// Saves a screenshot of the current window under `docs/screenshots/`.
+    /// Saves a screenshot of the app's window, as it is on the screen, under
+    /// `docs/screenshots/`. (Taken from the X server: WebKit's automation
+    /// never answers a screenshot of a page drawn without GPU compositing
+    /// once its window has been hidden and shown again.)
     pub async fn screenshot(&self, name: &str) {
-        let png = self.client.screenshot().await.unwrap();
-        std::fs::write(screenshot_path(name), png).unwrap();
+        // Two animation frames: what the page shows now has been painted.
+        self.client
+            .execute_async(
+                "const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => done()));",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let found = Command::new("xdotool")
+            .args(["search", "--onlyvisible", "--name", "^hark — "])
+            .output()
+            .unwrap();
+        let id = String::from_utf8_lossy(&found.stdout)
+            .lines()
+            .next()
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("the app's window is not on the screen"));
+        let status = Command::new("import")
+            .args(["-window", &id])
+            .arg(screenshot_path(name))
+            .status()
+            .unwrap();
+        assert!(status.success(), "import failed");
     }
 
     /// Ends the WebDriver session (which closes the app), then everything
     /// else the desktop started.
     pub async fn stop(self) {
-        let _ = self.client.clone().close().await;
+        let close = self.client.clone().close();
+        let _ = tokio::time::timeout(Duration::from_secs(5), close).await;
     }
 }
 
