@@ -51,9 +51,9 @@ impl From<ReplyError> for IpcError {
 pub struct InboxView {
     /// Waiting items, oldest first.
     pub pending: Vec<Record>,
-    /// Settled items not dismissed, newest first.
+    /// Settled items not dismissed, newest first (empty when asked for pending only).
     pub history: Vec<Record>,
-    /// The latest dispatched runs, newest first.
+    /// The latest dispatched runs, newest first (empty when asked for pending only).
     pub runs: Vec<RunRecord>,
     /// The item the modal should show first.
     pub focus: Option<ItemId>,
@@ -70,11 +70,14 @@ const HISTORY_SHOWN: u32 = 200;
 /// How many runs it shows.
 const RUNS_SHOWN: u32 = 20;
 
+/// The inbox; with `pending_only` (the modal's) without history and runs.
 #[tauri::command]
 pub fn inbox(
     shell: State<'_, Arc<crate::shell::Shell>>,
     shown: State<'_, crate::windows::Shown>,
+    pending_only: Option<bool>,
 ) -> Result<InboxView, IpcError> {
+    let everything = !pending_only.unwrap_or(false);
     let pending = shell
         .registry
         .pending()
@@ -84,11 +87,11 @@ pub fn inbox(
     let unavailable =
         |e: hark_core::store::StoreError| IpcError::new(ErrorCode::Unavailable, e.to_string());
     let runs = match shell.registry.store() {
-        Some(store) => store.runs(RUNS_SHOWN).map_err(unavailable)?,
-        None => Vec::new(),
+        Some(store) if everything => store.runs(RUNS_SHOWN).map_err(unavailable)?,
+        _ => Vec::new(),
     };
     let history = match shell.registry.store() {
-        Some(store) => store
+        Some(store) if everything => store
             .list(&Filter {
                 pending: Some(false),
                 limit: Some(HISTORY_SHOWN),
@@ -98,7 +101,7 @@ pub fn inbox(
             .into_iter()
             .filter(|r| !r.dismissed)
             .collect(),
-        None => Vec::new(),
+        _ => Vec::new(),
     };
     Ok(InboxView {
         pending,

@@ -2,7 +2,7 @@
 // The app's one window shows the modal or the inbox, as the app says
 // (`view-changed`, and the inbox view's `view` when the page loads).
 import { startModal, modalShown } from './modal.js';
-import { startInbox } from './inbox.js';
+import { startInbox, inboxShown } from './inbox.js';
 import * as ipc from './ipc.js';
 
 /** @param {import('./bindings').View | null} view */
@@ -13,9 +13,10 @@ function show(view) {
   }
   history.replaceState(null, '', `#${view}`);
   if (view === 'modal') modalShown();
+  else inboxShown();
 }
 
 startModal();
 startInbox();
 ipc.onViewChanged(show);
-ipc.inbox().then((view) => show(view.view ?? 'modal'));
+ipc.inbox(true).then((view) => show(view.view ?? 'modal'));

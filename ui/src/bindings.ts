@@ -136,11 +136,11 @@ export type InboxView = {
  */
 pending: Array<Record>, 
 /**
- * Settled items not dismissed, newest first.
+ * Settled items not dismissed, newest first (empty when asked for pending only).
  */
 history: Array<Record>, 
 /**
- * The latest dispatched runs, newest first.
+ * The latest dispatched runs, newest first (empty when asked for pending only).
  */
 runs: Array<RunRecord>, 
 /**

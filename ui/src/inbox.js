@@ -149,6 +149,11 @@ export function startInbox() {
     event.preventDefault();
     startRun();
   });
-  ipc.onInboxChanged(() => { refresh(); });
+  // Drawn only while on screen: a hidden inbox costs nothing per change.
+  ipc.onInboxChanged(() => { if (!$('inbox').hidden) refresh(); });
+}
+
+/** The window switched to the inbox: draw it as it is now. */
+export function inboxShown() {
   refresh();
 }

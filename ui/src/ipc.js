@@ -11,9 +11,9 @@
 // @ts-ignore: injected by Tauri (withGlobalTauri)
 const tauri = window.__TAURI__;
 
-/** @returns {Promise<InboxView>} */
-export function inbox() {
-  return tauri.core.invoke('inbox');
+/** The inbox; `pendingOnly` leaves out the history and the runs. @param {boolean} [pendingOnly] @returns {Promise<InboxView>} */
+export function inbox(pendingOnly = false) {
+  return tauri.core.invoke('inbox', { pendingOnly });
 }
 
 /** @param {string} id @param {WireReply} reply @returns {Promise<Outcome>} */

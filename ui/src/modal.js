@@ -36,7 +36,7 @@ function defaults(q) {
 }
 
 async function refresh() {
-  const view = await ipc.inbox();
+  const view = await ipc.inbox(true);
   state.pending = view.pending;
   state.clockSkew = view.now_ms - Date.now();
   const still = state.item && view.pending.find((i) => i.id === state.item?.id);
