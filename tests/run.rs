@@ -464,11 +464,6 @@ fn a_dispatch_the_daemon_cannot_start_is_refused_plainly() {
     };
     refused(&[], "  ", "the prompt is empty");
     refused(
-        &["--verb", "converse"],
-        "hello",
-        "reads each next message from a terminal",
-    );
-    refused(
         &["--cwd", "/no/such/dir"],
         "hello",
         "/no/such/dir is not an existing",
@@ -496,4 +491,41 @@ fn a_dispatch_the_daemon_cannot_start_is_refused_plainly() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("hint: start `hark app`"));
+}
+
+#[test]
+fn a_detached_conversation_asks_the_operator_for_each_next_message() {
+    let said = |text: &str| format!("The agent said: {text}\n\nYour next message to the agent?");
+    let daemon = Daemon::start(json!({
+        said("first turn"): {"text": "SAY second turn"},
+        said("second turn"): "End the conversation",
+    }));
+    let out = detach(
+        &daemon,
+        &["--verb", "converse", "--session", "talk"],
+        "SAY first turn",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run_id = stdout(&out).trim().to_owned();
+    let ended = daemon
+        .log
+        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
+    assert_eq!(ended["exit_code"], 0);
+
+    // The operator's message started the second turn, resuming the agent's session.
+    let turns = invocations(&daemon.dir.path().join("fake.log"));
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert_eq!(
+        flag(&turns[1], "--resume"),
+        Some(format!("fake-session-{}", turns[0]["pid"]))
+    );
+    assert_eq!(flag(&turns[1], "-p").as_deref(), Some("SAY second turn"));
+    let run = run_of(&daemon, "talk");
+    assert_eq!(run["status"], "finished");
+    assert_eq!(run["items"], 2, "one question per turn");
+    assert_eq!(run["result"], "second turn");
 }

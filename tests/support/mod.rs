@@ -125,6 +125,8 @@ impl Daemon {
             .args(args)
             .env("HARK_CONFIG", dir.path().join("no-config.toml"))
             .env("HARK_DATA_DIR", dir.path().join("data"))
+            // The fake agents of the runs the daemon starts log here.
+            .env("FAKE_CLAUDE_LOG", dir.path().join("fake.log"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -30,7 +30,7 @@ pub const RUN_ID_ENV: &str = "HARK_RUN_ID";
 pub struct DispatchRequest {
     /// What the agent is asked to do.
     pub prompt: String,
-    /// task, ask or decide (a conversation needs a terminal: `hark run --verb converse`).
+    /// task, ask, decide, or converse (each next message is asked for in the app).
     #[serde(default)]
     pub verb: Verb,
     /// The agent's working directory (absolute); the daemon's when absent.
@@ -106,12 +106,6 @@ impl Dispatcher {
         if prompt.is_empty() {
             return Err(invalid(
                 "say what the agent should do: the prompt is empty".into(),
-            ));
-        }
-        if request.verb == Verb::Converse {
-            return Err(invalid(
-                "a conversation reads each next message from a terminal: run `hark run --verb converse` there"
-                    .into(),
             ));
         }
         if let Some(cwd) = &request.cwd

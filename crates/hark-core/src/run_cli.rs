@@ -190,6 +190,82 @@ fn detached_request(options: RunOptions) -> Result<DispatchRequest, String> {
     })
 }
 
+/// Asks the operator through the run's socket, waiting as long as hark
+/// waits at most: the run does not go on without them.
+async fn ask_operator(socket: &Path, asker: &str, request: Value) -> Result<Outcome, String> {
+    let frame = ClientFrame::Ask {
+        session_id: None,
+        run_id: None,
+        asker: Asker::this_process(asker),
+        request,
+        timeout_secs: Some(MAX_TIMEOUT.as_secs_f64()),
+    };
+    match Call::start(socket, &frame).await {
+        Ok(mut call) => call.outcome().await.map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A conversation the daemon owns has no terminal: the operator's next
+/// message is asked for in the app, after what the agent said.
+const NEXT_MESSAGE: &str = "Your next message to the agent?";
+const END_CONVERSATION: &str = "End the conversation";
+const CARRY_ON: &str = "Carry on";
+
+/// The question asking for the next message (the default ends it).
+fn next_message_request(said: Option<&str>) -> Value {
+    let said = said
+        .map(|text| {
+            let text: String = text.chars().take(600).collect();
+            format!("The agent said: {text}\n\n")
+        })
+        .unwrap_or_default();
+    serde_json::json!({"questions": [{
+        "question": format!("{said}{NEXT_MESSAGE}"),
+        "header": "Converse",
+        "multiSelect": false,
+        "options": [
+            {"label": END_CONVERSATION, "description": "Stop here; the run finishes."},
+            {"label": CARRY_ON, "description": "Let the agent go on by its own judgement."}
+        ],
+        "default": END_CONVERSATION
+    }]})
+}
+
+/// The operator's next message, or `None` to end the conversation (they
+/// ended it, took the default, skipped, or nobody answered).
+async fn next_message_from_operator(socket: Option<&Path>, said: Option<&str>) -> Option<String> {
+    let request = next_message_request(said);
+    let outcome = ask_operator(socket?, "hark run (converse)", request).await;
+    let Ok(Outcome::Answered(resolution)) = outcome else {
+        return None;
+    };
+    let (question, answer) = resolution.answers.iter().next()?;
+    if resolution.defaulted.contains(question) {
+        return None;
+    }
+    match answer {
+        crate::schema::AnswerValue::One(text) if text == END_CONVERSATION => None,
+        crate::schema::AnswerValue::One(text) if text == CARRY_ON => Some("Go on.".into()),
+        crate::schema::AnswerValue::One(text) if !text.trim().is_empty() => {
+            Some(text.trim().into())
+        }
+        _ => None,
+    }
+}
+
+/// The operator's next message on the terminal, or `None` at the end of input.
+async fn next_message_from_terminal() -> Option<String> {
+    eprint!("you> ");
+    let mut line = String::new();
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    match stdin.read_line(&mut line).await {
+        Ok(0) | Err(_) => None,
+        Ok(_) if line.trim().is_empty() => None,
+        Ok(_) => Some(line.trim().to_owned()),
+    }
+}
+
 /// Asks the intake questions not answered on the command line, through the
 /// run's socket (`None`: nobody is attached). No timeout beyond hark's
 /// longest wait: intake questions wait for the operator.
@@ -210,18 +286,8 @@ async fn ask_intake(intake: &Intake, given: &Given, socket: Option<&Path>) -> Re
                 missing: missing(),
             });
         };
-        let frame = ClientFrame::Ask {
-            session_id: None,
-            run_id: None,
-            asker: Asker::this_process("hark run (intake)"),
-            request: serde_json::to_value(&request).map_err(|e| e.to_string())?,
-            timeout_secs: Some(MAX_TIMEOUT.as_secs_f64()),
-        };
-        let outcome = match Call::start(socket, &frame).await {
-            Ok(mut call) => call.outcome().await.map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        match outcome {
+        let request = serde_json::to_value(&request).map_err(|e| e.to_string())?;
+        match ask_operator(socket, "hark run (intake)", request).await {
             Ok(Outcome::Answered(resolution)) => {
                 intake.take_answers(&resolution.answers, &mut given)
             }
@@ -276,11 +342,13 @@ async fn dispatch(options: RunOptions) -> Result<i32, Stop> {
     }
     let app_socket = socket::app_socket_path().map_err(|e| e.to_string())?;
     let attached = tokio::net::UnixStream::connect(&app_socket).await.is_ok();
-    // A run the daemon dispatched comes with its id (the daemon already told its caller).
-    let run_id = std::env::var(RUN_ID_ENV)
+    // A run the daemon dispatched comes with its id (the daemon already told
+    // its caller), and has no terminal: a conversation asks in the app.
+    let dispatched_id = std::env::var(RUN_ID_ENV)
         .ok()
-        .filter(|id| uuid::Uuid::parse_str(id).is_ok())
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        .filter(|id| uuid::Uuid::parse_str(id).is_ok());
+    let dispatched = dispatched_id.is_some();
+    let run_id = dispatched_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let session = options
         .session
         .clone()
@@ -412,13 +480,14 @@ async fn dispatch(options: RunOptions) -> Result<i32, Stop> {
             break Ok(turn.status);
         };
         resume = Some(session);
-        eprint!("you> ");
-        let mut line = String::new();
-        let mut stdin = BufReader::new(tokio::io::stdin());
-        match stdin.read_line(&mut line).await {
-            Ok(0) | Err(_) => break Ok(turn.status),
-            Ok(_) if line.trim().is_empty() => break Ok(turn.status),
-            Ok(_) => prompt = line.trim().to_owned(),
+        let next = if dispatched {
+            next_message_from_operator(run_socket.as_deref(), turn.result.as_deref()).await
+        } else {
+            next_message_from_terminal().await
+        };
+        match next {
+            Some(message) => prompt = message,
+            None => break Ok(turn.status),
         }
     };
     if attach.is_some() {
