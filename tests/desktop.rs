@@ -656,3 +656,59 @@ async fn a_run_dispatched_from_the_inbox_asks_through_the_modal_and_is_recorded(
     desktop.screenshot("inbox-runs").await;
     desktop.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_conversation_from_the_inbox_takes_each_next_message_in_the_modal() {
+    let desktop = Desktop::start().await;
+    std::fs::write(
+        desktop.dir.path().join("no-config.toml"),
+        format!(
+            "agent_command = {:?}\n",
+            fake_claude().display().to_string()
+        ),
+    )
+    .unwrap();
+    desktop.open_inbox();
+    desktop.view("inbox").await;
+    desktop.fill("#dispatch-prompt", "SAY first turn").await;
+    desktop.fill("#dispatch-session", "talk").await;
+    desktop
+        .client
+        .find(fantoccini::Locator::Css("#dispatch-verb"))
+        .await
+        .unwrap()
+        .select_by_value("converse")
+        .await
+        .unwrap();
+    desktop.click("#dispatch-start").await;
+    let run_id = desktop.log.wait_event("run dispatched", &[])["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The agent's reply, and the operator's next message typed as "Other".
+    desktop.view("modal").await;
+    desktop
+        .wait_for_question("The agent said: first turn\n\nYour next message to the agent?")
+        .await;
+    desktop.keys("3").await; // the third choice is Other, and focuses its text
+    desktop.keys("SAY second turn").await;
+    desktop.keys(ENTER).await;
+    // Enter on the next one takes its default: the conversation ends.
+    desktop
+        .wait_for_question("The agent said: second turn\n\nYour next message to the agent?")
+        .await;
+    desktop.keys(ENTER).await;
+
+    let ended = desktop
+        .log
+        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
+    assert_eq!(ended["exit_code"], 0);
+    let runs = hark_at(&desktop, &["runs", "--json"]);
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(runs[0]["id"], run_id.as_str());
+    assert_eq!(runs[0]["status"], "finished");
+    assert_eq!(runs[0]["items"], 2);
+    assert_eq!(runs[0]["result"], "second turn");
+    desktop.stop().await;
+}
