@@ -1,7 +1,7 @@
 // @ts-check
 // The inbox window: pending items first, then the history.
 import * as ipc from './ipc.js';
-import { clip } from './text.js';
+import { clip, coalesced } from './text.js';
 
 /** @typedef {import('./bindings').Record} Item */
 
@@ -69,7 +69,7 @@ function button(text, action) {
   return b;
 }
 
-async function refresh() {
+const refresh = coalesced(async () => {
   const view = await ipc.inbox();
   $('pending-count').textContent = `(${view.pending.length})`;
   const pending = /** @type {HTMLElement} */ ($('pending').querySelector('tbody'));
@@ -104,7 +104,7 @@ async function refresh() {
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
     return tr;
   }));
-}
+});
 
 /** @param {string} id */
 const field = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));

@@ -4,7 +4,7 @@
 // An approval shows the tool, its target and a preview, and takes a verdict:
 // Enter allows with the picked scope, Esc denies.
 import * as ipc from './ipc.js';
-import { clip } from './text.js';
+import { clip, coalesced } from './text.js';
 
 /** @typedef {import('./bindings').Record} Item */
 /** @typedef {import('./bindings').Question} Question */
@@ -35,7 +35,7 @@ function defaults(q) {
   return q.options.map((o) => o.label).filter((l) => l.endsWith(RECOMMENDED));
 }
 
-async function refresh() {
+const refresh = coalesced(async () => {
   const view = await ipc.inbox(true);
   state.pending = view.pending;
   state.clockSkew = view.now_ms - Date.now();
@@ -50,7 +50,7 @@ async function refresh() {
     renderQuestion();
   }
   renderChrome();
-}
+});
 
 function renderChrome() {
   const item = state.item;
