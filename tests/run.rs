@@ -529,3 +529,34 @@ fn a_detached_conversation_asks_the_operator_for_each_next_message() {
     assert_eq!(run["items"], 2, "one question per turn");
     assert_eq!(run["result"], "second turn");
 }
+
+#[test]
+fn a_dispatched_run_that_dies_before_it_starts_is_recorded_failed_with_why() {
+    let daemon = Daemon::start(json!({}));
+    // The operator breaks the config after the daemon read it: the run's own
+    // `hark run` cannot start, and says why in its log.
+    std::fs::write(daemon.dir.path().join("no-config.toml"), "ask_timeout = [").unwrap();
+    let out = detach(&daemon, &["--session", "broken"], "hello");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run_id = stdout(&out).trim().to_owned();
+    let ended = daemon
+        .log
+        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
+    assert_eq!(ended["exit_code"], 1);
+    let all = runs(&daemon);
+    let run = all
+        .iter()
+        .find(|r| r["id"] == run_id.as_str())
+        .unwrap_or_else(|| panic!("the run was not recorded: {all:?}"));
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["exit_code"], 1);
+    assert_eq!(run["session_id"], "broken");
+    assert!(
+        run["result"].as_str().unwrap().contains("no-config.toml"),
+        "the record says why: {run}"
+    );
+}

@@ -19,6 +19,7 @@ use crate::dispatch::Verb;
 use crate::intake::Intake;
 use crate::registry::Registry;
 use crate::relay::RunDir;
+use crate::store::RunStart;
 use crate::wire::{ErrorCode, WireError};
 
 /// The environment variable naming the run id a dispatched `hark run` takes.
@@ -178,6 +179,14 @@ impl Dispatcher {
         let log = self.logs.join(format!("{run_id}.log"));
         tracing::info!(run_id, log = %log.display(), pid = child.id(), "run dispatched");
         let pid = child.id().unwrap_or_default();
+        // What the record says if the run dies before it reports itself.
+        let fallback = RunStart {
+            id: run_id.clone(),
+            session_id: request.session.clone().unwrap_or_default(),
+            command: format!("hark run -- {prompt}"),
+            cwd: request.cwd.as_ref().map(|d| d.display().to_string()),
+            pid,
+        };
         let registry = self.registry.clone();
         let id = run_id.clone();
         let log_path = log.clone();
@@ -186,39 +195,38 @@ impl Dispatcher {
             drop(dir);
             let code = status.as_ref().ok().and_then(|s| s.code()).unwrap_or(-1);
             tracing::info!(run_id = id, exit_code = code, "dispatched run ended");
-            record_if_unreported(&registry, &id, pid, code, &log_path);
+            record_if_unreported(&registry, fallback, code, &log_path);
         });
         Ok(Dispatched { run_id, log })
     }
 }
 
+/// How much of a run's log a failed run's record keeps.
+const LOG_TAIL_CHARS: usize = 2000;
+
 /// A run that ended before it reported itself (a refused intake, a bad
 /// agent path) is recorded as failed, with the end of its log as the result,
 /// so the operator sees why it never started.
-fn record_if_unreported(registry: &Registry, run_id: &str, pid: u32, exit_code: i32, log: &Path) {
+fn record_if_unreported(registry: &Registry, run: RunStart, exit_code: i32, log: &Path) {
     let Some(store) = registry.store() else {
         return;
     };
-    if store.has_run(run_id).unwrap_or(true) {
+    if store.has_run(&run.id).unwrap_or(true) {
         return;
     }
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let tail: Vec<&str> = text.lines().rev().take(5).collect();
-    let tail: Vec<&str> = tail.into_iter().rev().collect();
-    let run = crate::store::RunStart {
-        id: run_id.to_owned(),
-        session_id: String::new(),
-        command: "hark run (dispatched)".into(),
-        cwd: None,
-        pid,
-    };
+    let from = text
+        .char_indices()
+        .rev()
+        .nth(LOG_TAIL_CHARS)
+        .map_or(0, |(at, _)| at);
     let code = if exit_code == 0 { 1 } else { exit_code };
     let recorded = store
         .run_started(&run)
-        .and_then(|()| store.run_finished(run_id, code, Some(&tail.join("\n")), None));
+        .and_then(|()| store.run_finished(&run.id, code, Some(text[from..].trim()), None));
     match recorded {
         Ok(_) => registry.run_changed(),
-        Err(e) => tracing::warn!(run_id, "the failed run was not recorded: {e}"),
+        Err(e) => tracing::warn!(run_id = run.id, "the failed run was not recorded: {e}"),
     }
 }
 
