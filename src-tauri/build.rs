@@ -1,5 +1,5 @@
 //! Generates the per-command permissions (`allow-inbox`, `allow-reply`, …)
-//! that the capability files grant window by window.
+//! that the window's capability file grants.
 
 fn main() {
     let commands = &[
@@ -10,6 +10,7 @@ fn main() {
         "open_item",
         "shown",
         "dispatch",
+        "run_output",
     ];
     tauri_build::try_build(
         tauri_build::Attributes::new()

@@ -6,6 +6,7 @@ mod support;
 
 use std::process::Command;
 
+use fantoccini::Locator;
 use serde_json::{Value, json};
 use support::desktop::{Desktop, ENTER, ESCAPE, hark_at};
 use support::*;
@@ -108,7 +109,7 @@ async fn multiselect_with_other_text_and_enter_on_the_default() {
     desktop.click("#other-choice").await;
     desktop
         .client
-        .find(fantoccini::Locator::Css("#other-text"))
+        .find(Locator::Css("#other-text"))
         .await
         .unwrap()
         .send_keys("Audit log")
@@ -654,6 +655,29 @@ async fn a_run_dispatched_from_the_inbox_asks_through_the_modal_and_is_recorded(
         .await
         .unwrap();
     desktop.screenshot("inbox-runs").await;
+
+    // What the run printed is there too, for the runs the app started.
+    desktop
+        .client
+        .find(Locator::XPath(
+            "//table[@id='runs']//tr[td[1][text()='FINISHED']]//button[text()='Output']",
+        ))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let output = desktop
+        .wait_for("//pre[@id='run-output' and contains(., 'the operator is attached')]")
+        .await;
+    assert!(
+        output
+            .text()
+            .await
+            .unwrap()
+            .contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "the agent's result is in the output"
+    );
     desktop.stop().await;
 }
 
@@ -674,7 +698,7 @@ async fn a_conversation_from_the_inbox_takes_each_next_message_in_the_modal() {
     desktop.fill("#dispatch-session", "talk").await;
     desktop
         .client
-        .find(fantoccini::Locator::Css("#dispatch-verb"))
+        .find(Locator::Css("#dispatch-verb"))
         .await
         .unwrap()
         .select_by_value("converse")

@@ -192,6 +192,18 @@ pub async fn dispatch(
         .map_err(|e| IpcError::new(e.code, e.message))
 }
 
+/// What a run the app started printed (the Runs table's Output).
+#[tauri::command]
+pub fn run_output(
+    shell: State<'_, Arc<crate::shell::Shell>>,
+    id: String,
+) -> Result<String, IpcError> {
+    shell
+        .dispatcher
+        .output(&id)
+        .map_err(|e| IpcError::new(e.code, e.message))
+}
+
 /// The modal reports that it has drawn an item's options: the moment the
 /// operator can answer (`modal.shown`, measured by the desktop benchmark).
 #[tauri::command]

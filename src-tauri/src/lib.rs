@@ -86,7 +86,8 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), String> {
             ipc::dismiss,
             ipc::open_item,
             ipc::shown,
-            ipc::dispatch
+            ipc::dispatch,
+            ipc::run_output
         ])
         .setup(|app| {
             start_core(app.handle()).map_err(|e| -> Box<dyn std::error::Error> { e.into() })?;

@@ -164,7 +164,7 @@ export type DispatchRequest = {
  */
 prompt: string, 
 /**
- * task, ask or decide (a conversation needs a terminal: `hark run --verb converse`).
+ * task, ask, decide, or converse (each next message is asked for in the app).
  */
 verb: Verb, 
 /**

@@ -69,6 +69,18 @@ function button(text, action) {
   return b;
 }
 
+/** Shows what a run printed, below the Runs table. @param {string} id */
+async function showOutput(id) {
+  $('output-section').hidden = false;
+  $('output-title').textContent = `Output of run ${id.slice(0, 8)}`;
+  try {
+    $('run-output').textContent = await ipc.runOutput(id);
+  } catch (e) {
+    $('run-output').textContent = ipc.errorText(e);
+  }
+  $('output-section').scrollIntoView();
+}
+
 const refresh = coalesced(async () => {
   const view = await ipc.inbox();
   $('pending-count').textContent = `(${view.pending.length})`;
@@ -99,7 +111,8 @@ const refresh = coalesced(async () => {
     const cost = run.cost_usd == null ? '' : `, $${run.cost_usd.toFixed(4)}`;
     const result = run.result ? clip(run.result, 200) : '';
     const tr = row(run.status.toUpperCase(), command, `session ${run.session_id}${run.cwd ? ` in ${run.cwd}` : ''}`,
-      `started ${when(run.created_ms)}, ${duration(took)}${exit}${cost}`, `${run.items} asked, ${run.pending} waiting`, result);
+      `started ${when(run.created_ms)}, ${duration(took)}${exit}${cost}`, `${run.items} asked, ${run.pending} waiting`, result,
+      button('Output', () => showOutput(run.id)));
     tr.dataset.id = run.id;
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
     return tr;

@@ -46,6 +46,11 @@ export function dispatch(request) {
   return tauri.core.invoke('dispatch', { request });
 }
 
+/** What a run the app started printed. @param {string} id @returns {Promise<string>} */
+export function runOutput(id) {
+  return tauri.core.invoke('run_output', { id });
+}
+
 /** Calls `fn` with the view the window switched to. @param {(view: import('./bindings').View) => void} fn */
 export function onViewChanged(fn) {
   return tauri.event.listen('view-changed', (/** @type {{payload: import('./bindings').View}} */ e) => fn(e.payload));

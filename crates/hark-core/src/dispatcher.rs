@@ -93,6 +93,25 @@ impl Dispatcher {
             .unwrap_or_else(|| PathBuf::from("hark"))
     }
 
+    /// What a run this daemon started printed (its last 64 K characters).
+    pub fn output(&self, run_id: &str) -> Result<String, WireError> {
+        // An id, never a path: nothing outside the logs can be named.
+        let id = uuid::Uuid::parse_str(run_id).map_err(|_| {
+            WireError::new(ErrorCode::Invalid, format!("{run_id:?} is not a run id"))
+        })?;
+        match std::fs::read_to_string(self.logs.join(format!("{id}.log"))) {
+            Ok(text) => Ok(tail(&text, OUTPUT_CHARS).to_owned()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(WireError::new(
+                ErrorCode::NotPending,
+                "hark keeps the output of the runs it started (the New run form, hark run --detach); this run printed to its own terminal",
+            )),
+            Err(e) => Err(WireError::new(
+                ErrorCode::Unavailable,
+                format!("cannot read the run's output: {e}"),
+            )),
+        }
+    }
+
     /// Checks the request, starts its `hark run`, and watches it to the end
     /// (on the tokio runtime it is called from).
     pub fn start(&self, request: DispatchRequest) -> Result<Dispatched, WireError> {
@@ -201,6 +220,18 @@ impl Dispatcher {
     }
 }
 
+/// The last `max` characters of `text`.
+fn tail(text: &str, max: usize) -> &str {
+    let Some(back) = max.checked_sub(1) else {
+        return "";
+    };
+    let from = text.char_indices().rev().nth(back).map_or(0, |(at, _)| at);
+    &text[from..]
+}
+
+/// How much of a run's log `Dispatcher::output` shows.
+const OUTPUT_CHARS: usize = 64 * 1024;
+
 /// How much of a run's log a failed run's record keeps.
 const LOG_TAIL_CHARS: usize = 2000;
 
@@ -215,15 +246,15 @@ fn record_if_unreported(registry: &Registry, run: RunStart, exit_code: i32, log:
         return;
     }
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let from = text
-        .char_indices()
-        .rev()
-        .nth(LOG_TAIL_CHARS)
-        .map_or(0, |(at, _)| at);
     let code = if exit_code == 0 { 1 } else { exit_code };
-    let recorded = store
-        .run_started(&run)
-        .and_then(|()| store.run_finished(&run.id, code, Some(text[from..].trim()), None));
+    let recorded = store.run_started(&run).and_then(|()| {
+        store.run_finished(
+            &run.id,
+            code,
+            Some(tail(&text, LOG_TAIL_CHARS).trim()),
+            None,
+        )
+    });
     match recorded {
         Ok(_) => registry.run_changed(),
         Err(e) => tracing::warn!(run_id = run.id, "the failed run was not recorded: {e}"),
@@ -239,4 +270,16 @@ fn create_log(logs: &Path, run_id: &str) -> std::io::Result<std::fs::File> {
         .create_new(true)
         .mode(0o600)
         .open(logs.join(format!("{run_id}.log")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tail;
+
+    #[test]
+    fn tail_keeps_the_last_characters_on_a_char_boundary() {
+        assert_eq!(tail("héllo wörld", 5), "wörld");
+        assert_eq!(tail("short", 50), "short");
+        assert_eq!(tail("", 3), "");
+    }
 }
