@@ -715,6 +715,10 @@ async fn a_conversation_from_the_inbox_takes_each_next_message_in_the_modal() {
     desktop
         .wait_for_question("The agent said: first turn\n\nYour next message to the agent?")
         .await;
+    // The tray lists the turn by what it asks, on one line.
+    desktop.log.wait_for("the tray to list the turn", |l| {
+        l.contains("tray.updated") && l.contains("[Converse] Your next message to the agent?")
+    });
     desktop.keys("3").await; // the third choice is Other, and focuses its text
     desktop.keys("SAY second turn").await;
     desktop.keys(ENTER).await;

@@ -18,6 +18,8 @@ const IDLE_ICON: &[u8] = include_bytes!("../../icons/tray.png");
 const PENDING_ICON: &[u8] = include_bytes!("../../icons/tray-pending.png");
 /// Items listed in the menu; the rest are in the inbox.
 const MENU_ITEMS: usize = 10;
+/// The longest question text a tray entry shows.
+const MENU_LABEL_CHARS: usize = 80;
 
 /// A tray menu entry, by meaning rather than by string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +64,19 @@ fn menu<R: Runtime>(app: &AppHandle<R>, shell: &Shell) -> tauri::Result<(Menu<R>
     let mut labels = Vec::new();
     for item in pending.iter().take(MENU_ITEMS) {
         let q = &item.request.questions[0];
-        let label = format!("[{}] {}", q.header, q.question);
+        // One line per entry: a long question ends with what it asks.
+        let asks = q
+            .question
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or_default();
+        let clipped: String = asks.chars().take(MENU_LABEL_CHARS).collect();
+        let more = if clipped.len() < asks.len() {
+            "…"
+        } else {
+            ""
+        };
+        let label = format!("[{}] {clipped}{more}", q.header);
         entries.push(Box::new(MenuItem::with_id(
             app,
             TrayItem::Pending(item.id).id(),
