@@ -112,6 +112,31 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), String> {
     Ok(())
 }
 
+/// What a run of registry events changed.
+#[derive(Debug, Default)]
+struct Changed {
+    /// Items were added or settled (or events were missed): the tray too.
+    items: bool,
+    /// An item settled: the modal may be done.
+    settled: bool,
+}
+
+impl Changed {
+    /// Takes one event (`None`: some were missed).
+    fn note(&mut self, event: Option<Event>, notifier: &Arc<Notifier>) {
+        match event {
+            Some(Event::Settled { item, .. }) => {
+                notifier.settled(item.id);
+                self.items = true;
+                self.settled = true;
+            }
+            // A run started or ended: the inbox's Runs table changes, not the tray.
+            Some(Event::RunChanged) => {}
+            Some(Event::Added(_)) | None => self.items = true,
+        }
+    }
+}
+
 /// Binds the app socket, opens the store and serves the bridge with the
 /// desktop prompter; follows the registry to keep windows and tray current.
 fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
@@ -161,26 +186,34 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
     let app = app.clone();
     let mut events = registry.subscribe();
     tauri::async_runtime::spawn(async move {
+        use tokio::sync::broadcast::error::{RecvError, TryRecvError};
         loop {
-            match events.recv().await {
-                Ok(Event::Settled { item, .. }) => {
-                    notifier.settled(item.id);
-                    if registry.pending().is_empty() {
-                        windows::modal_done(&app);
-                    }
+            let first = match events.recv().await {
+                Ok(event) => Some(event),
+                Err(RecvError::Lagged(_)) => None,
+                Err(RecvError::Closed) => return,
+            };
+            // A burst (fifty agents asking at once) is drawn once: every
+            // event already waiting is taken before the windows and the
+            // tray are brought up to date.
+            let mut changed = Changed::default();
+            changed.note(first, &notifier);
+            loop {
+                match events.try_recv() {
+                    Ok(event) => changed.note(Some(event), &notifier),
+                    Err(TryRecvError::Lagged(_)) => changed.note(None, &notifier),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Closed) => return,
                 }
-                Ok(Event::Added(_)) => {}
-                // A run started or ended: the inbox's Runs table changes, not the tray.
-                Ok(Event::RunChanged) => {
-                    let _ = app.emit(INBOX_CHANGED, ());
-                    continue;
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+            if changed.settled && registry.pending().is_empty() {
+                windows::modal_done(&app);
             }
             // The windows first: the modal is what the operator waits for.
             let _ = app.emit(INBOX_CHANGED, ());
-            tray::refresh(&app);
+            if changed.items {
+                tray::refresh(&app);
+            }
         }
     });
     Ok(())
