@@ -740,3 +740,55 @@ async fn a_conversation_from_the_inbox_takes_each_next_message_in_the_modal() {
     assert_eq!(runs[0]["result"], "second turn");
     desktop.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_intake_from_the_new_run_form_is_asked_in_the_modal_before_the_agent_starts() {
+    let work = tempfile::tempdir().unwrap();
+    let log = work.path().join("fake.log");
+    let desktop = Desktop::start_with(&[("FAKE_CLAUDE_LOG", log.to_str().unwrap())], false).await;
+    std::fs::write(
+        desktop.dir.path().join("no-config.toml"),
+        format!(
+            "agent_command = {:?}\n",
+            fake_claude().display().to_string()
+        ),
+    )
+    .unwrap();
+    let intake = json!({
+        "preamble": "Release checklist.",
+        "questions": [{"id": "env", "prompt": "Which environment?", "defaults": ["staging"],
+            "options": [{"value": "staging", "label": "Staging"}, {"value": "prod", "label": "Production"}]}]
+    });
+    desktop.open_inbox();
+    desktop.view("inbox").await;
+    desktop.fill("#dispatch-prompt", "SAY shipping").await;
+    desktop.fill("#dispatch-intake", &intake.to_string()).await;
+    desktop.click("#dispatch-start").await;
+    let run_id = desktop.log.wait_event("run dispatched", &[])["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The intake comes first, in the modal; the agent has not started yet.
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which environment?").await;
+    assert!(
+        invocations(&log).is_empty(),
+        "the agent waits for the intake"
+    );
+    desktop.pick("Production").await;
+    desktop.click("#submit").await;
+    let ended = desktop
+        .log
+        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
+    assert_eq!(ended["exit_code"], 0);
+    let runs = invocations(&log);
+    assert_eq!(runs.len(), 1);
+    let prompt = flag(&runs[0], "-p").unwrap();
+    assert!(
+        prompt.contains("Release checklist.") && prompt.contains("(env): prod"),
+        "the answers are in the prompt: {prompt}"
+    );
+    assert!(prompt.ends_with("SAY shipping"), "{prompt}");
+    desktop.stop().await;
+}
