@@ -40,6 +40,37 @@ fn need(tool: &str) {
     );
 }
 
+/// Starts dunst on `bus` and waits until it owns the notification name. A
+/// dunst that has not within 5 s is stopped and started again (twice at
+/// most), its output shown: it is the tests' notification server, not
+/// what they test.
+fn start_dunst(bus: &str, notifications: &Lines) -> Child {
+    for attempt in 1..=3 {
+        let mut dunst = Command::new("dunst")
+            .env("DBUS_SESSION_BUS_ADDRESS", bus)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let output = Lines::follow(dunst.stderr.take().unwrap());
+        let serving = notifications.wait_within(Duration::from_secs(5), |lines| {
+            lines
+                .iter()
+                .any(|l| l.contains("string \"org.freedesktop.Notifications\""))
+                .then_some(())
+        });
+        if serving.is_some() {
+            return dunst;
+        }
+        kill(&mut dunst);
+        eprintln!(
+            "dunst did not serve notifications within 5 s (attempt {attempt}); it said:\n{}",
+            output.all().join("\n")
+        );
+    }
+    panic!("dunst never served notifications (see its output above)");
+}
+
 fn kill(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
@@ -115,15 +146,7 @@ impl Desktop {
             .unwrap();
         let notifications = Lines::follow(monitor.stdout.take().unwrap());
         notifications.wait_for("the monitor to attach", |l| l.starts_with("signal"));
-        let dunst = Command::new("dunst")
-            .env("DBUS_SESSION_BUS_ADDRESS", &bus)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        notifications.wait_for("dunst to serve notifications", |l| {
-            l.contains("string \"org.freedesktop.Notifications\"")
-        });
+        let dunst = start_dunst(&bus, &notifications);
         let tray_host = tray.then(|| {
             // trayer is a system-tray panel at the top right; it must be up before the app.
             Command::new("trayer")
@@ -493,14 +516,26 @@ impl Drop for Desktop {
         };
         // SIGTERM, not SIGKILL: the app settles what is pending, and a killed
         // driver leaves WebKitWebDriver running.
-        for pid in app
-            .filter(|pid| still_ours(*pid))
-            .into_iter()
-            .chain([u64::from(self.driver.id())])
-        {
+        let app = app.filter(|pid| still_ours(*pid));
+        for pid in app.into_iter().chain([u64::from(self.driver.id())]) {
             let _ = Command::new("kill").arg(pid.to_string()).status();
         }
         let _ = self.driver.wait();
+        // The app is not our child: `tail --pid` waits for it to be gone, so
+        // the next test starts on a display it no longer holds.
+        if let Some(pid) = app {
+            let _ = Command::new("timeout")
+                .args([
+                    "10",
+                    "tail",
+                    "-s",
+                    "0.1",
+                    &format!("--pid={pid}"),
+                    "-f",
+                    "/dev/null",
+                ])
+                .status();
+        }
         if let Some(tray) = &mut self.tray_host {
             kill(tray);
         }

@@ -59,19 +59,31 @@ impl Lines {
     /// Waits until `found` finds something in the lines so far (it is asked
     /// again on each new line) and returns what it found.
     pub fn wait_until<T>(&self, what: &str, found: impl Fn(&[String]) -> Option<T>) -> T {
+        self.wait_within(PATIENCE, found).unwrap_or_else(|| {
+            panic!(
+                "timed out waiting for {what}; saw:\n{}",
+                self.all().join("\n")
+            )
+        })
+    }
+
+    /// Like [`Lines::wait_until`], but gives up after `within` (`None`).
+    pub fn wait_within<T>(
+        &self,
+        within: Duration,
+        found: impl Fn(&[String]) -> Option<T>,
+    ) -> Option<T> {
         let (lock, cvar) = &*self.inner;
-        let deadline = Instant::now() + PATIENCE;
+        let deadline = Instant::now() + within;
         let mut lines = lock.lock().unwrap();
         loop {
             if let Some(hit) = found(&lines) {
-                return hit;
+                return Some(hit);
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "timed out waiting for {what}; saw:\n{}",
-                lines.join("\n")
-            );
+            if left.is_zero() {
+                return None;
+            }
             lines = cvar.wait_timeout(lines, left).unwrap().0;
         }
     }
