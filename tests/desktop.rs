@@ -591,10 +591,10 @@ fn without_a_display_hark_app_says_so_and_points_to_the_terminal() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_run_dispatched_from_the_inbox_asks_through_the_modal_and_is_recorded() {
-    let desktop = Desktop::start().await;
-    // The app's runs start the configured agent: here, the fake one.
+/// The app, with `env`, whose runs start the fake agent (the configured
+/// one), showing the inbox and its New run form.
+async fn inbox_with_the_fake_agent(env: &[(&str, &str)]) -> Desktop {
+    let desktop = Desktop::start_with(env, false).await;
     std::fs::write(
         desktop.dir.path().join("no-config.toml"),
         format!(
@@ -603,17 +603,38 @@ async fn a_run_dispatched_from_the_inbox_asks_through_the_modal_and_is_recorded(
         ),
     )
     .unwrap();
-    let work = tempfile::tempdir().unwrap();
     desktop.open_inbox();
     desktop.view("inbox").await;
+    desktop
+}
+
+/// The id of the run the app just dispatched.
+fn dispatched(desktop: &Desktop) -> String {
+    desktop.log.wait_event("run dispatched", &[])["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Waits for the dispatched run to end, and checks it exited 0.
+fn ended_well(desktop: &Desktop, run_id: &str) {
+    let ended = desktop
+        .log
+        .wait_event("dispatched run ended", &[("run_id", run_id)]);
+    assert_eq!(ended["exit_code"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_dispatched_from_the_inbox_asks_through_the_modal_and_is_recorded() {
+    let desktop = inbox_with_the_fake_agent(&[]).await;
+    let work = tempfile::tempdir().unwrap();
     desktop.fill("#dispatch-prompt", &ask_line()).await;
     desktop
         .fill("#dispatch-cwd", work.path().to_str().unwrap())
         .await;
     desktop.fill("#dispatch-session", "from-the-app").await;
     desktop.keys(ENTER).await;
-    let dispatched = desktop.log.wait_event("run dispatched", &[]);
-    let run_id = dispatched["run_id"].as_str().unwrap().to_owned();
+    let run_id = dispatched(&desktop);
     desktop
         .wait_for(&format!(
             "//span[@id='dispatch-status' and starts-with(text(), 'Run {}')]",
@@ -626,10 +647,7 @@ async fn a_run_dispatched_from_the_inbox_asks_through_the_modal_and_is_recorded(
     desktop.wait_for_question("Which database?").await;
     desktop.pick("SQLite").await;
     desktop.click("#submit").await;
-    let ended = desktop
-        .log
-        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
-    assert_eq!(ended["exit_code"], 0);
+    ended_well(&desktop, &run_id);
     let runs = hark_at(&desktop, &["runs", "--json"]);
     let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
     assert_eq!(runs[0]["id"], run_id.as_str());
@@ -683,17 +701,7 @@ async fn a_run_dispatched_from_the_inbox_asks_through_the_modal_and_is_recorded(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_conversation_from_the_inbox_takes_each_next_message_in_the_modal() {
-    let desktop = Desktop::start().await;
-    std::fs::write(
-        desktop.dir.path().join("no-config.toml"),
-        format!(
-            "agent_command = {:?}\n",
-            fake_claude().display().to_string()
-        ),
-    )
-    .unwrap();
-    desktop.open_inbox();
-    desktop.view("inbox").await;
+    let desktop = inbox_with_the_fake_agent(&[]).await;
     desktop.fill("#dispatch-prompt", "SAY first turn").await;
     desktop.fill("#dispatch-session", "talk").await;
     desktop
@@ -705,10 +713,7 @@ async fn a_conversation_from_the_inbox_takes_each_next_message_in_the_modal() {
         .await
         .unwrap();
     desktop.click("#dispatch-start").await;
-    let run_id = desktop.log.wait_event("run dispatched", &[])["run_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let run_id = dispatched(&desktop);
 
     // The agent's reply, and the operator's next message typed as "Other".
     desktop.view("modal").await;
@@ -728,10 +733,7 @@ async fn a_conversation_from_the_inbox_takes_each_next_message_in_the_modal() {
         .await;
     desktop.keys(ENTER).await;
 
-    let ended = desktop
-        .log
-        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
-    assert_eq!(ended["exit_code"], 0);
+    ended_well(&desktop, &run_id);
     let runs = hark_at(&desktop, &["runs", "--json"]);
     let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
     assert_eq!(runs[0]["id"], run_id.as_str());
@@ -745,29 +747,16 @@ async fn a_conversation_from_the_inbox_takes_each_next_message_in_the_modal() {
 async fn an_intake_from_the_new_run_form_is_asked_in_the_modal_before_the_agent_starts() {
     let work = tempfile::tempdir().unwrap();
     let log = work.path().join("fake.log");
-    let desktop = Desktop::start_with(&[("FAKE_CLAUDE_LOG", log.to_str().unwrap())], false).await;
-    std::fs::write(
-        desktop.dir.path().join("no-config.toml"),
-        format!(
-            "agent_command = {:?}\n",
-            fake_claude().display().to_string()
-        ),
-    )
-    .unwrap();
+    let desktop = inbox_with_the_fake_agent(&[("FAKE_CLAUDE_LOG", log.to_str().unwrap())]).await;
     let intake = json!({
         "preamble": "Release checklist.",
         "questions": [{"id": "env", "prompt": "Which environment?", "defaults": ["staging"],
             "options": [{"value": "staging", "label": "Staging"}, {"value": "prod", "label": "Production"}]}]
     });
-    desktop.open_inbox();
-    desktop.view("inbox").await;
     desktop.fill("#dispatch-prompt", "SAY shipping").await;
     desktop.fill("#dispatch-intake", &intake.to_string()).await;
     desktop.click("#dispatch-start").await;
-    let run_id = desktop.log.wait_event("run dispatched", &[])["run_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let run_id = dispatched(&desktop);
 
     // The intake comes first, in the modal; the agent has not started yet.
     desktop.view("modal").await;
@@ -778,10 +767,7 @@ async fn an_intake_from_the_new_run_form_is_asked_in_the_modal_before_the_agent_
     );
     desktop.pick("Production").await;
     desktop.click("#submit").await;
-    let ended = desktop
-        .log
-        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
-    assert_eq!(ended["exit_code"], 0);
+    ended_well(&desktop, &run_id);
     let runs = invocations(&log);
     assert_eq!(runs.len(), 1);
     let prompt = flag(&runs[0], "-p").unwrap();

@@ -398,6 +398,20 @@ fn detach(daemon: &Daemon, args: &[&str], prompt: &str) -> std::process::Output 
         .unwrap()
 }
 
+/// The id `hark run --detach` printed, and the daemon's event for its end.
+fn run_and_end(daemon: &Daemon, detached: &std::process::Output) -> (String, Value) {
+    assert!(
+        detached.status.success(),
+        "{}",
+        String::from_utf8_lossy(&detached.stderr)
+    );
+    let run_id = stdout(detached).trim().to_owned();
+    let ended = daemon
+        .log
+        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
+    (run_id, ended)
+}
+
 #[test]
 fn a_detached_run_is_the_daemons_and_its_answer_reaches_the_agent() {
     let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
@@ -412,16 +426,8 @@ fn a_detached_run_is_the_daemons_and_its_answer_reaches_the_agent() {
         ],
         &ask_line(),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     // The caller is told the run's id at once and goes its way.
-    let run_id = stdout(&out).trim().to_owned();
-    let ended = daemon
-        .log
-        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
+    let (run_id, ended) = run_and_end(&daemon, &out);
     assert_eq!(ended["exit_code"], 0);
 
     let run = run_of(&daemon, "detached");
@@ -505,15 +511,7 @@ fn a_detached_conversation_asks_the_operator_for_each_next_message() {
         &["--verb", "converse", "--session", "talk"],
         "SAY first turn",
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run_id = stdout(&out).trim().to_owned();
-    let ended = daemon
-        .log
-        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
+    let (_, ended) = run_and_end(&daemon, &out);
     assert_eq!(ended["exit_code"], 0);
 
     // The operator's message started the second turn, resuming the agent's session.
@@ -537,15 +535,7 @@ fn a_dispatched_run_that_dies_before_it_starts_is_recorded_failed_with_why() {
     // `hark run` cannot start, and says why in its log.
     std::fs::write(daemon.dir.path().join("no-config.toml"), "ask_timeout = [").unwrap();
     let out = detach(&daemon, &["--session", "broken"], "hello");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run_id = stdout(&out).trim().to_owned();
-    let ended = daemon
-        .log
-        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
+    let (run_id, ended) = run_and_end(&daemon, &out);
     assert_eq!(ended["exit_code"], 1);
     let all = runs(&daemon);
     let run = all

@@ -9,7 +9,7 @@ use hark_core::dispatcher::{DispatchRequest, Dispatched};
 use hark_core::item::{ItemId, Outcome};
 use hark_core::registry::ReplyError;
 use hark_core::store::{Filter, Record, RunRecord, RunStatus, unix_ms};
-use hark_core::wire::{ErrorCode, WireReply};
+use hark_core::wire::{ErrorCode, WireError, WireReply};
 use serde::Serialize;
 use tauri::{AppHandle, Runtime, State};
 use ts_rs::TS;
@@ -35,14 +35,19 @@ impl IpcError {
     }
 }
 
-impl From<ReplyError> for IpcError {
-    fn from(e: ReplyError) -> Self {
-        let wire: hark_core::wire::WireError = e.into();
+impl From<WireError> for IpcError {
+    fn from(wire: WireError) -> Self {
         let mut message = wire.message;
         if !wire.issues.is_empty() {
             message = hark_core::validate::describe(&wire.issues);
         }
         IpcError::new(wire.code, message)
+    }
+}
+
+impl From<ReplyError> for IpcError {
+    fn from(e: ReplyError) -> Self {
+        WireError::from(e).into()
     }
 }
 
@@ -186,10 +191,7 @@ pub async fn dispatch(
     mut request: DispatchRequest,
 ) -> Result<Dispatched, IpcError> {
     request.agent = None;
-    shell
-        .dispatcher
-        .start(request)
-        .map_err(|e| IpcError::new(e.code, e.message))
+    Ok(shell.dispatcher.start(request)?)
 }
 
 /// What a run the app started printed (the Runs table's Output).
@@ -198,10 +200,7 @@ pub fn run_output(
     shell: State<'_, Arc<crate::shell::Shell>>,
     id: String,
 ) -> Result<String, IpcError> {
-    shell
-        .dispatcher
-        .output(&id)
-        .map_err(|e| IpcError::new(e.code, e.message))
+    Ok(shell.dispatcher.output(&id)?)
 }
 
 /// The modal reports that it has drawn an item's options: the moment the
