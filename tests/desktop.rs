@@ -744,6 +744,38 @@ async fn a_conversation_from_the_inbox_takes_each_next_message_in_the_modal() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_dispatched_run_gets_the_environment_the_app_was_started_with() {
+    let work = tempfile::tempdir().unwrap();
+    let log = work.path().join("fake.log");
+    // The user's own setting of one of the app's rendering variables.
+    let desktop = inbox_with_the_fake_agent(&[
+        ("FAKE_CLAUDE_LOG", log.to_str().unwrap()),
+        ("WEBKIT_WEB_RENDER_DEVICE_FILE", "/dev/null"),
+    ])
+    .await;
+    desktop.fill("#dispatch-prompt", "SAY hello").await;
+    desktop.click("#dispatch-start").await;
+    let run_id = dispatched(&desktop);
+    ended_well(&desktop, &run_id);
+    let runs = invocations(&log);
+    assert_eq!(runs.len(), 1);
+    let env = runs[0]["env"].as_object().unwrap();
+    // What the app set for itself stays in the app; the user's own passes on.
+    for set_by_the_app in [
+        "WEBKIT_DISABLE_COMPOSITING_MODE",
+        "WEBKIT_DISABLE_DMABUF_RENDERER",
+        "GDK_GL",
+    ] {
+        assert!(
+            !env.contains_key(set_by_the_app),
+            "{set_by_the_app}: {env:?}"
+        );
+    }
+    assert_eq!(env["WEBKIT_WEB_RENDER_DEVICE_FILE"], "/dev/null");
+    desktop.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_intake_from_the_new_run_form_is_asked_in_the_modal_before_the_agent_starts() {
     let work = tempfile::tempdir().unwrap();
     let log = work.path().join("fake.log");

@@ -9,11 +9,13 @@
 //! - [`shell`]: the app's state over the core's registry.
 //! - [`prompter`], [`notify`]: presenting a new item.
 //! - [`windows`], [`tray`]: the modal and inbox windows; the tray icon.
+//! - [`rendering`]: the page drawn on the CPU, with no GL in the app.
 //! - [`ipc`]: the commands the windows call, and the TypeScript they see.
 
 pub mod ipc;
 pub mod notify;
 pub mod prompter;
+pub mod rendering;
 pub mod shell;
 pub mod tray;
 pub mod windows;
@@ -141,7 +143,7 @@ impl Changed {
 /// desktop prompter; follows the registry to keep windows and tray current.
 fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
     let prompter = Arc::new(DesktopPrompter { app: app.clone() });
-    let prepared = tauri::async_runtime::block_on(async { serve::prepare(prompter, None, None, false) })
+    let mut prepared = tauri::async_runtime::block_on(async { serve::prepare(prompter, None, None, false) })
         .map_err(|e| match e {
             serve::ServeError::Socket(hark_core::socket::SocketError::AlreadyRunning(path)) => format!(
                 "another hark is already serving on {} (a `hark serve`, or the app under another session); stop it first",
@@ -149,6 +151,7 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
             ),
             other => other.to_string(),
         })?;
+    prepared.bridge.dispatcher.own_env = rendering::set_by_the_app();
     let registry = prepared.bridge.registry.clone();
     let notifier = Arc::new(Notifier::default());
     app.manage(notifier.clone());

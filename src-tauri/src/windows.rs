@@ -93,12 +93,11 @@ fn window<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<WebviewWindow<R>> {
         return Ok(window);
     }
     let size = View::Modal.size();
-    let window = WebviewWindowBuilder::new(app, LABEL, first_page())
+    let window = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App("index.html".into()))
         .title(View::Modal.title())
         .inner_size(size.width, size.height)
         .visible(false)
         .build()?;
-    plain_rendering(&window);
     let handle = window.clone();
     // Closing the window keeps hark running in the tray.
     window.on_window_event(move |event| {
@@ -109,45 +108,6 @@ fn window<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<WebviewWindow<R>> {
     });
     Ok(window)
 }
-
-/// Draws the page without GPU compositing. The page is plain forms, which
-/// gains nothing from it, and compositing costs a GL context in the web
-/// process and in the app (with Mesa's software GL, ~70 MB of the app's
-/// footprint here).
-/// The policy is set before the page loads (switching a loaded page's
-/// renderer breaks it), so on Linux the window opens on a blank page and
-/// goes to the app's once the setting is in place.
-#[cfg(target_os = "linux")]
-fn plain_rendering<R: Runtime>(window: &WebviewWindow<R>) {
-    let done = window.with_webview(|webview| {
-        use webkit2gtk::{HardwareAccelerationPolicy, SettingsExt, WebViewExt};
-        let webview = webview.inner();
-        if let Some(settings) = webview.settings() {
-            settings.set_hardware_acceleration_policy(HardwareAccelerationPolicy::Never);
-        }
-        webview.load_uri(APP_PAGE);
-    });
-    if let Err(e) = done {
-        tracing::warn!("cannot turn GPU compositing off: {e}");
-    }
-}
-
-/// The app's page as WebKitGTK loads it (Tauri's custom scheme on Linux).
-#[cfg(target_os = "linux")]
-const APP_PAGE: &str = "tauri://localhost/index.html";
-
-#[cfg(target_os = "linux")]
-fn first_page() -> WebviewUrl {
-    WebviewUrl::External("about:blank".parse().expect("a valid URL"))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn first_page() -> WebviewUrl {
-    WebviewUrl::App("index.html".into())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn plain_rendering<R: Runtime>(_window: &WebviewWindow<R>) {}
 
 fn hide_window<R: Runtime>(window: &WebviewWindow<R>) {
     *window.state::<Shown>().state() = ShownState::default();

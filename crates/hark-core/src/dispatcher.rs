@@ -80,6 +80,10 @@ pub struct Dispatcher {
     /// Where the run logs go (`<data dir>/runs`).
     pub logs: PathBuf,
     pub registry: Registry,
+    /// Variables the daemon set in its own environment (the desktop app's
+    /// rendering settings), taken out of a run's: a run gets the environment
+    /// the daemon was started with.
+    pub own_env: Vec<&'static str>,
 }
 
 impl Dispatcher {
@@ -189,6 +193,9 @@ impl Dispatcher {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(stderr);
+        for name in &self.own_env {
+            command.env_remove(name);
+        }
         if let Some(cwd) = &request.cwd {
             command.current_dir(cwd);
         }

@@ -104,6 +104,7 @@ pub fn prepare(
             socket: socket_file.path().to_owned(),
             logs: store_path.with_file_name("runs"),
             registry: registry.clone(),
+            own_env: Vec::new(),
         },
     };
     tracing::info!(

@@ -111,7 +111,11 @@ fn record(argv: &[String]) {
         return;
     };
     let env: BTreeMap<String, String> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("HARK_") || k == "MCP_TOOL_TIMEOUT" || k == "FAKE_MARKER")
+        .filter(|(k, _)| {
+            k.starts_with("HARK_")
+                || k.starts_with("WEBKIT_")
+                || ["MCP_TOOL_TIMEOUT", "FAKE_MARKER", "GDK_GL"].contains(&k.as_str())
+        })
         .collect();
     let cwd = std::env::current_dir()
         .map(|d| d.display().to_string())
