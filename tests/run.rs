@@ -460,6 +460,28 @@ fn a_detached_run_is_the_daemons_and_its_answer_reaches_the_agent() {
 }
 
 #[test]
+fn only_the_newest_dispatched_runs_keep_their_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("no-config.toml"), "run_log_limit = 1\n").unwrap();
+    let daemon = Daemon::start_in(dir, json!({}), &[]);
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let session = format!("run-{n}");
+        let out = detach(&daemon, &["--session", &session], "SAY done");
+        let (run_id, ended) = run_and_end(&daemon, &out);
+        assert_eq!(ended["exit_code"], 0);
+        ids.push(run_id);
+    }
+    let logs = daemon.dir.path().join("data/runs");
+    let kept = |id: &str| logs.join(format!("{id}.log")).exists();
+    // Starting the third found the first older than the newest one.
+    assert!(!kept(&ids[0]), "the oldest run's log is removed");
+    assert!(kept(&ids[1]) && kept(&ids[2]));
+    // The runs' records stay: the history has its own limit.
+    assert_eq!(runs(&daemon).len(), 3);
+}
+
+#[test]
 fn a_dispatch_the_daemon_cannot_start_is_refused_plainly() {
     let daemon = Daemon::start(json!({}));
     let refused = |args: &[&str], prompt: &str, says: &str| {

@@ -4,7 +4,8 @@
 //! ```toml
 //! ask_timeout_secs = 300   # the bounded wait for an answer
 //! strict_defaults = false  # require a pre-picked default on every question
-//! history_limit = 10000    # settled items kept in the inbox history
+//! history_limit = 10000    # settled items (and ended runs) kept in the history
+//! run_log_limit = 100      # dispatched runs whose output is kept (the newest)
 //! agent_command = "claude" # the agent `hark run` starts
 //!
 //! [approvals]              # the write-mode gate (`hark run --read-only`)
@@ -31,8 +32,12 @@ pub struct Config {
     pub ask_timeout_secs: u64,
     /// Every question must carry a default.
     pub strict_defaults: bool,
-    /// How many settled items the history keeps (the newest).
+    /// How many settled items, and how many ended runs, the history keeps
+    /// (the newest).
     pub history_limit: u64,
+    /// How many of the runs the daemon dispatched keep their output log
+    /// (the newest; a running run's log is always kept).
+    pub run_log_limit: u64,
     /// The agent `hark run` starts (default: `claude` on PATH).
     pub agent_command: Option<std::path::PathBuf>,
     /// What the write-mode gate lets pass, asks about, and asks every time.
@@ -45,6 +50,7 @@ impl Default for Config {
             ask_timeout_secs: DEFAULT_ASK_TIMEOUT.as_secs(),
             strict_defaults: false,
             history_limit: 10_000,
+            run_log_limit: 100,
             agent_command: None,
             approvals: Policy::default(),
         }

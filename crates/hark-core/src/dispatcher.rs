@@ -84,6 +84,8 @@ pub struct Dispatcher {
     /// rendering settings), taken out of a run's: a run gets the environment
     /// the daemon was started with.
     pub own_env: Vec<&'static str>,
+    /// How many runs keep their log (the newest; see [`Dispatcher::prune_logs`]).
+    pub log_limit: u64,
 }
 
 impl Dispatcher {
@@ -107,7 +109,10 @@ impl Dispatcher {
             Ok(text) => Ok(tail(&text, OUTPUT_CHARS).to_owned()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(WireError::new(
                 ErrorCode::NotPending,
-                "hark keeps the output of the runs it started (the New run form, hark run --detach); this run printed to its own terminal",
+                format!(
+                    "no output is kept for this run: hark keeps the output of the newest {} runs it started (the New run form, hark run --detach); a run started from a terminal printed there",
+                    self.log_limit
+                ),
             )),
             Err(e) => Err(WireError::new(
                 ErrorCode::Unavailable,
@@ -153,6 +158,7 @@ impl Dispatcher {
         let unavailable = |what: &str, e: &dyn std::fmt::Display| {
             WireError::new(ErrorCode::Unavailable, format!("{what}: {e}"))
         };
+        self.prune_logs();
         let run_id = uuid::Uuid::new_v4().to_string();
         let dir =
             RunDir::create().map_err(|e| unavailable("cannot make the run's directory", &e))?;
@@ -224,6 +230,39 @@ impl Dispatcher {
             record_if_unreported(&registry, fallback, code, &log_path);
         });
         Ok(Dispatched { run_id, log })
+    }
+
+    /// Deletes the logs of ended runs older than the newest
+    /// [`log_limit`](Dispatcher::log_limit) runs. A log whose run is running,
+    /// or not recorded yet (just started), is kept.
+    fn prune_logs(&self) {
+        let Some(store) = self.registry.store() else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(&self.logs) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Some(id) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".log"))
+            else {
+                continue;
+            };
+            match store.run_is_past(id, self.log_limit) {
+                Ok(true) => match std::fs::remove_file(&path) {
+                    Ok(()) => tracing::debug!(run_id = id, "removed an old run's log"),
+                    Err(e) => tracing::warn!(run_id = id, "cannot remove an old run's log: {e}"),
+                },
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!("cannot trim the run logs: {e}");
+                    return;
+                }
+            }
+        }
     }
 }
 

@@ -105,6 +105,7 @@ pub fn prepare(
             logs: store_path.with_file_name("runs"),
             registry: registry.clone(),
             own_env: Vec::new(),
+            log_limit: config.run_log_limit,
         },
     };
     tracing::info!(
@@ -153,9 +154,14 @@ async fn keep_history(registry: Registry, limit: u64) {
     loop {
         if settled >= TRIM_EVERY {
             settled = 0;
-            match store.prune_settled(limit) {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(removed = n, limit, "trimmed the inbox history"),
+            match store
+                .prune_settled(limit)
+                .and_then(|items| store.prune_runs(limit).map(|runs| (items, runs)))
+            {
+                Ok((0, 0)) => {}
+                Ok((items, runs)) => {
+                    tracing::info!(items, runs, limit, "trimmed the inbox history")
+                }
                 Err(e) => tracing::warn!("could not trim the inbox history: {e}"),
             }
         }

@@ -369,6 +369,31 @@ impl Store {
             .map_err(|e| self.sql(e))
     }
 
+    /// Deletes ended runs beyond the newest `keep` runs; a running run is
+    /// kept. Returns how many were deleted.
+    pub fn prune_runs(&self, keep: u64) -> Result<usize, StoreError> {
+        self.lock()
+            .execute(
+                "DELETE FROM runs WHERE status != 'running' AND id NOT IN
+                   (SELECT id FROM runs ORDER BY created_ms DESC, rowid DESC LIMIT ?1)",
+                [i64::try_from(keep).unwrap_or(i64::MAX)],
+            )
+            .map_err(|e| self.sql(e))
+    }
+
+    /// Whether run `id` is recorded as ended and is older than the newest
+    /// `keep` runs (so its output log can go).
+    pub fn run_is_past(&self, id: &str, keep: u64) -> Result<bool, StoreError> {
+        self.lock()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status != 'running'
+                   AND id NOT IN (SELECT id FROM runs ORDER BY created_ms DESC, rowid DESC LIMIT ?2))",
+                params![id, i64::try_from(keep).unwrap_or(i64::MAX)],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.sql(e))
+    }
+
     /// Whether a run with this id was recorded.
     pub fn has_run(&self, id: &str) -> Result<bool, StoreError> {
         self.lock()
@@ -440,7 +465,7 @@ impl Store {
                         (SELECT COUNT(*) FROM items i WHERE i.run_id = r.id),
                         (SELECT COUNT(*) FROM items i WHERE i.run_id = r.id AND i.outcome IS NULL),
                         r.result, r.cost_usd
-                 FROM runs r ORDER BY r.created_ms DESC LIMIT ?1",
+                 FROM runs r ORDER BY r.created_ms DESC, r.rowid DESC LIMIT ?1",
             )
             .map_err(|e| self.sql(e))?;
         let rows = statement
@@ -790,6 +815,36 @@ mod tests {
         assert!(store.get(items[3].id).unwrap().is_some());
         assert_eq!(store.prune_settled(0).unwrap(), 1);
         assert_eq!(store.list(&Filter::default()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn pruning_runs_keeps_the_newest_and_every_running_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("hark.db")).unwrap();
+        let ids: Vec<String> = (0..5).map(|n| format!("run-{n}")).collect();
+        for id in &ids {
+            store
+                .run_started(&RunStart {
+                    id: id.clone(),
+                    session_id: "s".into(),
+                    command: "hark run".into(),
+                    cwd: None,
+                    pid: std::process::id(),
+                })
+                .unwrap();
+        }
+        // The oldest is still running; the others ended.
+        for id in &ids[1..] {
+            assert!(store.run_finished(id, 0, None, None).unwrap());
+        }
+        assert!(store.run_is_past("run-1", 3).unwrap());
+        assert!(!store.run_is_past("run-2", 3).unwrap());
+        assert!(!store.run_is_past("run-0", 3).unwrap(), "still running");
+        assert!(!store.run_is_past("never-recorded", 0).unwrap());
+
+        assert_eq!(store.prune_runs(2).unwrap(), 2);
+        let left: Vec<String> = store.runs(10).unwrap().into_iter().map(|r| r.id).collect();
+        assert_eq!(left, ["run-4", "run-3", "run-0"]);
     }
 
     #[test]
