@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::item::{Asker, Outcome};
 use crate::socket;
 use crate::validate::{describe, validate};
-use crate::wire::ClientFrame;
+use crate::wire::{Caller, ClientFrame};
 
 pub const EXIT_ANSWERED: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
@@ -84,15 +84,17 @@ pub async fn run(options: AskOptions) -> i32 {
     };
     let timeout = options.timeout.unwrap_or_else(|| config.ask_timeout());
     let frame = ClientFrame::Ask {
-        run_id: None,
-        session_id: Some(
-            options
-                .session_id
-                .unwrap_or_else(|| format!("hark-ask-{}", std::process::id())),
-        ),
-        asker: Asker::this_process("hark ask"),
+        caller: Caller {
+            session_id: Some(
+                options
+                    .session_id
+                    .unwrap_or_else(|| format!("hark-ask-{}", std::process::id())),
+            ),
+            run_id: None,
+            asker: Asker::this_process("hark ask"),
+            timeout_secs: Some(timeout.as_secs_f64()),
+        },
         request,
-        timeout_secs: Some(timeout.as_secs_f64()),
     };
     let give_up = tokio::time::Instant::now() + timeout;
     let mut retry = tokio::time::interval(ATTACH_RETRY);

@@ -20,11 +20,12 @@ use crate::inbox;
 use crate::item::{Item, ItemId, Outcome};
 use crate::prompter::{OperatorPrompter, Unanswered};
 use crate::registry::{Pending, Registry, Reply};
+use crate::schema::AskRequest;
 use crate::socket::peer_is_owner;
 use crate::trace;
 use crate::validate::{Rules, validate};
 use crate::wire::{
-    ClientFrame, ErrorCode, FrameError, ServerFrame, WireError, read_frame, write_frame,
+    Caller, ClientFrame, ErrorCode, FrameError, ServerFrame, WireError, read_frame, write_frame,
 };
 
 /// The longest wait a call may ask for (a day).
@@ -149,24 +150,9 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
         }
     };
     let answer = match frame {
-        ClientFrame::Ask {
-            session_id,
-            run_id,
-            asker,
-            request,
-            timeout_secs,
-        } => match validate(&request, bridge.rules) {
+        ClientFrame::Ask { caller, request } => match validate(&request, bridge.rules) {
             Ok(request) => {
-                let item = Item {
-                    id: ItemId::random(),
-                    session_id: session_id.unwrap_or_else(|| "unnamed".into()),
-                    run_id,
-                    asker,
-                    request,
-                    approval: None,
-                    created_at: SystemTime::now(),
-                    timeout: effective_timeout(timeout_secs, bridge.default_timeout),
-                };
+                let item = new_item(caller, request, None, bridge.default_timeout);
                 let pending = bridge.registry.open(item);
                 wait_for_operator(pending, &bridge, reader, writer).await;
                 return;
@@ -178,14 +164,11 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
             }
         },
         ClientFrame::Approve {
-            session_id,
-            run_id,
-            asker,
+            caller,
             tool_name,
             input,
-            timeout_secs,
         } => {
-            let session_id = session_id.unwrap_or_else(|| "unnamed".into());
+            let session_id = caller.session();
             let approval = match bridge.gate.policy.classify(&tool_name, &input) {
                 Class::ReadOnly => {
                     let decided = ServerFrame::Decided {
@@ -199,7 +182,7 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
                 Class::Write(approval) => approval,
             };
             // "This run": the dispatched run, else the agent's session.
-            let run = run_id.clone().unwrap_or_else(|| session_id.clone());
+            let run = caller.run_id.clone().unwrap_or_else(|| session_id.clone());
             if let Some(scope) = bridge.gate.grants.covering(&approval, &run, &session_id) {
                 trace::write_mode(&approval, &run, &session_id, Some(scope), "grant");
                 let decided = ServerFrame::Decided {
@@ -210,16 +193,12 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
                 let _ = write_frame(&mut writer, &decided).await;
                 return;
             }
-            let item = Item {
-                id: ItemId::random(),
-                session_id: session_id.clone(),
-                run_id,
-                asker,
-                request: approval.request(),
-                approval: Some(approval.clone()),
-                created_at: SystemTime::now(),
-                timeout: effective_timeout(timeout_secs, bridge.default_timeout),
-            };
+            let item = new_item(
+                caller,
+                approval.request(),
+                Some(approval.clone()),
+                bridge.default_timeout,
+            );
             let pending = bridge.registry.open(item);
             let outcome = wait_for_operator(pending, &bridge, reader, writer).await;
             let verdict = match outcome {
@@ -270,6 +249,25 @@ fn verdict(item: &Item, picks: &crate::resolve::Picks) -> Option<Reply> {
         Some(scope) => Reply::Approve(Some(scope)),
         None => Reply::Deny,
     })
+}
+
+/// A new pending item for `caller`'s request.
+fn new_item(
+    caller: Caller,
+    request: AskRequest,
+    approval: Option<Approval>,
+    default_timeout: Duration,
+) -> Item {
+    Item {
+        id: ItemId::random(),
+        session_id: caller.session(),
+        run_id: caller.run_id,
+        asker: caller.asker,
+        request,
+        approval,
+        created_at: SystemTime::now(),
+        timeout: effective_timeout(caller.timeout_secs, default_timeout),
+    }
 }
 
 /// The call's wait: its own when valid, else the default; never above [`MAX_TIMEOUT`].

@@ -15,7 +15,9 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::task::JoinHandle;
 
 use crate::socket::{self, SocketError, peer_is_owner};
-use crate::wire::{ClientFrame, ErrorCode, ServerFrame, WireError, read_frame, write_frame};
+use crate::wire::{
+    Caller, ClientFrame, ErrorCode, ServerFrame, WireError, read_frame, write_frame,
+};
 
 /// A private directory removed (with what is in it) when dropped.
 #[derive(Debug)]
@@ -146,31 +148,26 @@ async fn relay(agent: UnixStream, app_socket: PathBuf, run_id: String, session_i
     };
     // The run's socket names the run and its session, whatever the agent says.
     let frame = match frame {
-        Some(ClientFrame::Ask {
-            asker,
+        Some(ClientFrame::Ask { caller, request }) => ClientFrame::Ask {
+            caller: Caller {
+                session_id: Some(session_id),
+                run_id: Some(run_id),
+                ..caller
+            },
             request,
-            timeout_secs,
-            ..
-        }) => ClientFrame::Ask {
-            session_id: Some(session_id),
-            run_id: Some(run_id),
-            asker,
-            request,
-            timeout_secs,
         },
         Some(ClientFrame::Approve {
-            asker,
+            caller,
             tool_name,
             input,
-            timeout_secs,
-            ..
         }) => ClientFrame::Approve {
-            session_id: Some(session_id),
-            run_id: Some(run_id),
-            asker,
+            caller: Caller {
+                session_id: Some(session_id),
+                run_id: Some(run_id),
+                ..caller
+            },
             tool_name,
             input,
-            timeout_secs,
         },
         _ => {
             return refuse(

@@ -20,7 +20,7 @@ use crate::item::{Asker, Outcome};
 use crate::relay::{Relay, RunDir};
 use crate::socket;
 use crate::store::RunStart;
-use crate::wire::{ClientFrame, ServerFrame};
+use crate::wire::{Caller, ClientFrame, ServerFrame};
 
 pub const EXIT_FAILED: i32 = 1;
 /// The intake was not answered, so the agent did not start.
@@ -194,11 +194,12 @@ fn detached_request(options: RunOptions) -> Result<DispatchRequest, String> {
 /// waits at most: the run does not go on without them.
 async fn ask_operator(socket: &Path, asker: &str, request: Value) -> Result<Outcome, String> {
     let frame = ClientFrame::Ask {
-        session_id: None,
-        run_id: None,
-        asker: Asker::this_process(asker),
+        caller: Caller {
+            asker: Asker::this_process(asker),
+            timeout_secs: Some(MAX_TIMEOUT.as_secs_f64()),
+            ..Caller::default()
+        },
         request,
-        timeout_secs: Some(MAX_TIMEOUT.as_secs_f64()),
     };
     match Call::start(socket, &frame).await {
         Ok(mut call) => call.outcome().await.map_err(|e| e.to_string()),

@@ -50,34 +50,20 @@ pub const MAX_FRAME: usize = 1 << 20;
 pub enum ClientFrame {
     /// Ask the operator. `request` is the raw call, validated by the server.
     Ask {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        session_id: Option<String>,
-        /// The dispatched run the question belongs to (set by the run's socket).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        run_id: Option<String>,
-        #[serde(default)]
-        asker: Asker,
+        #[serde(flatten)]
+        caller: Caller,
         request: Value,
-        /// This call's bounded wait; the server's default when absent.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        timeout_secs: Option<f64>,
     },
     /// The write-mode gate: may the agent make this call? (What Claude
     /// Code sends its `--permission-prompt-tool`.) Answered by `decided`
     /// when the policy or a grant settles it, else like an ask: `accepted`,
     /// then `settled` with an `approved` or `denied` outcome.
     Approve {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        session_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        run_id: Option<String>,
-        #[serde(default)]
-        asker: Asker,
+        #[serde(flatten)]
+        caller: Caller,
         tool_name: String,
         #[serde(default)]
         input: Value,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        timeout_secs: Option<f64>,
     },
     /// The asker no longer wants the answer.
     Cancel,
@@ -118,6 +104,30 @@ pub enum ClientFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit: Option<u32>,
     },
+}
+
+/// Who asks, for which run, and how long they wait: the fields an `ask`
+/// and an `approve` frame share.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Caller {
+    /// The agent session the item is filed under ("unnamed" when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The dispatched run the item belongs to (set by the run's socket).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default)]
+    pub asker: Asker,
+    /// This call's bounded wait; the server's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<f64>,
+}
+
+impl Caller {
+    /// The session the item is filed under.
+    pub fn session(&self) -> String {
+        self.session_id.clone().unwrap_or_else(|| "unnamed".into())
+    }
 }
 
 /// What the operator did, on the wire.
@@ -322,6 +332,7 @@ pub async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use tokio::io::BufReader;
 
     #[tokio::test]
@@ -357,5 +368,34 @@ mod tests {
             read_frame(&mut &data[..], &mut buf).await,
             Err(FrameError::Truncated)
         ));
+    }
+
+    #[test]
+    fn the_caller_fields_sit_beside_the_request_on_the_wire() {
+        let raw = json!({"type": "approve", "session_id": "s", "run_id": "r",
+            "asker": {"pid": 7}, "tool_name": "Write", "input": {"file_path": "/x"},
+            "timeout_secs": 5.0});
+        let frame: ClientFrame = serde_json::from_value(raw.clone()).unwrap();
+        let ClientFrame::Approve {
+            caller, tool_name, ..
+        } = &frame
+        else {
+            panic!("{frame:?}");
+        };
+        assert_eq!(caller.session(), "s");
+        assert_eq!(caller.run_id.as_deref(), Some("r"));
+        assert_eq!(caller.asker.pid, Some(7));
+        assert_eq!(caller.timeout_secs, Some(5.0));
+        assert_eq!(tool_name, "Write");
+        assert_eq!(serde_json::to_value(&frame).unwrap(), raw);
+
+        // Every caller field may be left out.
+        let bare: ClientFrame =
+            serde_json::from_value(json!({"type": "ask", "request": {"questions": []}})).unwrap();
+        let ClientFrame::Ask { caller, .. } = bare else {
+            panic!("{bare:?}");
+        };
+        assert_eq!(caller.session(), "unnamed");
+        assert_eq!(caller.timeout_secs, None);
     }
 }

@@ -27,7 +27,7 @@ use hark_core::item::{Asker, Outcome};
 use hark_core::schema::{MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
 use hark_core::trace;
 use hark_core::validate::{Rules, describe, validate};
-use hark_core::wire::{ClientFrame, MAX_FRAME};
+use hark_core::wire::{Caller, ClientFrame, MAX_FRAME};
 
 /// The MCP server's name: the agent sees the tool as `mcp__operator__ask`.
 pub const SERVER_NAME: &str = hark_core::dispatch::SERVER;
@@ -125,11 +125,8 @@ impl OperatorServer {
             }
         };
         let frame = ClientFrame::Ask {
-            run_id: None,
-            session_id: Some(self.settings.session_id.clone()),
-            asker: self.asker(context),
+            caller: self.caller(context),
             request,
-            timeout_secs: self.settings.timeout.map(|t| t.as_secs_f64()),
         };
         let size = serde_json::to_vec(&frame).map(|v| v.len()).unwrap_or(0);
         if size >= MAX_FRAME {
@@ -224,12 +221,9 @@ impl OperatorServer {
         };
         let session = &self.settings.session_id;
         let frame = ClientFrame::Approve {
-            session_id: Some(session.clone()),
-            run_id: None,
-            asker: self.asker(context),
+            caller: self.caller(context),
             tool_name: tool_name.to_owned(),
             input: input.clone(),
-            timeout_secs: self.settings.timeout.map(|t| t.as_secs_f64()),
         };
         let mut call = match Call::start_any(&self.settings.socket, &frame).await {
             Ok(Started::Pending(call)) => call,
@@ -255,14 +249,20 @@ impl OperatorServer {
         }
     }
 
-    /// Who is asking: the agent process, and the MCP client's name.
-    fn asker(&self, context: &RequestContext<RoleServer>) -> Asker {
+    /// Who is asking (the agent process, and the MCP client's name), in
+    /// which session, and for how long.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
         let mut asker = self.settings.asker.clone();
         asker.client = context
             .peer
             .peer_info()
             .map(|info| format!("{} {}", info.client_info.name, info.client_info.version));
-        asker
+        Caller {
+            session_id: Some(self.settings.session_id.clone()),
+            run_id: None,
+            asker,
+            timeout_secs: self.settings.timeout.map(|t| t.as_secs_f64()),
+        }
     }
 }
 
