@@ -394,6 +394,9 @@ fn detach(daemon: &Daemon, args: &[&str], prompt: &str) -> std::process::Output 
         .args(["--", prompt])
         .env("HARK_SOCKET", &daemon.socket)
         .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
+        // The run gets the caller's environment, not the daemon's.
+        .env("FAKE_CLAUDE_LOG", daemon.dir.path().join("fake.log"))
+        .env("FAKE_MARKER", "the caller's")
         .output()
         .unwrap()
 }
@@ -439,6 +442,10 @@ fn a_detached_run_is_the_daemons_and_its_answer_reaches_the_agent() {
     let items = daemon.inbox();
     assert_eq!(items[0]["run_id"], run_id.as_str());
     assert_eq!(items[0]["session_id"], "detached");
+
+    // The agent ran in the caller's environment (the daemon has no marker).
+    let agents = invocations(&daemon.dir.path().join("fake.log"));
+    assert_eq!(agents[0]["env"]["FAKE_MARKER"], "the caller's");
 
     // What the run printed is kept, for the operator only.
     let log = daemon

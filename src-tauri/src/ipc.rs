@@ -190,7 +190,9 @@ pub async fn dispatch(
     shell: State<'_, Arc<crate::shell::Shell>>,
     mut request: DispatchRequest,
 ) -> Result<Dispatched, IpcError> {
+    // The page names neither the program to run nor its environment.
     request.agent = None;
+    request.env = None;
     Ok(shell.dispatcher.start(request)?)
 }
 

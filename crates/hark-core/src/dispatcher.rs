@@ -9,6 +9,7 @@
 //! that hangs or floods its output cannot stall the operator's surfaces, and
 //! the composition is the one `hark run` tests and documents.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -58,6 +59,11 @@ pub struct DispatchRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional, type = "string"))]
     pub agent: Option<PathBuf>,
+    /// The whole environment the run gets (`hark run --detach` sends its
+    /// caller's); the daemon's own, less what it set for itself, when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub env: Option<BTreeMap<String, String>>,
 }
 
 /// A started run.
@@ -81,8 +87,8 @@ pub struct Dispatcher {
     pub logs: PathBuf,
     pub registry: Registry,
     /// Variables the daemon set in its own environment (the desktop app's
-    /// rendering settings), taken out of a run's: a run gets the environment
-    /// the daemon was started with.
+    /// rendering settings), taken out of a run that gets the daemon's
+    /// environment: it gets the one the daemon was started with.
     pub own_env: Vec<&'static str>,
     /// How many runs keep their log (the newest; see [`Dispatcher::prune_logs`]).
     pub log_limit: u64,
@@ -193,15 +199,22 @@ impl Dispatcher {
         let stderr = log
             .try_clone()
             .map_err(|e| unavailable("cannot share the run's log", &e))?;
+        match &request.env {
+            Some(env) => {
+                command.env_clear().envs(env);
+            }
+            None => {
+                for name in &self.own_env {
+                    command.env_remove(name);
+                }
+            }
+        }
         command
             .env("HARK_SOCKET", &self.socket)
             .env(RUN_ID_ENV, &run_id)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(stderr);
-        for name in &self.own_env {
-            command.env_remove(name);
-        }
         if let Some(cwd) = &request.cwd {
             command.current_dir(cwd);
         }

@@ -170,7 +170,7 @@ fn detached_request(options: RunOptions) -> Result<DispatchRequest, String> {
         }
         None => None,
     };
-    // A bare command name is found on the daemon's PATH; a path is made absolute.
+    // A bare command name is found on the PATH sent along; a path is made absolute.
     let agent = options.agent.map(|agent| {
         if agent.components().count() > 1 {
             absolute(agent)
@@ -187,6 +187,13 @@ fn detached_request(options: RunOptions) -> Result<DispatchRequest, String> {
         read_only: options.read_only,
         intake,
         agent,
+        // The run gets this shell's environment (its PATH, its API keys),
+        // not the daemon's; a variable that is not UTF-8 cannot be sent.
+        env: Some(
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+        ),
     })
 }
 
