@@ -574,6 +574,57 @@ async fn do_not_disturb_silences_notifications_but_not_the_inbox() {
     desktop.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn the_config_sets_how_new_items_are_announced() {
+    let config = tempfile::tempdir().unwrap();
+    let path = config.path().join("config.toml");
+    std::fs::write(
+        &path,
+        "[notifications]\ndo_not_disturb = true\nbuttons = false\nurgency = \"critical\"\n",
+    )
+    .unwrap();
+    let desktop = Desktop::start_with(&[("HARK_CONFIG", path.to_str().unwrap())], true).await;
+    // Silenced from the start: the tray counts, nothing notifies.
+    wait_for_tray(&desktop, 0, true);
+    let (agent_a, call_a) = ask_from_agent(&desktop, "quiet", questions(&[db()])).await;
+    wait_for_tray(&desktop, 1, true);
+
+    // Do-not-disturb off: a short single-select question notifies, critical
+    // and without answer buttons.
+    desktop.tray_menu(&["Up", "Up", "Return"]);
+    wait_for_tray(&desktop, 1, false);
+    let branch = question("Which branch?", "Branch", &["main", "develop"], false);
+    let (agent_b, call_b) = ask_from_agent(&desktop, "loud", questions(&[branch])).await;
+    let call = desktop.wait_for_notify("Which branch?").join("\n");
+    assert!(
+        call.contains(r#"string "default""#),
+        "it opens the modal: {call}"
+    );
+    assert!(!call.contains("pick:"), "no answer buttons: {call}");
+    let urgency = call.find(r#"string "urgency""#).expect("an urgency hint");
+    assert!(
+        call[urgency..].lines().nth(1).unwrap().ends_with("byte 2"),
+        "critical: {call}"
+    );
+    assert!(
+        !desktop
+            .notifications
+            .all()
+            .iter()
+            .any(|l| l.contains("Which database?")),
+        "nothing notified while do-not-disturb was on"
+    );
+    for session in ["quiet", "loud"] {
+        let id = desktop.log.question_id(session);
+        assert!(hark_at(&desktop, &["skip", &id]).status.success());
+    }
+    call_a.await.unwrap();
+    call_b.await.unwrap();
+    agent_a.cancel().await.unwrap();
+    agent_b.cancel().await.unwrap();
+    desktop.stop().await;
+}
+
 #[test]
 fn without_a_display_hark_app_says_so_and_points_to_the_terminal() {
     let out = Command::new(hark())

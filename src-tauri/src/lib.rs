@@ -153,7 +153,8 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
         })?;
     prepared.bridge.dispatcher.own_env = rendering::set_by_the_app();
     let registry = prepared.bridge.registry.clone();
-    let notifier = Arc::new(Notifier::default());
+    let notifications = prepared.config.notifications.clone();
+    let notifier = Arc::new(Notifier::new(notifications.clone()));
     app.manage(notifier.clone());
     tauri::async_runtime::spawn(notifier.clone().listen(app.clone()));
     let stop = Arc::new(Notify::new());
@@ -161,6 +162,7 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
     app.manage(Arc::new(Shell::new(
         registry.clone(),
         prepared.bridge.dispatcher.clone(),
+        notifications.do_not_disturb,
         stop.clone(),
         stopped_rx,
     )));

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use hark_core::approval::Approval;
+use hark_core::config::Notifications;
 use hark_core::item::{Item, ItemId};
 use hark_core::registry::Reply;
 use hark_core::resolve::{Pick, Picks};
@@ -59,11 +60,13 @@ fn body(item: &Item) -> String {
     }
 }
 
-/// The action keys and labels, flattened as the `Notify` call takes them.
-fn actions(item: &Item) -> Vec<String> {
+/// The action keys and labels, flattened as the `Notify` call takes them
+/// (the options as buttons when `buttons` is on and the question is short).
+fn actions(item: &Item, buttons: bool) -> Vec<String> {
     let mut actions = vec![OPEN.to_owned(), "Open".to_owned()];
     let question = &item.request.questions[0];
-    let quick = item.request.questions.len() == 1
+    let quick = buttons
+        && item.request.questions.len() == 1
         && !question.multi_select
         && question.options.len() <= MAX_BUTTONS;
     if quick {
@@ -83,13 +86,23 @@ struct Shown {
 }
 
 /// The app's notifications: one bus connection, one signal stream.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Notifier {
+    settings: Notifications,
     bus: OnceCell<zbus::Connection>,
     shown: Mutex<Shown>,
 }
 
 impl Notifier {
+    /// Do-not-disturb is the shell's; the rest of `settings` is applied here.
+    pub fn new(settings: Notifications) -> Notifier {
+        Notifier {
+            settings,
+            bus: OnceCell::new(),
+            shown: Mutex::default(),
+        }
+    }
+
     fn shown(&self) -> std::sync::MutexGuard<'_, Shown> {
         self.shown.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -170,9 +183,9 @@ impl Notifier {
     }
 
     async fn notify(&self, item: &Item) -> zbus::Result<u32> {
-        let actions = actions(item);
+        let actions = actions(item, self.settings.buttons);
         let actions: Vec<&str> = actions.iter().map(String::as_str).collect();
-        let hints: HashMap<&str, Value<'_>> = HashMap::new();
+        let hints = HashMap::from([("urgency", Value::U8(self.settings.urgency.level()))]);
         let reply = self
             .bus()
             .await?

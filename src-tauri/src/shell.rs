@@ -34,13 +34,14 @@ impl Shell {
     pub fn new(
         registry: Registry,
         dispatcher: Dispatcher,
+        do_not_disturb: bool,
         stop: Arc<Notify>,
         stopped: oneshot::Receiver<()>,
     ) -> Shell {
         Shell {
             registry,
             dispatcher,
-            do_not_disturb: AtomicBool::new(false),
+            do_not_disturb: AtomicBool::new(do_not_disturb),
             focus: Mutex::new(None),
             stop,
             stopped: Mutex::new(Some(stopped)),

@@ -8,6 +8,11 @@
 //! run_log_limit = 100      # dispatched runs whose output is kept (the newest)
 //! agent_command = "claude" # the agent `hark run` starts
 //!
+//! [notifications]          # how the desktop app announces a new item
+//! do_not_disturb = false   # start silenced: no notification, no modal popping up
+//! buttons = true           # answer a short single-select question from its notification
+//! urgency = "normal"       # low, normal or critical, as the notification server is told
+//!
 //! [approvals]              # the write-mode gate (`hark run --read-only`)
 //! read_only_tools = ["Read", "Glob", "Grep", "LS", …]
 //! read_only_commands = ["ls", "git status", …]   # Bash that passes unasked
@@ -40,8 +45,55 @@ pub struct Config {
     pub run_log_limit: u64,
     /// The agent `hark run` starts (default: `claude` on PATH).
     pub agent_command: Option<std::path::PathBuf>,
+    /// How the desktop app announces a new item.
+    pub notifications: Notifications,
     /// What the write-mode gate lets pass, asks about, and asks every time.
     pub approvals: Policy,
+}
+
+/// How the desktop app announces a new item.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Notifications {
+    /// Start with do-not-disturb on: no notification and no modal popping
+    /// up; the inbox and the tray still count every item. The tray toggles it.
+    pub do_not_disturb: bool,
+    /// A single-select question with up to three options can be answered
+    /// from its notification's buttons.
+    pub buttons: bool,
+    /// The urgency the notification server is told (a critical notification
+    /// stays on screen until dismissed, on most servers).
+    pub urgency: Urgency,
+}
+
+impl Default for Notifications {
+    fn default() -> Self {
+        Notifications {
+            do_not_disturb: false,
+            buttons: true,
+            urgency: Urgency::Normal,
+        }
+    }
+}
+
+/// The freedesktop notification urgency levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Urgency {
+    Low,
+    Normal,
+    Critical,
+}
+
+impl Urgency {
+    /// The `urgency` hint's byte.
+    pub fn level(self) -> u8 {
+        match self {
+            Urgency::Low => 0,
+            Urgency::Normal => 1,
+            Urgency::Critical => 2,
+        }
+    }
 }
 
 impl Default for Config {
@@ -52,6 +104,7 @@ impl Default for Config {
             history_limit: 10_000,
             run_log_limit: 100,
             agent_command: None,
+            notifications: Notifications::default(),
             approvals: Policy::default(),
         }
     }
@@ -117,5 +170,9 @@ mod tests {
             toml::from_str("[approvals]\nexternal_effects = [\"make deploy\"]").unwrap();
         assert_eq!(c.approvals.external_effects, ["make deploy"]);
         assert!(c.approvals.read_only_tools.contains(&"Read".to_owned()));
+        let c: Config = toml::from_str("[notifications]\nurgency = \"critical\"").unwrap();
+        assert_eq!(c.notifications.urgency.level(), 2);
+        assert!(c.notifications.buttons, "the others keep their defaults");
+        assert!(toml::from_str::<Config>("[notifications]\nurgency = \"loud\"").is_err());
     }
 }

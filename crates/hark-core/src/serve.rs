@@ -69,6 +69,8 @@ pub struct Prepared {
     /// Removes the socket file when dropped.
     pub socket_file: socket::SocketFile,
     pub bridge: Bridge,
+    /// The config it was prepared with.
+    pub config: Config,
 }
 
 /// Loads the config, binds the socket and opens the store, with `prompter`
@@ -117,6 +119,7 @@ pub fn prepare(
         listener,
         socket_file,
         bridge,
+        config,
     })
 }
 
