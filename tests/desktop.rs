@@ -187,6 +187,16 @@ async fn a_timed_out_item_shows_in_the_inbox_and_the_agent_got_the_error() {
         .wait_for("//table[@id='history']//tr[td[1][text()='TIMED OUT']]")
         .await;
     assert!(row.text().await.unwrap().contains("Which database?"));
+    // Its session, whose agent (this test's MCP client) is still there.
+    let session = desktop
+        .wait_for("//table[@id='sessions']//tr[@data-session='too-late']")
+        .await
+        .text()
+        .await
+        .unwrap();
+    for shown in ["ACTIVE", "1 asked, 0 waiting", "last timed out"] {
+        assert!(session.contains(shown), "{shown:?} not in {session:?}");
+    }
     desktop.screenshot("inbox").await;
     agent.cancel().await.unwrap();
     desktop.stop().await;

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use hark_core::dispatcher::{DispatchRequest, Dispatched};
 use hark_core::item::{ItemId, Outcome};
 use hark_core::registry::ReplyError;
-use hark_core::store::{Filter, Record, RunRecord, RunStatus, unix_ms};
+use hark_core::store::{Filter, Record, RunRecord, RunStatus, SessionRecord, unix_ms};
 use hark_core::wire::{ErrorCode, WireError, WireReply};
 use serde::Serialize;
 use tauri::{AppHandle, Runtime, State};
@@ -60,6 +60,8 @@ pub struct InboxView {
     pub history: Vec<Record>,
     /// The latest dispatched runs, newest first (empty when asked for pending only).
     pub runs: Vec<RunRecord>,
+    /// The sessions that asked, waiting ones first (empty when asked for pending only).
+    pub sessions: Vec<SessionRecord>,
     /// The item the modal should show first.
     pub focus: Option<ItemId>,
     /// What the window shows (`None` while it is hidden).
@@ -74,8 +76,10 @@ pub struct InboxView {
 const HISTORY_SHOWN: u32 = 200;
 /// How many runs it shows.
 const RUNS_SHOWN: u32 = 20;
+/// How many sessions it shows.
+const SESSIONS_SHOWN: u32 = 20;
 
-/// The inbox; with `pending_only` (the modal's) without history and runs.
+/// The inbox; with `pending_only` (the modal's) without history, runs and sessions.
 #[tauri::command]
 pub fn inbox(
     shell: State<'_, Arc<crate::shell::Shell>>,
@@ -91,9 +95,12 @@ pub fn inbox(
         .collect();
     let unavailable =
         |e: hark_core::store::StoreError| IpcError::new(ErrorCode::Unavailable, e.to_string());
-    let runs = match shell.registry.store() {
-        Some(store) if everything => store.runs(RUNS_SHOWN).map_err(unavailable)?,
-        _ => Vec::new(),
+    let (runs, sessions) = match shell.registry.store() {
+        Some(store) if everything => (
+            store.runs(RUNS_SHOWN).map_err(unavailable)?,
+            store.sessions(SESSIONS_SHOWN).map_err(unavailable)?,
+        ),
+        _ => (Vec::new(), Vec::new()),
     };
     let history = match shell.registry.store() {
         Some(store) if everything => store
@@ -112,6 +119,7 @@ pub fn inbox(
         pending,
         history,
         runs,
+        sessions,
         focus: shell.focus(),
         view: shown.view(),
         do_not_disturb: shell.do_not_disturb(),
@@ -241,6 +249,7 @@ pub fn typescript() -> String {
         Record::decl(&cfg),
         RunStatus::decl(&cfg),
         RunRecord::decl(&cfg),
+        SessionRecord::decl(&cfg),
         Pick::decl(&cfg),
         WireReply::decl(&cfg),
         Issue::decl(&cfg),

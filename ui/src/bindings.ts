@@ -116,6 +116,24 @@ result: string | null,
  */
 cost_usd: number | null, };
 
+export type SessionRecord = { session_id: string, 
+/**
+ * Who asked last under it.
+ */
+asker: Asker, 
+/**
+ * Whether that agent's process is still there (`None` when unknown).
+ */
+alive: boolean | null, 
+/**
+ * Items it asked (those still kept), and how many wait on the operator.
+ */
+items: number, pending: number, last_asked_ms: number, 
+/**
+ * How its latest settled item ended (`answered`, `timed_out`, …).
+ */
+last_outcome: string | null, };
+
 export type Pick = { text: string, } | string | Array<string>;
 
 export type WireReply = { "action": "answer", answers: { [key in string]: Pick }, } | { "action": "skip" } | { "action": "approve", scope?: Scope | null, } | { "action": "deny" };
@@ -143,6 +161,10 @@ history: Array<Record>,
  * The latest dispatched runs, newest first (empty when asked for pending only).
  */
 runs: Array<RunRecord>, 
+/**
+ * The sessions that asked, waiting ones first (empty when asked for pending only).
+ */
+sessions: Array<SessionRecord>, 
 /**
  * The item the modal should show first.
  */

@@ -1,5 +1,6 @@
 // @ts-check
-// The inbox window: pending items first, then the history.
+// The inbox window: pending items first, then the history, the sessions that
+// asked, the New run form and the runs.
 import * as ipc from './ipc.js';
 import { clip, coalesced } from './text.js';
 
@@ -100,6 +101,18 @@ const refresh = coalesced(async () => {
     const tr = row(outcome, questions(item), who(item), `asked ${when(item.created_ms)}, waited ${duration(waited)}${by}`,
       what(item), button('Dismiss', () => ipc.dismiss(item.id)));
     tr.dataset.id = item.id;
+    /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
+    return tr;
+  }));
+  const sessions = /** @type {HTMLElement} */ ($('sessions').querySelector('tbody'));
+  sessions.replaceChildren(...view.sessions.map((session) => {
+    const status = session.pending ? 'WAITING ON YOU' : session.alive === false ? 'ENDED' : session.alive ? 'ACTIVE' : '';
+    const agent = [session.session_id, session.asker.command && clip(session.asker.command, 100), session.asker.cwd]
+      .filter(Boolean).join(' · ');
+    const last = session.last_outcome ? `last ${session.last_outcome.replace('_', ' ')}` : '';
+    const tr = row(status, agent, `${session.items} asked, ${session.pending} waiting`,
+      `last asked ${when(session.last_asked_ms)}`, last);
+    tr.dataset.session = session.session_id;
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
     return tr;
   }));

@@ -69,6 +69,9 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN result TEXT;
     ALTER TABLE runs ADD COLUMN cost_usd REAL;
 "#,
+    r#"
+    CREATE INDEX items_by_session ON items (session_id, created_ms);
+"#,
 ];
 
 /// How much of an agent's final result a run's record keeps.
@@ -108,6 +111,24 @@ pub struct RunRecord {
     pub result: Option<String>,
     /// What the run cost, as the agent reported it.
     pub cost_usd: Option<f64>,
+}
+
+/// An agent session as the inbox shows it: who asks under it, and how it
+/// stands.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub session_id: String,
+    /// Who asked last under it.
+    pub asker: Asker,
+    /// Whether that agent's process is still there (`None` when unknown).
+    pub alive: Option<bool>,
+    /// Items it asked (those still kept), and how many wait on the operator.
+    pub items: u32,
+    pub pending: u32,
+    pub last_asked_ms: u64,
+    /// How its latest settled item ended (`answered`, `timed_out`, …).
+    pub last_outcome: Option<String>,
 }
 
 /// A run as `hark run` announces it.
@@ -499,6 +520,54 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))
     }
 
+    /// The sessions that asked, those with items waiting first, then the
+    /// latest to ask.
+    pub fn sessions(&self, limit: u32) -> Result<Vec<SessionRecord>, StoreError> {
+        let conn = self.lock();
+        let mut statement = conn
+            .prepare(
+                "SELECT s.session_id, s.items, s.pending, s.last_ms,
+                        (SELECT asker FROM items i WHERE i.session_id = s.session_id
+                           ORDER BY i.created_ms DESC, i.rowid DESC LIMIT 1),
+                        (SELECT outcome FROM items i WHERE i.session_id = s.session_id
+                           AND i.outcome IS NOT NULL ORDER BY i.settled_ms DESC, i.rowid DESC LIMIT 1)
+                 FROM (SELECT session_id, COUNT(*) AS items, SUM(outcome IS NULL) AS pending,
+                              MAX(created_ms) AS last_ms
+                       FROM items GROUP BY session_id
+                       ORDER BY pending > 0 DESC, last_ms DESC LIMIT ?1) s
+                 ORDER BY s.pending > 0 DESC, s.last_ms DESC",
+            )
+            .map_err(|e| self.sql(e))?;
+        let rows = statement
+            .query_map([limit], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, u32>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                ))
+            })
+            .map_err(|e| self.sql(e))?;
+        rows.map(|row| {
+            let (session_id, items, pending, last_ms, asker, last_outcome) =
+                row.map_err(|e| self.sql(e))?;
+            let asker: Asker = serde_json::from_str(&asker)
+                .map_err(|e| StoreError::Corrupt(format!("session {session_id}: asker: {e}")))?;
+            Ok(SessionRecord {
+                alive: asker.pid.map(process_alive),
+                asker,
+                session_id,
+                items,
+                pending,
+                last_asked_ms: last_ms.max(0) as u64,
+                last_outcome,
+            })
+        })
+        .collect()
+    }
+
     /// Hides a settled item from the desktop inbox. Pending items cannot be
     /// dismissed: they are answered, skipped or left to time out.
     pub fn dismiss(&self, id: ItemId) -> Result<bool, StoreError> {
@@ -845,6 +914,37 @@ mod tests {
         assert_eq!(store.prune_runs(2).unwrap(), 2);
         let left: Vec<String> = store.runs(10).unwrap().into_iter().map(|r| r.id).collect();
         assert_eq!(left, ["run-4", "run-3", "run-0"]);
+    }
+
+    #[test]
+    fn sessions_sum_up_their_items_waiting_ones_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("hark.db")).unwrap();
+        let (a1, a2, b) = (item("a"), item("a"), item("b"));
+        for it in [&a1, &a2, &b] {
+            store.insert(it).unwrap();
+        }
+        store
+            .settle(a1.id, &Outcome::TimedOut { after_ms: 1 }, None)
+            .unwrap();
+        store
+            .settle(
+                a2.id,
+                &Outcome::Skipped {
+                    unconfirmed_defaults: Default::default(),
+                },
+                Some("cli"),
+            )
+            .unwrap();
+        let sessions = store.sessions(10).unwrap();
+        let names: Vec<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
+        assert_eq!(names, ["b", "a"], "the one waiting comes first");
+        assert_eq!((sessions[0].items, sessions[0].pending), (1, 1));
+        assert_eq!((sessions[1].items, sessions[1].pending), (2, 0));
+        assert_eq!(sessions[1].last_outcome.as_deref(), Some("skipped"));
+        assert_eq!(sessions[1].asker.command.as_deref(), Some("claude -p"));
+        assert_eq!(sessions[1].alive, Some(Path::new("/proc/42").exists()));
+        assert_eq!(store.sessions(1).unwrap().len(), 1);
     }
 
     #[test]
