@@ -139,6 +139,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The agent sessions that asked: waiting on you, active or ended (their
+    /// agent's process), with how many items each asked and how the last ended.
+    Sessions {
+        /// At most this many (waiting ones first, then the latest to ask; default 100).
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Answer a pending item. Questions you leave out take their defaults.
     Answer {
         /// The item's id, or a unique prefix of it (see `hark inbox`).
@@ -331,6 +340,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Runs { limit, json } => {
             exit(multi_thread()?.block_on(hark_core::inbox_cli::runs(limit, json)))
+        }
+        Command::Sessions { limit, json } => {
+            exit(multi_thread()?.block_on(hark_core::inbox_cli::sessions(limit, json)))
         }
         Command::Answer {
             id,

@@ -310,6 +310,53 @@ fn clear_settled_empties_the_history_and_keeps_what_is_pending() {
 }
 
 #[test]
+fn hark_sessions_sums_up_each_session_waiting_ones_first() {
+    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let waiting = ask_in_background(&daemon, "open", questions(&[features()]));
+    daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "open")]);
+    ask_answered(&daemon, "done");
+    ask_answered(&daemon, "done");
+
+    let out = daemon.hark(&["sessions", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sessions: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = sessions
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["open", "done"], "waiting first, though asked first");
+    assert_eq!(
+        (&sessions[0]["items"], &sessions[0]["pending"]),
+        (&json!(1), &json!(1))
+    );
+    assert_eq!(sessions[0]["alive"], true, "its `hark ask` still waits");
+    assert_eq!(
+        (&sessions[1]["items"], &sessions[1]["pending"]),
+        (&json!(2), &json!(0))
+    );
+    assert_eq!(sessions[1]["last_outcome"], "answered");
+    assert_eq!(sessions[1]["alive"], false, "its `hark ask` has exited");
+    assert_eq!(sessions[1]["asker"]["command"], "hark ask");
+
+    let text = stdout(&daemon.hark(&["sessions"]));
+    assert!(
+        text.contains("WAITING   open — 1 item(s), 1 pending"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ENDED     done — 2 item(s), 0 pending") && text.contains("last answered"),
+        "{text}"
+    );
+    reap(waiting);
+}
+
+#[test]
 fn answering_a_settled_or_unknown_item_says_why() {
     let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
     ask_answered(&daemon, "done");

@@ -229,6 +229,7 @@ async fn serve_connection(stream: UnixStream, bridge: Bridge) {
             inbox::record_run(&bridge.registry, run)
         }
         ClientFrame::ListRuns { limit } => inbox::runs(&bridge.registry, limit),
+        ClientFrame::ListSessions { limit } => inbox::sessions(&bridge.registry, limit),
         ClientFrame::Dispatch { request } => match bridge.dispatcher.start(request) {
             Ok(dispatched) => ServerFrame::Dispatched(dispatched),
             Err(e) => ServerFrame::Error(e),

@@ -8,7 +8,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::item::ItemId;
 use crate::registry::{Event, Registry};
-use crate::store::{Filter, Record};
+use crate::store::{Filter, Record, Store, StoreError};
 use crate::wire::{
     ClientFrame, ErrorCode, FeedEvent, ServerFrame, WireError, WireReply, read_frame, write_frame,
 };
@@ -83,10 +83,32 @@ pub fn record_run(registry: &Registry, frame: ClientFrame) -> ServerFrame {
 
 /// The runs, newest first (the last 100 unless `limit` says otherwise).
 pub fn runs(registry: &Registry, limit: Option<u32>) -> ServerFrame {
-    match registry.store().map(|s| s.runs(limit.unwrap_or(100))) {
-        Some(Ok(runs)) => ServerFrame::Runs { runs },
+    from_store(
+        registry,
+        |store| store.runs(limit.unwrap_or(100)),
+        |runs| ServerFrame::Runs { runs },
+    )
+}
+
+/// The sessions that asked, those waiting first (100 unless limited).
+pub fn sessions(registry: &Registry, limit: Option<u32>) -> ServerFrame {
+    from_store(
+        registry,
+        |store| store.sessions(limit.unwrap_or(100)),
+        |sessions| ServerFrame::Sessions { sessions },
+    )
+}
+
+/// A listing from the store as a frame; an empty one without a store.
+fn from_store<T>(
+    registry: &Registry,
+    list: impl FnOnce(&Store) -> Result<Vec<T>, StoreError>,
+    frame: impl FnOnce(Vec<T>) -> ServerFrame,
+) -> ServerFrame {
+    match registry.store().map(|store| list(store)) {
+        Some(Ok(rows)) => frame(rows),
         Some(Err(e)) => ServerFrame::Error(WireError::new(ErrorCode::Unavailable, e.to_string())),
-        None => ServerFrame::Runs { runs: Vec::new() },
+        None => frame(Vec::new()),
     }
 }
 

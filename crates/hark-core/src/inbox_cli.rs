@@ -229,18 +229,13 @@ fn line(r: &Record, now_ms: u64) -> String {
 /// `hark runs`: the dispatched runs, newest first, with their state and
 /// the items they asked.
 pub async fn runs(limit: Option<u32>, json: bool) -> i32 {
-    let socket = match socket_path() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let runs = match client::request(&socket, &ClientFrame::ListRuns { limit }).await {
+    let runs = match query(&ClientFrame::ListRuns { limit }).await {
         Ok(ServerFrame::Runs { runs }) => runs,
         Ok(other) => return refused(other),
-        Err(e) => return unreachable(&e),
+        Err(code) => return code,
     };
     if json {
-        println!("{}", serde_json::to_string(&runs).unwrap_or_default());
-        return EXIT_OK;
+        return print_json(&runs);
     }
     if runs.is_empty() {
         println!("No runs yet: `hark run -- PROMPT` dispatches one.");
@@ -276,6 +271,66 @@ pub async fn runs(limit: Option<u32>, json: bool) -> i32 {
             );
         }
     }
+    EXIT_OK
+}
+
+/// `hark sessions`: the sessions that asked, those waiting on you first.
+pub async fn sessions(limit: Option<u32>, json: bool) -> i32 {
+    let sessions = match query(&ClientFrame::ListSessions { limit }).await {
+        Ok(ServerFrame::Sessions { sessions }) => sessions,
+        Ok(other) => return refused(other),
+        Err(code) => return code,
+    };
+    if json {
+        return print_json(&sessions);
+    }
+    if sessions.is_empty() {
+        println!("No session has asked yet.");
+    }
+    let now_ms = unix_ms(SystemTime::now());
+    for session in &sessions {
+        let status = match (session.pending, session.alive) {
+            (1.., _) => "WAITING",
+            (0, Some(true)) => "ACTIVE",
+            (0, Some(false)) => "ENDED",
+            (0, None) => "",
+        };
+        let ago = now_ms.saturating_sub(session.last_asked_ms) / 1000;
+        let last = session
+            .last_outcome
+            .as_deref()
+            .map(|o| format!(", last {}", o.replace('_', " ")))
+            .unwrap_or_default();
+        let agent = [
+            session.asker.command.as_deref(),
+            session.asker.cwd.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" in ");
+        println!(
+            "{status:<9} {} — {} item(s), {} pending — last asked {ago} s ago{last} — {}",
+            session.session_id,
+            session.items,
+            session.pending,
+            agent.chars().take(100).collect::<String>(),
+        );
+    }
+    EXIT_OK
+}
+
+/// Sends one frame to the operator service and takes its answer, or says
+/// why it could not and gives the exit code.
+async fn query(frame: &ClientFrame) -> Result<ServerFrame, i32> {
+    let socket = socket_path()?;
+    client::request(&socket, frame)
+        .await
+        .map_err(|e| unreachable(&e))
+}
+
+fn print_json<T: serde::Serialize>(rows: &[T]) -> i32 {
+    println!("{}", serde_json::to_string(rows).unwrap_or_default());
     EXIT_OK
 }
 

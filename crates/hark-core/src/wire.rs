@@ -38,7 +38,7 @@ use crate::approval::{DecidedBy, Scope};
 use crate::dispatcher::{DispatchRequest, Dispatched};
 use crate::item::{Asker, ItemId, Outcome};
 use crate::resolve::Picks;
-use crate::store::{Filter, Record, RunRecord, RunStart};
+use crate::store::{Filter, Record, RunRecord, RunStart, SessionRecord};
 use crate::validate::Issue;
 
 /// The largest frame either side accepts (1 MiB).
@@ -101,6 +101,11 @@ pub enum ClientFrame {
     Dispatch { request: DispatchRequest },
     /// Lists the runs, newest first.
     ListRuns {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
+    /// Lists the sessions that asked, those waiting on the operator first.
+    ListSessions {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit: Option<u32>,
     },
@@ -196,6 +201,8 @@ pub enum ServerFrame {
     Recorded,
     /// The answer to `list_runs`.
     Runs { runs: Vec<RunRecord> },
+    /// The answer to `list_sessions`.
+    Sessions { sessions: Vec<SessionRecord> },
     /// The answer to `dispatch`: the run started.
     Dispatched(Dispatched),
     /// The frame was refused; nothing changed.
