@@ -322,7 +322,7 @@ pub async fn sessions(limit: Option<u32>, json: bool) -> i32 {
 
 /// Sends one frame to the operator service and takes its answer, or says
 /// why it could not and gives the exit code.
-async fn query(frame: &ClientFrame) -> Result<ServerFrame, i32> {
+pub(crate) async fn query(frame: &ClientFrame) -> Result<ServerFrame, i32> {
     let socket = socket_path()?;
     client::request(&socket, frame)
         .await

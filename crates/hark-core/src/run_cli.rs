@@ -118,11 +118,7 @@ async fn detach(options: RunOptions) -> i32 {
             return EXIT_FAILED;
         }
     };
-    let socket = match crate::inbox_cli::socket_path() {
-        Ok(socket) => socket,
-        Err(code) => return code,
-    };
-    match client::request(&socket, &ClientFrame::Dispatch { request }).await {
+    match crate::inbox_cli::query(&ClientFrame::Dispatch { request }).await {
         Ok(ServerFrame::Dispatched(run)) => {
             println!("{}", run.run_id);
             eprintln!(
@@ -133,7 +129,7 @@ async fn detach(options: RunOptions) -> i32 {
             0
         }
         Ok(other) => crate::inbox_cli::refused(other),
-        Err(e) => crate::inbox_cli::unreachable(&e),
+        Err(code) => code,
     }
 }
 
