@@ -63,7 +63,19 @@ pub struct DispatchRequest {
     /// caller's); the daemon's own, less what it set for itself, when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(skip))]
-    pub env: Option<BTreeMap<String, String>>,
+    pub env: Option<Environment>,
+}
+
+/// A run's whole environment. It holds the caller's secrets (API keys), so
+/// its `Debug` shows how many variables there are, never their values.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Environment(pub BTreeMap<String, String>);
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Environment({} variables)", self.0.len())
+    }
 }
 
 /// A started run.
@@ -200,7 +212,7 @@ impl Dispatcher {
             .try_clone()
             .map_err(|e| unavailable("cannot share the run's log", &e))?;
         match &request.env {
-            Some(env) => {
+            Some(Environment(env)) => {
                 command.env_clear().envs(env);
             }
             None => {
@@ -333,7 +345,17 @@ fn create_log(logs: &Path, run_id: &str) -> std::io::Result<std::fs::File> {
 
 #[cfg(test)]
 mod tests {
-    use super::tail;
+    use super::{Environment, tail};
+
+    #[test]
+    fn an_environment_never_shows_its_values() {
+        let env = Environment([("API_KEY".to_owned(), "secret".to_owned())].into());
+        assert_eq!(format!("{env:?}"), "Environment(1 variables)");
+        assert_eq!(
+            serde_json::to_string(&env).unwrap(),
+            r#"{"API_KEY":"secret"}"#
+        );
+    }
 
     #[test]
     fn tail_keeps_the_last_characters_on_a_char_boundary() {

@@ -14,7 +14,7 @@ use crate::bridge::MAX_TIMEOUT;
 use crate::client::{self, Call};
 use crate::config::Config;
 use crate::dispatch::{self, Attached, UserCommand, Verb};
-use crate::dispatcher::{DispatchRequest, RUN_ID_ENV};
+use crate::dispatcher::{DispatchRequest, Environment, RUN_ID_ENV};
 use crate::intake::{Given, Intake, When};
 use crate::item::{Asker, Outcome};
 use crate::relay::{Relay, RunDir};
@@ -185,11 +185,11 @@ fn detached_request(options: RunOptions) -> Result<DispatchRequest, String> {
         agent,
         // The run gets this shell's environment (its PATH, its API keys),
         // not the daemon's; a variable that is not UTF-8 cannot be sent.
-        env: Some(
+        env: Some(Environment(
             std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
                 .collect(),
-        ),
+        )),
     })
 }
 
