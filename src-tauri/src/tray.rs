@@ -3,6 +3,7 @@
 //! host, building it succeeds and nothing shows: the app never depends on it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use hark_core::item::ItemId;
 use tauri::image::Image;
@@ -137,7 +138,13 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &MenuId) {
 }
 
 /// Creates the tray icon.
+/// Whether the tray shows the pending icon (so it is set only on a change:
+/// each set writes a new image file for the tray host to load).
+#[derive(Debug, Default)]
+struct PendingIcon(AtomicBool);
+
 pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+    app.manage(PendingIcon::default());
     let shell = app.state::<Arc<Shell>>();
     let (menu, _) = menu(app, &shell)?;
     TrayIconBuilder::with_id(TRAY_ID)
@@ -160,8 +167,16 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
     let result = (|| -> tauri::Result<Vec<String>> {
         let (menu, labels) = menu(app, &shell)?;
         tray.set_menu(Some(menu))?;
-        let icon = if count == 0 { IDLE_ICON } else { PENDING_ICON };
-        tray.set_icon(Some(Image::from_bytes(icon)?))?;
+        let pending = count > 0;
+        if app
+            .state::<PendingIcon>()
+            .0
+            .swap(pending, Ordering::Relaxed)
+            != pending
+        {
+            let icon = if pending { PENDING_ICON } else { IDLE_ICON };
+            tray.set_icon(Some(Image::from_bytes(icon)?))?;
+        }
         let tip = match count {
             0 => "hark — nothing is waiting".to_owned(),
             1 => "hark — 1 question waiting".to_owned(),

@@ -440,7 +440,27 @@ impl Desktop {
     /// one whose name and class are both `hark-app` (the app's windows are
     /// titled). `xdotool search --sync` waits for each to map.
     pub fn open_tray_menu(&self) {
-        xdotool(&["search", "--sync", "--onlyvisible", "--name", "^hark-app$"]);
+        if !xdotool_succeeds(&["search", "--sync", "--onlyvisible", "--name", "^hark-app$"]) {
+            // Seen rarely on a busy machine: say what the display holds.
+            let tree = Command::new("xwininfo")
+                .args(["-root", "-tree"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            let windows: Vec<&str> = tree
+                .lines()
+                .filter(|l| l.contains("hark") || l.contains("panel"))
+                .collect();
+            let tray_log: Vec<String> = self
+                .log
+                .all()
+                .into_iter()
+                .filter(|l| l.contains("tray") || l.contains("WARN"))
+                .collect();
+            panic!(
+                "the tray icon never showed in trayer\nwindows: {windows:#?}\napp log: {tray_log:#?}"
+            );
+        }
         xdotool(&["mousemove", "1262", "16", "click", "1"]);
         xdotool(&[
             "search",
@@ -554,14 +574,22 @@ fn screenshot_path(name: &str) -> PathBuf {
 
 /// Runs xdotool, failing the test when it fails or outwaits our patience.
 fn xdotool(args: &[&str]) {
-    let status = Command::new("timeout")
+    assert!(
+        xdotool_succeeds(args),
+        "xdotool {args:?} failed or timed out"
+    );
+}
+
+/// Whether xdotool succeeds within our patience.
+fn xdotool_succeeds(args: &[&str]) -> bool {
+    Command::new("timeout")
         .arg(PATIENCE.as_secs().to_string())
         .arg("xdotool")
         .args(args)
         .stdout(Stdio::null())
         .status()
-        .unwrap();
-    assert!(status.success(), "xdotool {args:?} failed or timed out");
+        .unwrap()
+        .success()
 }
 
 /// An XPath string literal for any text.
