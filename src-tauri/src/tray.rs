@@ -147,7 +147,13 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     app.manage(PendingIcon::default());
     let shell = app.state::<Arc<Shell>>();
     let (menu, _) = menu(app, &shell)?;
+    // On Linux the icon goes to the tray host as an image file. It is kept
+    // in a private directory beside the app socket: by default it would go
+    // to a directory in /tmp that every user and every instance shares.
+    let icons = shell.dispatcher.socket.with_file_name("tray-icons");
+    hark_core::socket::ensure_private_dir(&icons).map_err(|e| tauri::Error::Anyhow(e.into()))?;
     TrayIconBuilder::with_id(TRAY_ID)
+        .temp_dir_path(&icons)
         .icon(Image::from_bytes(IDLE_ICON)?)
         .tooltip("hark — nothing is waiting")
         .menu(&menu)
