@@ -137,12 +137,12 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &MenuId) {
     }
 }
 
-/// Creates the tray icon.
 /// Whether the tray shows the pending icon (so it is set only on a change:
 /// each set writes a new image file for the tray host to load).
 #[derive(Debug, Default)]
 struct PendingIcon(AtomicBool);
 
+/// Creates the tray icon.
 pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     app.manage(PendingIcon::default());
     let shell = app.state::<Arc<Shell>>();
