@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use hark_core::item::ItemId;
+use hark_core::text::clip;
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuId, MenuItem, PredefinedMenuItem};
 use tauri::tray::TrayIconBuilder;
@@ -71,13 +72,7 @@ fn menu<R: Runtime>(app: &AppHandle<R>, shell: &Shell) -> tauri::Result<(Menu<R>
             .lines()
             .rfind(|l| !l.trim().is_empty())
             .unwrap_or_default();
-        let clipped: String = asks.chars().take(MENU_LABEL_CHARS).collect();
-        let more = if clipped.len() < asks.len() {
-            "…"
-        } else {
-            ""
-        };
-        let label = format!("[{}] {clipped}{more}", q.header);
+        let label = format!("[{}] {}", q.header, clip(asks, MENU_LABEL_CHARS));
         entries.push(Box::new(MenuItem::with_id(
             app,
             TrayItem::Pending(item.id).id(),

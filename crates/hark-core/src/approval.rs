@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::schema::{AnswerValue, AskRequest, Question, QuestionOption};
+use crate::text::clip;
 
 /// How far an approval reaches.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -155,13 +156,6 @@ impl Approval {
             DENY => Some(None),
             _ => None,
         }
-    }
-}
-
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
     }
 }
 

@@ -21,6 +21,7 @@ use crate::intake::Intake;
 use crate::registry::Registry;
 use crate::relay::RunDir;
 use crate::store::RunStart;
+use crate::text::tail;
 use crate::wire::{ErrorCode, WireError};
 
 /// The environment variable naming the run id a dispatched `hark run` takes.
@@ -291,15 +292,6 @@ impl Dispatcher {
     }
 }
 
-/// The last `max` characters of `text`.
-fn tail(text: &str, max: usize) -> &str {
-    let Some(back) = max.checked_sub(1) else {
-        return "";
-    };
-    let from = text.char_indices().rev().nth(back).map_or(0, |(at, _)| at);
-    &text[from..]
-}
-
 /// How much of a run's log `Dispatcher::output` shows.
 const OUTPUT_CHARS: usize = 64 * 1024;
 
@@ -345,7 +337,7 @@ fn create_log(logs: &Path, run_id: &str) -> std::io::Result<std::fs::File> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Environment, tail};
+    use super::Environment;
 
     #[test]
     fn an_environment_never_shows_its_values() {
@@ -355,12 +347,5 @@ mod tests {
             serde_json::to_string(&env).unwrap(),
             r#"{"API_KEY":"secret"}"#
         );
-    }
-
-    #[test]
-    fn tail_keeps_the_last_characters_on_a_char_boundary() {
-        assert_eq!(tail("héllo wörld", 5), "wörld");
-        assert_eq!(tail("short", 50), "short");
-        assert_eq!(tail("", 3), "");
     }
 }

@@ -16,7 +16,8 @@
 //! - [`dispatch`], [`run_cli`], [`relay`]: `hark run`, composing the agent's
 //!   command line and its per-call socket; [`dispatcher`]: runs the daemon
 //!   starts for the operator (the `dispatch` frame, the app's form).
-//! - [`trace`], [`config`]: trace events and logging; the config file.
+//! - [`trace`], [`config`], [`text`]: trace events and logging; the config
+//!   file; cutting text to a length.
 
 pub mod approval;
 pub mod ask;
@@ -40,6 +41,7 @@ pub mod serve;
 pub mod socket;
 pub mod store;
 pub mod terminal;
+pub mod text;
 pub mod trace;
 pub mod validate;
 pub mod wire;

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::approval::Approval;
 use crate::item::{Asker, Item, ItemId, Outcome};
 use crate::schema::AskRequest;
+use crate::text::clip;
 
 /// The reason recorded for items a restart found pending.
 pub const RESTARTED: &str = "hark restarted before it was answered";
@@ -454,10 +455,7 @@ impl Store {
         cost_usd: Option<f64>,
     ) -> Result<bool, StoreError> {
         let status = if exit_code == 0 { "finished" } else { "failed" };
-        let result = result.map(|r| match r.char_indices().nth(RESULT_KEPT) {
-            Some((at, _)) => format!("{}…", &r[..at]),
-            None => r.to_owned(),
-        });
+        let result = result.map(|r| clip(r, RESULT_KEPT));
         self.lock()
             .execute(
                 "UPDATE runs SET status = ?2, exit_code = ?3, finished_ms = ?4, result = ?5, cost_usd = ?6
