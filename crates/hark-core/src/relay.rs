@@ -15,9 +15,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::task::JoinHandle;
 
 use crate::socket::{self, SocketError, peer_is_owner};
-use crate::wire::{
-    Caller, ClientFrame, ErrorCode, ServerFrame, WireError, read_frame, write_frame,
-};
+use crate::wire::{ClientFrame, ErrorCode, ServerFrame, WireError, read_frame, write_frame};
 
 /// A private directory removed (with what is in it) when dropped.
 #[derive(Debug)]
@@ -142,42 +140,21 @@ async fn relay(agent: UnixStream, app_socket: PathBuf, run_id: String, session_i
     }
     let mut reader = BufReader::new(agent);
     let mut buf = Vec::new();
-    let frame = match read_frame(&mut reader, &mut buf).await {
+    let mut frame = match read_frame(&mut reader, &mut buf).await {
         Ok(true) => serde_json::from_slice::<ClientFrame>(&buf).ok(),
         _ => return,
     };
     // The run's socket names the run and its session, whatever the agent says.
-    let frame = match frame {
-        Some(ClientFrame::Ask { caller, request }) => ClientFrame::Ask {
-            caller: Caller {
-                session_id: Some(session_id),
-                run_id: Some(run_id),
-                ..caller
-            },
-            request,
-        },
-        Some(ClientFrame::Approve {
-            caller,
-            tool_name,
-            input,
-        }) => ClientFrame::Approve {
-            caller: Caller {
-                session_id: Some(session_id),
-                run_id: Some(run_id),
-                ..caller
-            },
-            tool_name,
-            input,
-        },
-        _ => {
-            return refuse(
-                reader.into_inner(),
-                ErrorCode::BadFrame,
-                "a run's socket only takes ask and approve calls",
-            )
-            .await;
-        }
+    let Some(caller) = frame.as_mut().and_then(ClientFrame::caller_mut) else {
+        return refuse(
+            reader.into_inner(),
+            ErrorCode::BadFrame,
+            "a run's socket only takes ask and approve calls",
+        )
+        .await;
     };
+    caller.session_id = Some(session_id);
+    caller.run_id = Some(run_id);
     let mut app = match UnixStream::connect(&app_socket).await {
         Ok(app) => app,
         Err(e) => {
@@ -186,6 +163,7 @@ async fn relay(agent: UnixStream, app_socket: PathBuf, run_id: String, session_i
             return;
         }
     };
+    // (`frame` is `Some` here, which serializes as the frame itself.)
     let mut bytes = match serde_json::to_vec(&frame) {
         Ok(bytes) => bytes,
         Err(_) => return,

@@ -128,6 +128,16 @@ pub struct Caller {
     pub timeout_secs: Option<f64>,
 }
 
+impl ClientFrame {
+    /// The caller of an `ask` or `approve` frame.
+    pub fn caller_mut(&mut self) -> Option<&mut Caller> {
+        match self {
+            ClientFrame::Ask { caller, .. } | ClientFrame::Approve { caller, .. } => Some(caller),
+            _ => None,
+        }
+    }
+}
+
 impl Caller {
     /// The session the item is filed under.
     pub fn session(&self) -> String {
