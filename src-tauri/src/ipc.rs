@@ -95,25 +95,22 @@ pub fn inbox(
         .collect();
     let unavailable =
         |e: hark_core::store::StoreError| IpcError::new(ErrorCode::Unavailable, e.to_string());
-    let (runs, sessions) = match shell.registry.store() {
+    let (history, runs, sessions) = match shell.registry.store() {
         Some(store) if everything => (
+            store
+                .list(&Filter {
+                    pending: Some(false),
+                    limit: Some(HISTORY_SHOWN),
+                    ..Filter::default()
+                })
+                .map_err(unavailable)?
+                .into_iter()
+                .filter(|r| !r.dismissed)
+                .collect(),
             store.runs(RUNS_SHOWN).map_err(unavailable)?,
             store.sessions(SESSIONS_SHOWN).map_err(unavailable)?,
         ),
-        _ => (Vec::new(), Vec::new()),
-    };
-    let history = match shell.registry.store() {
-        Some(store) if everything => store
-            .list(&Filter {
-                pending: Some(false),
-                limit: Some(HISTORY_SHOWN),
-                ..Filter::default()
-            })
-            .map_err(unavailable)?
-            .into_iter()
-            .filter(|r| !r.dismissed)
-            .collect(),
-        _ => Vec::new(),
+        _ => Default::default(),
     };
     Ok(InboxView {
         pending,

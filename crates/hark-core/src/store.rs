@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, named_params, params};
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Approval;
@@ -74,6 +74,15 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX items_by_session ON items (session_id, created_ms);
 "#,
 ];
+
+/// A run that ended and is not among the newest `:keep` runs.
+const PAST_RUN: &str = "status != 'running' AND id NOT IN
+    (SELECT id FROM runs ORDER BY created_ms DESC, rowid DESC LIMIT :keep)";
+
+/// A count as SQLite takes it (a count past its range means "all").
+fn sql_count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
 
 /// How much of an agent's final result a run's record keeps.
 const RESULT_KEPT: usize = 4000;
@@ -386,7 +395,7 @@ impl Store {
             .execute(
                 "DELETE FROM items WHERE outcome IS NOT NULL AND id NOT IN
                    (SELECT id FROM items WHERE outcome IS NOT NULL ORDER BY settled_ms DESC LIMIT ?1)",
-                [i64::try_from(keep).unwrap_or(i64::MAX)],
+                [sql_count(keep)],
             )
             .map_err(|e| self.sql(e))
     }
@@ -396,9 +405,8 @@ impl Store {
     pub fn prune_runs(&self, keep: u64) -> Result<usize, StoreError> {
         self.lock()
             .execute(
-                "DELETE FROM runs WHERE status != 'running' AND id NOT IN
-                   (SELECT id FROM runs ORDER BY created_ms DESC, rowid DESC LIMIT ?1)",
-                [i64::try_from(keep).unwrap_or(i64::MAX)],
+                &format!("DELETE FROM runs WHERE {PAST_RUN}"),
+                named_params! {":keep": sql_count(keep)},
             )
             .map_err(|e| self.sql(e))
     }
@@ -408,9 +416,8 @@ impl Store {
     pub fn run_is_past(&self, id: &str, keep: u64) -> Result<bool, StoreError> {
         self.lock()
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status != 'running'
-                   AND id NOT IN (SELECT id FROM runs ORDER BY created_ms DESC, rowid DESC LIMIT ?2))",
-                params![id, i64::try_from(keep).unwrap_or(i64::MAX)],
+                &format!("SELECT EXISTS (SELECT 1 FROM runs WHERE id = :id AND {PAST_RUN})"),
+                named_params! {":id": id, ":keep": sql_count(keep)},
                 |row| row.get(0),
             )
             .map_err(|e| self.sql(e))
