@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use hark_core::dispatcher::{DispatchRequest, Dispatched};
-use hark_core::item::{ItemId, Outcome};
+use hark_core::bridge::wire::{DispatchRequest, Dispatched};
+use hark_core::bridge::wire::{ErrorCode, WireError, WireReply};
+use hark_core::model::item::{ItemId, Outcome, Surface};
 use hark_core::registry::ReplyError;
 use hark_core::store::{Filter, Record, RunRecord, RunStatus, SessionRecord, unix_ms};
-use hark_core::wire::{ErrorCode, WireError, WireReply};
 use serde::Serialize;
 use tauri::{AppHandle, Runtime, State};
 use ts_rs::TS;
@@ -39,9 +39,15 @@ impl From<WireError> for IpcError {
     fn from(wire: WireError) -> Self {
         let mut message = wire.message;
         if !wire.issues.is_empty() {
-            message = hark_core::validate::describe(&wire.issues);
+            message = hark_core::model::validate::describe(&wire.issues);
         }
         IpcError::new(wire.code, message)
+    }
+}
+
+impl From<hark_core::daemon::dispatcher::DispatchError> for IpcError {
+    fn from(e: hark_core::daemon::dispatcher::DispatchError) -> Self {
+        WireError::from(e).into()
     }
 }
 
@@ -130,7 +136,7 @@ pub fn reply(
     id: ItemId,
     reply: WireReply,
 ) -> Result<Outcome, IpcError> {
-    Ok(shell.registry.reply(id, reply.into(), "desktop")?)
+    Ok(shell.registry.reply(id, reply.into(), Surface::Desktop)?)
 }
 
 /// A verdict on a write-mode approval, by the option the operator picked
@@ -141,9 +147,8 @@ pub fn verdict(
     id: ItemId,
     label: String,
 ) -> Result<Outcome, IpcError> {
-    let reply = match hark_core::approval::Approval::verdict_of(&label) {
-        Some(Some(scope)) => hark_core::registry::Reply::Approve(Some(scope)),
-        Some(None) => hark_core::registry::Reply::Deny,
+    let reply = match hark_core::model::approval::Approval::verdict_of(&label) {
+        Some(verdict) => hark_core::registry::Reply::from(verdict),
         None => {
             return Err(IpcError::new(
                 ErrorCode::Invalid,
@@ -151,7 +156,7 @@ pub fn verdict(
             ));
         }
     };
-    Ok(shell.registry.reply(id, reply, "desktop")?)
+    Ok(shell.registry.reply(id, reply, Surface::Desktop)?)
 }
 
 #[tauri::command]
@@ -225,12 +230,12 @@ pub fn shown(shell: State<'_, Arc<crate::shell::Shell>>, id: ItemId) {
 /// The TypeScript declarations of every type that crosses to the UI, as
 /// committed in `ui/src/bindings.ts`.
 pub fn typescript() -> String {
-    use hark_core::approval::{Approval, Scope};
-    use hark_core::dispatch::Verb;
-    use hark_core::item::Asker;
-    use hark_core::resolve::{Pick, Resolution};
-    use hark_core::schema::{AnswerValue, AskRequest, Question, QuestionOption};
-    use hark_core::validate::Issue;
+    use hark_core::agent::Verb;
+    use hark_core::model::approval::{Approval, Scope};
+    use hark_core::model::item::Asker;
+    use hark_core::model::resolve::{Pick, Resolution};
+    use hark_core::model::schema::{AnswerValue, AskRequest, Question, QuestionOption};
+    use hark_core::model::validate::Issue;
     let cfg = ts_rs::Config::new().with_large_int("number");
     let decls = [
         ItemId::decl(&cfg),

@@ -23,8 +23,8 @@ pub mod windows;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use hark_core::daemon::serve;
 use hark_core::registry::Event;
-use hark_core::serve;
 use hark_core::trace::{LogFormat, init_logging};
 use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime};
 use tokio::sync::{Notify, oneshot};
@@ -46,7 +46,7 @@ fn has_display() -> bool {
 
 /// Starts the desktop app; returns when it quits.
 pub fn run() -> ExitCode {
-    let json = std::env::var("HARK_LOG_FORMAT").is_ok_and(|f| f == "json");
+    let json = std::env::var(hark_core::env::LOG_FORMAT).is_ok_and(|f| f == "json");
     init_logging(
         if json {
             LogFormat::Json
@@ -143,16 +143,21 @@ impl Changed {
 /// desktop prompter; follows the registry to keep windows and tray current.
 fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
     let prompter = Arc::new(DesktopPrompter { app: app.clone() });
-    let mut prepared = tauri::async_runtime::block_on(async { serve::prepare(prompter, None, None, false) })
+    let prepared = tauri::async_runtime::block_on(async { serve::prepare(
+            prompter,
+            serve::ServeOptions {
+                own_env: rendering::set_by_the_app(),
+                ..Default::default()
+            },
+        ) })
         .map_err(|e| match e {
-            serve::ServeError::Socket(hark_core::socket::SocketError::AlreadyRunning(path)) => format!(
+            serve::ServeError::Socket(hark_core::bridge::socket::SocketError::AlreadyRunning(path)) => format!(
                 "another hark is already serving on {} (a `hark serve`, or the app under another session); stop it first",
                 path.display()
             ),
             other => other.to_string(),
         })?;
-    prepared.bridge.dispatcher.own_env = rendering::set_by_the_app();
-    let registry = prepared.bridge.registry.clone();
+    let registry = prepared.daemon.registry.clone();
     let notifications = prepared.config.notifications.clone();
     let notifier = Arc::new(Notifier::new(notifications.clone()));
     app.manage(notifier.clone());
@@ -161,7 +166,7 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
     let (stopped_tx, stopped_rx) = oneshot::channel();
     app.manage(Arc::new(Shell::new(
         registry.clone(),
-        prepared.bridge.dispatcher.clone(),
+        prepared.daemon.dispatcher.clone(),
         notifications.do_not_disturb,
         stop.clone(),
         stopped_rx,
@@ -181,7 +186,7 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
     });
     tauri::async_runtime::spawn(async move {
         let socket_file = prepared.socket_file;
-        hark_core::bridge::run(prepared.listener, prepared.bridge, async move {
+        hark_core::daemon::listener::run(prepared.listener, prepared.daemon, async move {
             stop.notified().await
         })
         .await;

@@ -14,11 +14,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
-use hark_core::approval::Approval;
 use hark_core::config::Notifications;
-use hark_core::item::{Item, ItemId};
+use hark_core::model::item::{Item, ItemId, Surface};
+use hark_core::model::resolve::{Pick, Picks};
 use hark_core::registry::Reply;
-use hark_core::resolve::{Pick, Picks};
 use tauri::{AppHandle, Manager, Runtime};
 use tokio::sync::OnceCell;
 use zbus::zvariant::Value;
@@ -250,15 +249,11 @@ fn on_action<R: Runtime>(app: &AppHandle<R>, item: &Item, action: &str) {
             return;
         };
         // An approval's buttons are verdicts (an external effect offers two).
-        let reply = match (&item.approval, Approval::verdict_of(&option.label)) {
-            (Some(_), Some(Some(scope))) => Reply::Approve(Some(scope)),
-            (Some(_), Some(None)) => Reply::Deny,
-            _ => Reply::Answer(Picks::from([(
-                question.question.clone(),
-                Pick::Label(option.label.clone()),
-            )])),
+        let picks = Picks::from([(question.question.clone(), Pick::Label(option.label.clone()))]);
+        let Some(reply) = Reply::from_picks(item, picks) else {
+            return;
         };
-        if let Err(e) = shell.registry.reply(item.id, reply, "notification") {
+        if let Err(e) = shell.registry.reply(item.id, reply, Surface::Notification) {
             tracing::info!(question_id = %item.id, "notification answer not taken: {e}");
         }
     } else if shell.registry.get(item.id).is_some() {

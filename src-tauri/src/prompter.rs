@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use hark_core::item::Item;
+use hark_core::model::item::{Item, Surface};
 use hark_core::prompter::{OperatorPrompter, PromptFuture};
 use tauri::{AppHandle, Manager, Runtime};
 
@@ -28,7 +28,7 @@ impl<R: Runtime> OperatorPrompter for DesktopPrompter<R> {
         Box::pin(std::future::pending())
     }
 
-    fn surface(&self) -> &'static str {
-        "desktop"
+    fn surface(&self) -> Surface {
+        Surface::Desktop
     }
 }

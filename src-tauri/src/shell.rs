@@ -4,8 +4,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hark_core::dispatcher::Dispatcher;
-use hark_core::item::ItemId;
+use hark_core::daemon::dispatcher::Dispatcher;
+use hark_core::model::item::ItemId;
 use hark_core::registry::Registry;
 use tauri::{AppHandle, Emitter, Runtime};
 use tokio::sync::{Notify, oneshot};

@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::approval::Policy;
-use crate::validate::Rules;
+use crate::gate::policy::Policy;
+use crate::model::validate::Rules;
 
 /// The default bounded wait (SPEC §4).
 pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(300);
@@ -127,7 +127,7 @@ pub enum ConfigError {
 impl Config {
     /// Where the config file is read from.
     pub fn path() -> Option<PathBuf> {
-        if let Some(path) = std::env::var_os("HARK_CONFIG").filter(|p| !p.is_empty()) {
+        if let Some(path) = crate::env::var_os(crate::env::CONFIG) {
             return Some(PathBuf::from(path));
         }
         directories::ProjectDirs::from("", "", "hark").map(|d| d.config_dir().join("config.toml"))

@@ -1,47 +1,46 @@
 //! hark's core: everything between an agent's question and the operator's
-//! answer, with no GUI dependency, so it builds and tests fast.
+//! answer, with no GUI and no terminal, so it builds and tests fast. It
+//! prints nothing: it returns typed values and errors, and the `hark`
+//! binary's commands and the desktop shell show them.
 //!
 //! # Layout
-//! - [`schema`], [`validate`], [`resolve`]: AskUserQuestion's shapes, the
-//!   checks on a call, and turning the operator's picks into answers.
-//! - [`item`], [`registry`]: pending items, their deadlines and outcomes.
-//! - [`prompter`]: the `OperatorPrompter` seam, with [`script`] and
-//!   [`terminal`] implementations (the desktop one lives in `src-tauri`).
-//! - [`wire`], [`socket`], [`bridge`], [`client`]: the unix-socket bridge
-//!   between `hark mcp-operator-ask` (the `hark-mcp` crate) and whoever
-//!   serves the operator.
-//! - [`store`], [`inbox`], [`inbox_cli`]: the durable inbox, the operator's
-//!   side of the socket (reply, list, follow), and `hark inbox/answer/skip`.
-//! - [`serve`], [`ask`]: the `hark serve` daemon and `hark ask` command.
-//! - [`dispatch`], [`run_cli`], [`relay`]: `hark run`, composing the agent's
-//!   command line and its per-call socket; [`dispatcher`]: runs the daemon
-//!   starts for the operator (the `dispatch` frame, the app's form).
-//! - [`trace`], [`config`], [`text`]: trace events and logging; the config
-//!   file; cutting text to a length.
+//! - [`model`]: AskUserQuestion's shapes, the checks on a call, answer
+//!   resolution, the items that wait on the operator.
+//! - [`gate`]: the write-mode gate of a read-only run (policy, grants,
+//!   verdicts) and the intake asked before a run starts.
+//! - [`registry`]: the pending items, their deadlines, and the one set of
+//!   reply rules every surface goes through.
+//! - [`store`]: the SQLite inbox: items, runs, sessions.
+//! - [`bridge`]: the socket protocol and its client side (frames, owner-only
+//!   sockets, the client, the per-run relay).
+//! - [`daemon`]: the serving side: the listener, the operator's requests,
+//!   the runs the daemon dispatches, and the assembly for `hark serve` and
+//!   the desktop app.
+//! - [`agent`]: composing an agent's command line (`claude -p`) with the
+//!   bridge attached exactly when someone can answer.
+//! - [`prompter`]: the `OperatorPrompter` seam and the scripted prompter
+//!   (the terminal's lives in the `hark` binary, the desktop's in
+//!   `src-tauri`).
+//! - [`env`], [`config`], [`trace`], [`text`]: the `HARK_*` variables, the
+//!   config file, trace events and logging, cutting text to a length.
+//!
+//! Data flows one way: an asker's frame reaches the [`daemon`] through the
+//! [`bridge`], becomes an item in the [`registry`] (persisted by the
+//! [`store`]), is put to the operator by a [`prompter`] or answered by
+//! another surface through the same rules, and its outcome goes back down
+//! the socket. Lower layers never name higher ones: `model` and `gate` know
+//! nothing of sockets, the `store` nothing of frames, the `bridge` nothing of
+//! the daemon.
 
-pub mod approval;
-pub mod ask;
+pub mod agent;
 pub mod bridge;
-pub mod client;
 pub mod config;
-pub mod dispatch;
-pub mod dispatcher;
-pub mod inbox;
-pub mod inbox_cli;
-pub mod intake;
-pub mod item;
+pub mod daemon;
+pub mod env;
+pub mod gate;
+pub mod model;
 pub mod prompter;
 pub mod registry;
-pub mod relay;
-pub mod resolve;
-pub mod run_cli;
-pub mod schema;
-pub mod script;
-pub mod serve;
-pub mod socket;
 pub mod store;
-pub mod terminal;
 pub mod text;
 pub mod trace;
-pub mod validate;
-pub mod wire;

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tracing_subscriber::filter::LevelFilter;
 
-use crate::approval::{Approval, Scope};
-use crate::item::{Item, Outcome};
+use crate::model::approval::{Approval, Scope};
+use crate::model::item::{Item, Outcome};
 
 pub const ASKED: &str = "operator.question.asked";
 pub const ANSWERED: &str = "operator.question.answered";
@@ -93,7 +93,7 @@ pub enum LogFormat {
 /// Installs the stderr logger. `HARK_LOG` (`error`, `warn`, `info`, `debug`,
 /// `trace`, `off`) picks the level; `default_level` otherwise.
 pub fn init_logging(format: LogFormat, default_level: LevelFilter) {
-    let level = std::env::var("HARK_LOG")
+    let level = std::env::var(crate::env::LOG)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default_level);

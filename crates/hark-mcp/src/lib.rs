@@ -5,7 +5,7 @@
 //! The call is validated here first (a malformed call never parks a person),
 //! then carried over the bridge socket to whoever is the operator. Every
 //! unanswered outcome is a tool error whose text starts
-//! [`NOT_ANSWERED`](hark_core::item::NOT_ANSWERED). Logs go to stderr only: stdout
+//! [`NOT_ANSWERED`](hark_core::model::item::NOT_ANSWERED). Logs go to stderr only: stdout
 //! belongs to the protocol.
 
 use std::path::PathBuf;
@@ -21,16 +21,18 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use hark_core::approval::{Class, Policy, permission_result};
-use hark_core::client::{AskError, Call, Started};
-use hark_core::item::{Asker, Outcome};
-use hark_core::schema::{MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
-use hark_core::trace;
-use hark_core::validate::{Rules, describe, validate};
-use hark_core::wire::{Caller, ClientFrame, MAX_FRAME};
+use hark_core::bridge::client::{AskError, Call, Started};
+use hark_core::bridge::wire::{Caller, ClientFrame, MAX_FRAME};
+use hark_core::gate::policy::{Class, Policy, permission_result};
+use hark_core::model::item::{Asker, Outcome};
+use hark_core::model::schema::{
+    MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS,
+};
+use hark_core::model::validate::{Rules, describe, validate};
+use hark_core::{env, trace};
 
 /// The MCP server's name: the agent sees the tool as `mcp__operator__ask`.
-pub const SERVER_NAME: &str = hark_core::dispatch::SERVER;
+pub const SERVER_NAME: &str = hark_core::agent::SERVER;
 pub const TOOL_NAME: &str = "ask";
 /// Claude Code's permission prompt tool (`--permission-prompt-tool
 /// mcp__operator__approve`), listed only when started with `--approvals`.
@@ -145,12 +147,12 @@ impl OperatorServer {
                     describe(&refusal.issues)
                 ));
             }
-            Err(e) => return error_text(format!("{}: {e}", hark_core::item::NOT_ANSWERED)),
+            Err(e) => return error_text(format!("{}: {e}", hark_core::model::item::NOT_ANSWERED)),
         };
         let Some(outcome) = self.wait(&mut call, context).await else {
             return error_text(format!(
                 "{} (cancelled by the client)",
-                hark_core::item::NOT_ANSWERED
+                hark_core::model::item::NOT_ANSWERED
             ));
         };
         match outcome {
@@ -158,7 +160,7 @@ impl OperatorServer {
                 json!({ "answers": resolution.answers }).to_string(),
             )]),
             Ok(other) => error_text(other.unanswered_message().unwrap_or_default()),
-            Err(e) => error_text(format!("{} ({e})", hark_core::item::NOT_ANSWERED)),
+            Err(e) => error_text(format!("{} ({e})", hark_core::model::item::NOT_ANSWERED)),
         }
     }
 
@@ -428,22 +430,22 @@ impl McpSettings {
     pub fn from_env(
         config: &hark_core::config::Config,
         approvals: bool,
-    ) -> Result<McpSettings, hark_core::socket::SocketError> {
+    ) -> Result<McpSettings, hark_core::bridge::socket::SocketError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        let socket = match var(hark_core::socket::ASK_SOCK_ENV) {
+        let socket = match var(env::ASK_SOCK) {
             Some(path) => PathBuf::from(path),
-            None => hark_core::socket::app_socket_path()?,
+            None => hark_core::bridge::socket::app_socket_path()?,
         };
         let parent = std::os::unix::process::parent_id();
         Ok(McpSettings {
             socket,
-            session_id: var("HARK_SESSION_ID").unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-            timeout: var("HARK_ASK_TIMEOUT")
+            session_id: var(env::SESSION_ID).unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            timeout: var(env::ASK_TIMEOUT)
                 .and_then(|s| s.parse::<f64>().ok())
                 .filter(|s| s.is_finite() && *s > 0.0)
                 .map(Duration::from_secs_f64),
             rules: config.rules(),
-            progress_interval: var("HARK_PROGRESS_INTERVAL_MS")
+            progress_interval: var(env::PROGRESS_INTERVAL_MS)
                 .and_then(|s| s.parse().ok())
                 .filter(|ms| *ms > 0)
                 .map(Duration::from_millis)

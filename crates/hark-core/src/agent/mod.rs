@@ -1,0 +1,466 @@
+//! Composing an agent's command line (SPEC §7): `claude -p` with the bridge
+//! attached exactly when someone can answer.
+//!
+//! Facts about the real Claude Code CLI this respects: in `-p` mode an MCP
+//! tool not named in `--allowedTools` is denied; `--output-format
+//! stream-json` requires `--verbose`; the tool named by
+//! `--permission-prompt-tool` is hidden from the model, so it is never `ask`;
+//! hosts may cut a silent tool call, so `MCP_TOOL_TIMEOUT` is set above the
+//! bounded wait.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// The MCP server's name: the agent sees its tool as `mcp__operator__ask`.
+pub const SERVER: &str = "operator";
+/// The tool the agent asks through, as Claude Code names it.
+pub const ASK_TOOL: &str = "mcp__operator__ask";
+/// The write-mode gate, as Claude Code names it for `--permission-prompt-tool`.
+pub const APPROVE_TOOL: &str = "mcp__operator__approve";
+/// The built-in that resolves empty under `-p`: always denied.
+pub const BUILTIN_ASK: &str = "AskUserQuestion";
+
+/// What kind of run it is; it shapes the instructions the agent gets.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verb {
+    /// Do the work.
+    #[default]
+    Task,
+    /// Answer a question; change nothing.
+    Ask,
+    /// Make a decision and say why.
+    Decide,
+    /// A conversation: turn after turn, resuming the agent's session.
+    Converse,
+}
+
+/// A `--verb` that is none of them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown verb {0:?}: use task, ask, decide or converse")]
+pub struct UnknownVerb(String);
+
+impl std::str::FromStr for Verb {
+    type Err = UnknownVerb;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Verb::Task, Verb::Ask, Verb::Decide, Verb::Converse]
+            .into_iter()
+            .find(|verb| verb.name() == s)
+            .ok_or_else(|| UnknownVerb(s.to_owned()))
+    }
+}
+
+/// `--wrap` with no command line after `--`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--wrap needs the agent command line after --")]
+pub struct NoCommandLine;
+
+impl Verb {
+    /// Its name on the command line (`--verb`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Verb::Task => "task",
+            Verb::Ask => "ask",
+            Verb::Decide => "decide",
+            Verb::Converse => "converse",
+        }
+    }
+
+    fn instruction(self) -> &'static str {
+        match self {
+            Verb::Task => "Carry out the task.",
+            Verb::Ask => "Answer the question; do not change any file.",
+            Verb::Decide => "Make the decision asked for and state it first, with your reasons.",
+            Verb::Converse => "This is a conversation with the operator; reply to each message.",
+        }
+    }
+}
+
+/// Where the bridge is, when an operator is attached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attached {
+    /// The per-call socket the agent's `hark mcp-operator-ask` dials.
+    pub socket: PathBuf,
+    /// The MCP config file naming `hark mcp-operator-ask` (0600, removed after the run).
+    pub mcp_config: PathBuf,
+    pub session_id: String,
+    /// The bounded wait for each question of this run.
+    pub ask_timeout: Duration,
+}
+
+/// The clause telling an attached agent how to ask.
+pub fn attached_clause(verb: Verb) -> String {
+    format!(
+        "{} When a decision belongs to the operator (scope, trade-offs, anything you would otherwise guess), \
+         ask them with the MCP tool {ASK_TOOL} (server \"operator\", tool \"ask\"): one to four multiple-choice \
+         questions, each with 2-4 options, marking the option you recommend with \" (Recommended)\". \
+         Use it only for decisions that are the operator's, not for things you can find out yourself. \
+         If it returns an error, the operator did not answer: proceed on your own judgement.",
+        verb.instruction()
+    )
+}
+
+/// The clause telling a headless agent it is on its own.
+pub fn headless_clause(verb: Verb) -> String {
+    format!(
+        "{} No operator is available to answer questions in this run: do not ask; \
+         proceed on your own judgement and state the assumptions you made.",
+        verb.instruction()
+    )
+}
+
+/// The clause telling a read-only agent how its writes are gated.
+pub const READ_ONLY_CLAUSE: &str = "You are running read-only: before any step that changes files or runs a \
+command that writes, the operator is asked to approve it. If a write is denied, do not retry it; continue \
+without writing and report what you would have changed.";
+
+/// The MCP config naming `hark mcp-operator-ask`, merged into `existing`
+/// servers (a server already named `operator` is replaced). With no
+/// existing servers it is what `hark mcp-config` prints, for an agent a user
+/// starts by hand.
+///
+/// With `approvals` the server also serves `approve`, for a read-only run.
+pub fn mcp_config(hark: &Path, existing: BTreeMap<String, Value>, approvals: bool) -> Value {
+    let mut servers = existing;
+    let mut args = vec!["mcp-operator-ask"];
+    if approvals {
+        args.push("--approvals");
+    }
+    servers.insert(
+        SERVER.to_owned(),
+        json!({"type": "stdio", "command": hark.display().to_string(), "args": args}),
+    );
+    json!({ "mcpServers": servers })
+}
+
+/// A command line to run: program, arguments, and environment added to the
+/// caller's (the agent inherits API keys, base URLs, proxies).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Composed {
+    pub program: OsString,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+}
+
+/// Flags whose values are lists, merged rather than duplicated.
+const LIST_FLAGS: [(&str, &str); 3] = [
+    ("--allowedTools", "--allowed-tools"),
+    ("--disallowedTools", "--disallowed-tools"),
+    ("--mcp-config", "--mcp-config"),
+];
+
+/// A user's agent command line, with the list flags hark merges taken out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserCommand {
+    pub program: OsString,
+    /// Everything but the list flags, in order.
+    pub rest: Vec<String>,
+    pub allowed: Vec<String>,
+    pub disallowed: Vec<String>,
+    pub mcp_configs: Vec<String>,
+}
+
+fn split_tools(value: &str) -> impl Iterator<Item = String> + '_ {
+    value
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+}
+
+impl UserCommand {
+    /// Reads `claude -p "…" [flags]`. List flags take every value up to the
+    /// next flag, as the CLI does; `--flag=value` works too.
+    pub fn parse(argv: &[String]) -> Result<UserCommand, NoCommandLine> {
+        let (program, args) = argv.split_first().ok_or(NoCommandLine)?;
+        let mut user = UserCommand {
+            program: program.into(),
+            ..UserCommand::default()
+        };
+        let mut i = 0;
+        while i < args.len() {
+            let arg = &args[i];
+            let (name, inline) = match arg.split_once('=') {
+                Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
+                _ => (arg.as_str(), None),
+            };
+            let Some(slot) = LIST_FLAGS
+                .iter()
+                .position(|(a, b)| name == *a || name == *b)
+            else {
+                user.rest.push(arg.clone());
+                i += 1;
+                continue;
+            };
+            let mut values: Vec<String> = inline.into_iter().collect();
+            i += 1;
+            if values.is_empty() {
+                while i < args.len() && !args[i].starts_with('-') {
+                    values.push(args[i].clone());
+                    i += 1;
+                }
+            }
+            match slot {
+                0 => user
+                    .allowed
+                    .extend(values.iter().flat_map(|v| split_tools(v))),
+                1 => user
+                    .disallowed
+                    .extend(values.iter().flat_map(|v| split_tools(v))),
+                _ => user.mcp_configs.extend(values),
+            }
+        }
+        Ok(user)
+    }
+}
+
+/// Adds `item` unless it is there already.
+fn push_unique(list: &mut Vec<String>, item: &str) {
+    if !list.iter().any(|t| t == item) {
+        list.push(item.to_owned());
+    }
+}
+
+/// Composes the agent's command line. `user` is the agent and whatever the
+/// user passed (for `hark run`: `claude -p PROMPT` plus output flags); the
+/// bridge is attached when `attached` is given.
+/// `read_only` names the MCP config serving `approve` (with the user's
+/// servers merged in) for a run dispatched read-only: every write then goes
+/// through the write-mode gate, and with nobody attached it is denied.
+pub fn compose(
+    mut user: UserCommand,
+    verb: Verb,
+    attached: Option<&Attached>,
+    read_only: Option<&Path>,
+) -> Composed {
+    let mut env = BTreeMap::new();
+    push_unique(&mut user.disallowed, BUILTIN_ASK);
+    user.allowed.retain(|t| t != BUILTIN_ASK);
+    let clause = match attached {
+        Some(bridge) => {
+            push_unique(&mut user.allowed, ASK_TOOL);
+            // One merged config replaces the user's (its servers are in it).
+            user.mcp_configs = vec![bridge.mcp_config.display().to_string()];
+            env.insert(
+                crate::env::ASK_SOCK.to_owned(),
+                bridge.socket.display().to_string(),
+            );
+            env.insert(crate::env::SESSION_ID.to_owned(), bridge.session_id.clone());
+            env.insert(
+                crate::env::ASK_TIMEOUT.to_owned(),
+                bridge.ask_timeout.as_secs_f64().to_string(),
+            );
+            // Above the bounded wait, so the CLI never cuts the call first.
+            let cutoff = bridge.ask_timeout + Duration::from_secs(60);
+            env.insert(
+                "MCP_TOOL_TIMEOUT".to_owned(),
+                cutoff.as_millis().to_string(),
+            );
+            attached_clause(verb)
+        }
+        None => headless_clause(verb),
+    };
+    let mut args = user.rest;
+    let clause = match read_only {
+        Some(config) => {
+            if attached.is_none() {
+                // Served for `approve` only: nobody can answer a question.
+                push_unique(&mut user.disallowed, ASK_TOOL);
+            }
+            user.mcp_configs = vec![config.display().to_string()];
+            // One permission prompt: the gate's replaces any the user named.
+            if let Some(at) = args.iter().position(|a| a == "--permission-prompt-tool") {
+                args.drain(at..(at + 2).min(args.len()));
+            }
+            args.push("--permission-prompt-tool".into());
+            args.push(APPROVE_TOOL.into());
+            format!("{clause} {READ_ONLY_CLAUSE}")
+        }
+        None => clause,
+    };
+    if !user.allowed.is_empty() {
+        args.push("--allowedTools".into());
+        args.push(user.allowed.join(","));
+    }
+    args.push("--disallowedTools".into());
+    args.push(user.disallowed.join(","));
+    if !user.mcp_configs.is_empty() {
+        args.push("--mcp-config".into());
+        args.extend(user.mcp_configs);
+    }
+    args.push("--append-system-prompt".into());
+    args.push(clause);
+    Composed {
+        program: user.program,
+        args,
+        env,
+    }
+}
+
+/// The command line `hark run` starts from: `AGENT -p PROMPT --output-format stream-json --verbose`.
+pub fn base_command(agent: &Path, prompt: &str, resume: Option<&str>) -> UserCommand {
+    let mut rest = vec![
+        "-p".to_owned(),
+        prompt.to_owned(),
+        "--output-format".to_owned(),
+        "stream-json".to_owned(),
+        "--verbose".to_owned(),
+    ];
+    if let Some(session) = resume {
+        rest.push("--resume".to_owned());
+        rest.push(session.to_owned());
+    }
+    UserCommand {
+        program: agent.as_os_str().to_owned(),
+        rest,
+        ..UserCommand::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_only_run_is_gated_through_approve_attached_or_not() {
+        let gate = Path::new("/run/h/mcp-approvals.json");
+        let mut user = UserCommand::parse(&words(&[
+            "claude",
+            "-p",
+            "x",
+            "--permission-prompt-tool",
+            "mcp__mine__ok",
+        ]))
+        .unwrap();
+        user.rest.push("--verbose".into());
+        let c = compose(user, Verb::Task, Some(&attached()), Some(gate));
+        assert_eq!(flag(&c.args, "--permission-prompt-tool"), [APPROVE_TOOL]);
+        assert_eq!(flag(&c.args, "--mcp-config"), ["/run/h/mcp-approvals.json"]);
+        assert_eq!(flag(&c.args, "--allowedTools"), [ASK_TOOL]);
+        assert!(flag(&c.args, "--append-system-prompt")[0].contains("read-only"));
+
+        let c = compose(
+            base_command(Path::new("claude"), "fix it", None),
+            Verb::Task,
+            None,
+            Some(gate),
+        );
+        assert_eq!(flag(&c.args, "--permission-prompt-tool"), [APPROVE_TOOL]);
+        assert_eq!(
+            flag(&c.args, "--disallowedTools"),
+            ["AskUserQuestion,mcp__operator__ask"]
+        );
+        assert!(c.env.is_empty(), "no socket when nobody is attached");
+        let approvals = mcp_config(Path::new("/bin/hark"), BTreeMap::new(), true);
+        assert_eq!(
+            approvals["mcpServers"]["operator"]["args"],
+            json!(["mcp-operator-ask", "--approvals"])
+        );
+    }
+
+    fn words(s: &[&str]) -> Vec<String> {
+        s.iter().map(|w| w.to_string()).collect()
+    }
+
+    fn attached() -> Attached {
+        Attached {
+            socket: "/run/h/ask.sock".into(),
+            mcp_config: "/run/h/mcp.json".into(),
+            session_id: "s1".into(),
+            ask_timeout: Duration::from_secs(300),
+        }
+    }
+
+    fn flag<'a>(args: &'a [String], name: &str) -> Vec<&'a String> {
+        args.iter()
+            .enumerate()
+            .filter(|(_, a)| *a == name)
+            .map(|(i, _)| &args[i + 1])
+            .collect()
+    }
+
+    #[test]
+    fn attached_runs_get_the_tool_the_socket_and_the_clause() {
+        let c = compose(
+            base_command(Path::new("claude"), "fix it", None),
+            Verb::Task,
+            Some(&attached()),
+            None,
+        );
+        assert_eq!(flag(&c.args, "--allowedTools"), ["mcp__operator__ask"]);
+        assert_eq!(flag(&c.args, "--disallowedTools"), ["AskUserQuestion"]);
+        assert_eq!(flag(&c.args, "--mcp-config"), ["/run/h/mcp.json"]);
+        assert!(flag(&c.args, "--append-system-prompt")[0].contains("mcp__operator__ask"));
+        assert_eq!(c.env["HARK_ASK_SOCK"], "/run/h/ask.sock");
+        assert_eq!(c.env["HARK_SESSION_ID"], "s1");
+        assert_eq!(c.env["MCP_TOOL_TIMEOUT"], "360000");
+        assert!(
+            c.args
+                .windows(2)
+                .any(|w| w == ["--output-format", "stream-json"])
+        );
+        assert!(c.args.contains(&"--verbose".to_owned()));
+        assert!(!c.args.iter().any(|a| a.contains("permission-prompt-tool")));
+    }
+
+    #[test]
+    fn headless_runs_get_none_of_it_but_still_deny_the_builtin() {
+        let c = compose(
+            base_command(Path::new("claude"), "fix it", None),
+            Verb::Decide,
+            None,
+            None,
+        );
+        assert!(flag(&c.args, "--allowedTools").is_empty());
+        assert!(flag(&c.args, "--mcp-config").is_empty());
+        assert_eq!(flag(&c.args, "--disallowedTools"), ["AskUserQuestion"]);
+        assert!(flag(&c.args, "--append-system-prompt")[0].contains("No operator is available"));
+        assert!(c.env.is_empty());
+    }
+
+    #[test]
+    fn wrapping_merges_the_users_lists_without_duplicates() {
+        let user = UserCommand::parse(&words(&[
+            "claude",
+            "-p",
+            "do it",
+            "--allowedTools",
+            "Read,Edit",
+            "Bash(git:*)",
+            "--disallowedTools=AskUserQuestion",
+            "--mcp-config",
+            "theirs.json",
+            "--model",
+            "opus",
+        ]))
+        .unwrap();
+        assert_eq!(user.allowed, ["Read", "Edit", "Bash(git:*)"]);
+        assert_eq!(user.mcp_configs, ["theirs.json"]);
+        let c = compose(user, Verb::Task, Some(&attached()), None);
+        assert_eq!(
+            flag(&c.args, "--allowedTools"),
+            ["Read,Edit,Bash(git:*),mcp__operator__ask"]
+        );
+        assert_eq!(flag(&c.args, "--disallowedTools"), ["AskUserQuestion"]);
+        assert_eq!(c.args.iter().filter(|a| *a == "--mcp-config").count(), 1);
+        assert!(c.args.windows(2).any(|w| w == ["--model", "opus"]));
+        assert!(c.args.windows(2).any(|w| w == ["-p", "do it"]));
+    }
+
+    #[test]
+    fn a_resumed_turn_names_the_agents_session() {
+        let c = compose(
+            base_command(Path::new("claude"), "next", Some("abc")),
+            Verb::Converse,
+            None,
+            None,
+        );
+        assert!(c.args.windows(2).any(|w| w == ["--resume", "abc"]));
+    }
+}

@@ -1,0 +1,155 @@
+//! The asking side of the bridge: dials a socket, sends one ask frame and
+//! waits for its outcome. Used by `hark mcp-operator-ask` and `hark ask`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::io::BufReader;
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+use crate::bridge::wire::{ClientFrame, ServerFrame, WireError, read_frame, write_frame};
+use crate::model::approval::{DecidedBy, Scope};
+use crate::model::item::{ItemId, Outcome};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// Nothing listens on the socket: no operator is attached.
+    #[error("no operator is reachable at {}: {source}", path.display())]
+    Unreachable { path: PathBuf, source: io::Error },
+    /// The server refused the call.
+    #[error("{}", .0.message)]
+    Refused(WireError),
+    /// The server broke off or spoke something else.
+    #[error("the operator connection broke: {0}")]
+    Broken(String),
+}
+
+/// An ask call the server accepted, waiting for its outcome. Dropping it
+/// hangs up, which cancels the item.
+#[derive(Debug)]
+pub struct Call {
+    pub id: ItemId,
+    /// How long the operator has.
+    pub timeout: Duration,
+    feed: Feed,
+}
+
+/// How the server took a call: an item is pending, or (for an approval)
+/// it was decided at once by the policy or an earlier grant.
+#[derive(Debug)]
+pub enum Started {
+    Pending(Call),
+    Decided {
+        allow: bool,
+        scope: Option<Scope>,
+        by: DecidedBy,
+    },
+}
+
+impl Call {
+    /// Connects to `socket`, sends `frame` and waits until it is accepted.
+    pub async fn start(socket: &Path, frame: &ClientFrame) -> Result<Call, AskError> {
+        match Call::start_any(socket, frame).await? {
+            Started::Pending(call) => Ok(call),
+            Started::Decided { .. } => Err(AskError::Broken(
+                "the server decided an ask without asking".into(),
+            )),
+        }
+    }
+
+    /// Like [`Call::start`], for a frame the server may also decide at once.
+    pub async fn start_any(socket: &Path, frame: &ClientFrame) -> Result<Started, AskError> {
+        let mut feed = Feed::open(socket, frame).await?;
+        match feed.next().await? {
+            ServerFrame::Accepted { id, timeout_ms } => Ok(Started::Pending(Call {
+                id,
+                timeout: Duration::from_millis(timeout_ms),
+                feed,
+            })),
+            ServerFrame::Decided { allow, scope, by } => Ok(Started::Decided { allow, scope, by }),
+            ServerFrame::Error(refusal) => Err(AskError::Refused(refusal)),
+            other => Err(AskError::Broken(format!("unexpected frame {other:?}"))),
+        }
+    }
+
+    /// Waits for the item to settle.
+    pub async fn outcome(&mut self) -> Result<Outcome, AskError> {
+        match self.feed.next().await? {
+            ServerFrame::Settled { outcome, .. } => Ok(outcome),
+            ServerFrame::Error(refusal) => Err(AskError::Refused(refusal)),
+            other => Err(AskError::Broken(format!("unexpected frame {other:?}"))),
+        }
+    }
+
+    /// Asks the server to cancel the item; the outcome still follows.
+    pub async fn cancel(&mut self) -> Result<(), AskError> {
+        write_frame(&mut self.feed.writer, &ClientFrame::Cancel)
+            .await
+            .map_err(|e| AskError::Broken(e.to_string()))
+    }
+}
+
+/// Sends one operator frame (reply, list, clear) and returns the answer.
+pub async fn request(socket: &Path, frame: &ClientFrame) -> Result<ServerFrame, AskError> {
+    let mut feed = Feed::open(socket, frame).await?;
+    feed.next().await
+}
+
+/// A connection that sent one frame and reads the frames that come back:
+/// an ask's acceptance and outcome, a subscription, or a one-shot answer.
+#[derive(Debug)]
+pub struct Feed {
+    reader: BufReader<OwnedReadHalf>,
+    /// Kept open: closing it hangs up (which cancels an ask, ends a subscription).
+    writer: OwnedWriteHalf,
+}
+
+impl Feed {
+    pub async fn open(socket: &Path, frame: &ClientFrame) -> Result<Feed, AskError> {
+        let stream = UnixStream::connect(socket)
+            .await
+            .map_err(|source| AskError::Unreachable {
+                path: socket.to_owned(),
+                source,
+            })?;
+        let (reader, mut writer) = stream.into_split();
+        let mut reader = BufReader::new(reader);
+        send(&mut reader, &mut writer, frame).await?;
+        Ok(Feed { reader, writer })
+    }
+
+    pub async fn next(&mut self) -> Result<ServerFrame, AskError> {
+        next_frame(&mut self.reader).await
+    }
+}
+
+/// Sends a frame. If the server hung up first (it refuses a peer before
+/// reading), its refusal is still waiting to be read: report that instead.
+async fn send(
+    reader: &mut BufReader<OwnedReadHalf>,
+    writer: &mut OwnedWriteHalf,
+    frame: &ClientFrame,
+) -> Result<(), AskError> {
+    let Err(e) = write_frame(writer, frame).await else {
+        return Ok(());
+    };
+    match next_frame(reader).await {
+        Ok(ServerFrame::Error(refusal)) => Err(AskError::Refused(refusal)),
+        _ => Err(AskError::Broken(e.to_string())),
+    }
+}
+
+async fn next_frame(reader: &mut BufReader<OwnedReadHalf>) -> Result<ServerFrame, AskError> {
+    let mut buf = Vec::new();
+    match read_frame(reader, &mut buf).await {
+        Ok(true) => {
+            serde_json::from_slice(&buf).map_err(|e| AskError::Broken(format!("bad frame: {e}")))
+        }
+        Ok(false) => Err(AskError::Broken(
+            "the operator closed the connection".into(),
+        )),
+        Err(e) => Err(AskError::Broken(e.to_string())),
+    }
+}

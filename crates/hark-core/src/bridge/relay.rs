@@ -1,0 +1,182 @@
+//! A dispatched run's own bridge: a per-call socket in a private directory,
+//! handed to the agent as `HARK_ASK_SOCK`, whose ask calls are carried to the
+//! operator's app socket and filed under the run.
+//!
+//! Only ask calls pass (an agent cannot list, answer or skip items), each
+//! peer's uid is checked, and the directory (socket and MCP config) is
+//! removed when the run ends, on every exit path. When the agent dies
+//! mid-question its connection closes, and so does the one to the app,
+//! which settles the item as cancelled.
+
+use std::path::{Path, PathBuf};
+
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::task::JoinHandle;
+
+use crate::bridge::socket::{self, SocketError, peer_is_owner};
+use crate::bridge::wire::{
+    ClientFrame, ErrorCode, ServerFrame, WireError, read_frame, write_frame,
+};
+
+/// A private directory removed (with what is in it) when dropped.
+#[derive(Debug)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    /// Creates `hark-run-<random>` (0700) in the temp dir.
+    pub fn create() -> Result<RunDir, SocketError> {
+        let path = std::env::temp_dir().join(format!("hark-run-{}", uuid::Uuid::new_v4().simple()));
+        socket::ensure_private_dir(&path)?;
+        Ok(RunDir { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes a file only its owner can read (0600).
+    pub fn write_private(&self, name: &str, contents: &[u8]) -> std::io::Result<PathBuf> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.path.join(name);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        file.write_all(contents)?;
+        Ok(path)
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// The per-call socket, relaying to the app socket. Dropping it stops the
+/// relay and removes the directory.
+#[derive(Debug)]
+pub struct Relay {
+    pub socket: PathBuf,
+    accept: JoinHandle<()>,
+    /// Declared last: the directory goes after the listener.
+    pub dir: RunDir,
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+impl Relay {
+    /// Binds `ask.sock` in a new private directory; each ask on it goes to
+    /// `app_socket` as one of `run_id` in `session_id`.
+    pub fn start(
+        app_socket: PathBuf,
+        run_id: String,
+        session_id: String,
+    ) -> Result<Relay, SocketError> {
+        let dir = RunDir::create()?;
+        let socket = dir.path().join("ask.sock");
+        let (listener, socket_file) = socket::bind(&socket)?;
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            socket_file,
+            app_socket,
+            run_id,
+            session_id,
+        ));
+        Ok(Relay {
+            socket,
+            accept,
+            dir,
+        })
+    }
+}
+
+async fn accept_loop(
+    listener: UnixListener,
+    _socket_file: socket::SocketFile,
+    app_socket: PathBuf,
+    run_id: String,
+    session_id: String,
+) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(relay(stream, app_socket.clone(), run_id.clone(), session_id.clone()));
+                }
+                Err(e) => tracing::warn!("run socket: accept failed: {e}"),
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn refuse(stream: UnixStream, code: ErrorCode, message: &str) {
+    let (_, mut writer) = stream.into_split();
+    let _ = write_frame(
+        &mut writer,
+        &ServerFrame::Error(WireError::new(code, message)),
+    )
+    .await;
+}
+
+/// Carries one ask from the agent to the app and everything after it back.
+async fn relay(agent: UnixStream, app_socket: PathBuf, run_id: String, session_id: String) {
+    if !peer_is_owner(&agent).unwrap_or(false) {
+        return refuse(
+            agent,
+            ErrorCode::Forbidden,
+            "this socket serves its owner only",
+        )
+        .await;
+    }
+    let mut reader = BufReader::new(agent);
+    let mut buf = Vec::new();
+    let mut frame = match read_frame(&mut reader, &mut buf).await {
+        Ok(true) => serde_json::from_slice::<ClientFrame>(&buf).ok(),
+        _ => return,
+    };
+    // The run's socket names the run and its session, whatever the agent says.
+    let Some(caller) = frame.as_mut().and_then(ClientFrame::caller_mut) else {
+        return refuse(
+            reader.into_inner(),
+            ErrorCode::BadFrame,
+            "a run's socket only takes ask and approve calls",
+        )
+        .await;
+    };
+    caller.session_id = Some(session_id);
+    caller.run_id = Some(run_id);
+    let mut app = match UnixStream::connect(&app_socket).await {
+        Ok(app) => app,
+        Err(e) => {
+            tracing::warn!("the operator went away: {e}");
+            // The agent sees the hang-up as "no operator", at once.
+            return;
+        }
+    };
+    // (`frame` is `Some` here, which serializes as the frame itself.)
+    let mut bytes = match serde_json::to_vec(&frame) {
+        Ok(bytes) => bytes,
+        Err(_) => return,
+    };
+    bytes.push(b'\n');
+    // Whatever the agent sent after the ask (a cancel) follows it.
+    bytes.extend_from_slice(reader.buffer());
+    if app.write_all(&bytes).await.is_err() {
+        return;
+    }
+    let mut agent = reader.into_inner();
+    // Both ways until either side hangs up: the answer back, a cancel forward.
+    let _ = tokio::io::copy_bidirectional(&mut agent, &mut app).await;
+}

@@ -1,0 +1,205 @@
+//! Where the bridge sockets live, and how they are kept owner-only.
+//!
+//! Every socket sits in a directory only its owner can enter (0700), is
+//! itself 0600, and the listener checks each peer's uid (SO_PEERCRED) on top.
+//! The file is removed when its [`SocketFile`] guard drops, on every exit path.
+
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use tokio::net::{UnixListener, UnixStream};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    #[error("hark is already running on {}", .0.display())]
+    AlreadyRunning(PathBuf),
+    #[error("{} exists and is not a socket; refusing to replace it", .0.display())]
+    NotASocket(PathBuf),
+    #[error("{} is owned by uid {owner}, not by this user (uid {me})", path.display())]
+    ForeignDir { path: PathBuf, owner: u32, me: u32 },
+    #[error("no place for the socket: set HARK_SOCKET or XDG_RUNTIME_DIR")]
+    NoPath,
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SocketError + '_ {
+    move |source| SocketError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// The app's well-known socket: `$HARK_SOCKET`, else
+/// `$XDG_RUNTIME_DIR/hark/hark.sock`, else a private directory of the
+/// platform's (the runtime dir, or the local data dir where there is none).
+pub fn app_socket_path() -> Result<PathBuf, SocketError> {
+    if let Some(path) = crate::env::var_os(crate::env::SOCKET) {
+        return Ok(PathBuf::from(path));
+    }
+    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(dir).join("hark").join("hark.sock"));
+    }
+    let dirs = directories::ProjectDirs::from("", "", "hark").ok_or(SocketError::NoPath)?;
+    let dir = dirs.runtime_dir().unwrap_or_else(|| dirs.data_local_dir());
+    Ok(dir.join("hark.sock"))
+}
+
+/// This process's effective uid.
+pub fn own_uid() -> u32 {
+    #[allow(unsafe_code)]
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe {
+        libc::geteuid()
+    }
+}
+
+/// Raises this process's soft limit on open files to its hard limit: every
+/// waiting question holds a connection open, and the common default of 1024
+/// would cap a busy operator at about a thousand pending questions.
+pub fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    #[allow(unsafe_code)]
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed in.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+/// Whether the peer of a connected stream runs as this user.
+pub fn peer_is_owner(stream: &UnixStream) -> io::Result<bool> {
+    Ok(stream.peer_cred()?.uid() == own_uid())
+}
+
+/// Removes the socket file when dropped.
+#[derive(Debug)]
+pub struct SocketFile {
+    path: PathBuf,
+}
+
+impl SocketFile {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Creates `dir` as 0700 if missing; an existing one must belong to this user.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), SocketError> {
+    match std::fs::metadata(dir) {
+        Ok(meta) => {
+            let me = own_uid();
+            if meta.uid() != me {
+                return Err(SocketError::ForeignDir {
+                    path: dir.to_owned(),
+                    owner: meta.uid(),
+                    me,
+                });
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io_err(dir)),
+        Err(e) => Err(io_err(dir)(e)),
+    }
+}
+
+/// Binds an owner-only socket at `path`. A stale socket file left by a dead
+/// process is replaced; a live one means hark is already running.
+pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile), SocketError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        ensure_private_dir(dir)?;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_socket() => {
+            return Err(SocketError::NotASocket(path.to_owned()));
+        }
+        Ok(_) => {
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(SocketError::AlreadyRunning(path.to_owned()));
+            }
+            std::fs::remove_file(path).map_err(io_err(path))?;
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err(path)(e)),
+    }
+    let listener = UnixListener::bind(path).map_err(io_err(path))?;
+    let file = SocketFile {
+        path: path.to_owned(),
+    };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io_err(path))?;
+    Ok((listener, file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[tokio::test]
+    async fn sockets_are_owner_only_and_removed_on_drop() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("run").join("hark.sock");
+        let (_listener, file) = bind(&path).unwrap();
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        assert_eq!(mode(&path), 0o600);
+        drop(file);
+        assert!(!path.exists());
+    }
+
+    #[tokio::test]
+    async fn the_peer_check_compares_uids() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("hark.sock");
+        let (listener, _file) = bind(&path).unwrap();
+        let client = UnixStream::connect(&path).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        assert_eq!(server.peer_cred().unwrap().uid(), own_uid());
+        assert!(peer_is_owner(&server).unwrap());
+        drop(client);
+    }
+
+    #[tokio::test]
+    async fn a_live_socket_is_not_stolen_and_a_stale_one_is_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("hark.sock");
+        let (listener, file) = bind(&path).unwrap();
+        assert!(matches!(bind(&path), Err(SocketError::AlreadyRunning(_))));
+        drop(listener);
+        std::mem::forget(file); // leave the file behind, as a killed process would
+        let (_listener, _file) = bind(&path).unwrap();
+    }
+
+    #[test]
+    fn a_regular_file_is_never_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("notes.txt");
+        std::fs::write(&path, "keep me").unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _guard = rt.enter();
+        assert!(matches!(bind(&path), Err(SocketError::NotASocket(_))));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me");
+    }
+}

@@ -1,0 +1,477 @@
+//! The bridge protocol: newline-delimited JSON frames on a unix socket.
+//!
+//! One protocol serves both kinds of socket (the app's well-known one and the
+//! per-call ones a dispatcher hands to a child as `HARK_ASK_SOCK`):
+//!
+//! ```text
+//! client → {"type":"ask","session_id":…,"asker":{…},"request":{"questions":[…]},"timeout_secs":…}
+//! server ← {"type":"accepted","id":…,"timeout_ms":…}
+//! server ← {"type":"settled","id":…,"outcome":{"outcome":"answered","answers":{…},"defaulted":[…]}}
+//! client → {"type":"cancel"}            (optional; closing the socket does the same)
+//! client → {"type":"approve","tool_name":"Edit","input":{…},"session_id":…}
+//! server ← {"type":"decided","allow":true,"scope":"turn","by":"grant"}   or accepted, then settled
+//! server ← {"type":"error","code":"invalid","message":…,"issues":[…]}
+//! ```
+//!
+//! Operator surfaces use the same socket:
+//!
+//! ```text
+//! client → {"type":"reply","id":…,"reply":{"action":"answer","answers":{…}}}
+//! server ← {"type":"replied","id":…,"outcome":{…}}   or an error: not_pending, invalid, human_reply_mismatch
+//! client → {"type":"list","filter":{"pending":true,"limit":50}}
+//! server ← {"type":"items","items":[…]}
+//! client → {"type":"subscribe"}
+//! server ← {"type":"event","event":"added","item":{…}}   (the pending items first, then every change)
+//! client → {"type":"clear_settled"}
+//! server ← {"type":"cleared","removed":N}
+//! client → {"type":"dispatch","request":{"prompt":…,"verb":"task","cwd":…,"read_only":false}}
+//! server ← {"type":"dispatched","run_id":…,"log":…}
+//! ```
+//!
+//! Frames are capped at [`MAX_FRAME`] bytes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::agent::Verb;
+use crate::model::approval::{DecidedBy, Scope};
+use crate::model::item::{Asker, ItemId, Outcome};
+use crate::model::resolve::Picks;
+use crate::model::validate::Issue;
+use crate::store::{Filter, Record, RunRecord, RunStart, SessionRecord};
+
+/// The largest frame either side accepts (1 MiB).
+pub const MAX_FRAME: usize = 1 << 20;
+
+/// A frame from a client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientFrame {
+    /// Ask the operator. `request` is the raw call, validated by the server.
+    Ask {
+        #[serde(flatten)]
+        caller: Caller,
+        request: Value,
+    },
+    /// The write-mode gate: may the agent make this call? (What Claude
+    /// Code sends its `--permission-prompt-tool`.) Answered by `decided`
+    /// when the policy or a grant settles it, else like an ask: `accepted`,
+    /// then `settled` with an `approved` or `denied` outcome.
+    Approve {
+        #[serde(flatten)]
+        caller: Caller,
+        tool_name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    /// The asker no longer wants the answer.
+    Cancel,
+    /// The operator's reply to a pending item.
+    Reply { id: ItemId, reply: WireReply },
+    /// Lists items, pending and settled.
+    List {
+        #[serde(default)]
+        filter: Filter,
+    },
+    /// Follows the inbox: the pending items, then every add and settle.
+    Subscribe,
+    /// Deletes the settled history.
+    ClearSettled,
+    /// `hark run` announces a run it dispatched (answered by `recorded`).
+    RunStarted { run: RunStart },
+    /// `hark run` reports how the run ended, with the agent's last result
+    /// and the run's cost (answered by `recorded`).
+    RunFinished {
+        run_id: String,
+        exit_code: i32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
+    /// Starts a run the daemon owns (`hark run --detach`, the app's
+    /// dispatch form); answered by `dispatched`.
+    Dispatch { request: DispatchRequest },
+    /// Lists the runs, newest first.
+    ListRuns {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
+    /// Lists the sessions that asked, those waiting on the operator first.
+    ListSessions {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
+}
+
+/// Who asks, for which run, and how long they wait: the fields an `ask`
+/// and an `approve` frame share.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Caller {
+    /// The agent session the item is filed under ("unnamed" when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The dispatched run the item belongs to (set by the run's socket).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default)]
+    pub asker: Asker,
+    /// This call's bounded wait; the server's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<f64>,
+}
+
+impl ClientFrame {
+    /// The caller of an `ask` or `approve` frame.
+    pub fn caller_mut(&mut self) -> Option<&mut Caller> {
+        match self {
+            ClientFrame::Ask { caller, .. } | ClientFrame::Approve { caller, .. } => Some(caller),
+            _ => None,
+        }
+    }
+}
+
+impl Caller {
+    /// The session the item is filed under.
+    pub fn session(&self) -> String {
+        self.session_id.clone().unwrap_or_else(|| "unnamed".into())
+    }
+}
+
+/// What the operator did, on the wire.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum WireReply {
+    Answer {
+        #[serde(default)]
+        answers: Picks,
+    },
+    Skip,
+    /// Allow an approval, for a scope (its default scope when absent).
+    Approve {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<Scope>,
+    },
+    Deny,
+}
+
+impl From<WireReply> for crate::registry::Reply {
+    fn from(reply: WireReply) -> Self {
+        use crate::registry::Reply;
+        match reply {
+            WireReply::Answer { answers } => Reply::Answer(answers),
+            WireReply::Skip => Reply::Skip,
+            WireReply::Approve { scope } => Reply::Approve(scope),
+            WireReply::Deny => Reply::Deny,
+        }
+    }
+}
+
+/// What happened to an item, for followers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeedEvent {
+    Added,
+    Settled,
+}
+
+/// A frame from the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerFrame {
+    /// The item is pending; the operator has `timeout_ms`.
+    Accepted { id: ItemId, timeout_ms: u64 },
+    /// The item settled.
+    Settled { id: ItemId, outcome: Outcome },
+    /// A proposed call was decided without asking: it is read-only
+    /// (`policy`), or an earlier grant covers it (`grant`, with its scope).
+    Decided {
+        allow: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<Scope>,
+        by: DecidedBy,
+    },
+    /// A reply was taken; the item settled with `outcome`.
+    Replied { id: ItemId, outcome: Outcome },
+    /// The answer to `list`.
+    Items { items: Vec<Record> },
+    /// One inbox change, for a subscriber.
+    Event { event: FeedEvent, item: Box<Record> },
+    /// The answer to `clear_settled`.
+    Cleared { removed: usize },
+    /// A run's start or end was recorded.
+    Recorded,
+    /// The answer to `list_runs`.
+    Runs { runs: Vec<RunRecord> },
+    /// The answer to `list_sessions`.
+    Sessions { sessions: Vec<SessionRecord> },
+    /// The answer to `dispatch`: the run started.
+    Dispatched(Dispatched),
+    /// The frame was refused; nothing changed.
+    Error(WireError),
+}
+
+/// One run to start, as a client or the dispatch form sends it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DispatchRequest {
+    /// What the agent is asked to do.
+    pub prompt: String,
+    /// task, ask, decide, or converse (each next message is asked for in the app).
+    #[serde(default)]
+    pub verb: Verb,
+    /// The agent's working directory (absolute); the daemon's when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional, type = "string"))]
+    pub cwd: Option<PathBuf>,
+    /// The session its questions are filed under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub session: Option<String>,
+    /// Seconds the operator has for each of its questions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub timeout_secs: Option<f64>,
+    /// Every write asks the operator first (`hark run --read-only`).
+    #[serde(default)]
+    pub read_only: bool,
+    /// Authored questions asked before the agent starts (the JSON of
+    /// `hark run --intake FILE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional, type = "unknown"))]
+    pub intake: Option<Value>,
+    /// The agent command; the config's, else `claude`, when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional, type = "string"))]
+    pub agent: Option<PathBuf>,
+    /// The whole environment the run gets (`hark run --detach` sends its
+    /// caller's); the daemon's own, less what it set for itself, when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub env: Option<Environment>,
+}
+
+/// A run's whole environment. It holds the caller's secrets (API keys), so
+/// its `Debug` shows how many variables there are, never their values.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Environment(pub BTreeMap<String, String>);
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Environment({} variables)", self.0.len())
+    }
+}
+
+/// A started run.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dispatched {
+    pub run_id: String,
+    /// Where its output goes.
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
+    pub log: PathBuf,
+}
+
+/// A refused frame, with every validation issue when there are any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireError {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub issues: Vec<Issue>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The ask call failed validation; `issues` lists why.
+    Invalid,
+    /// The frame exceeded [`MAX_FRAME`].
+    FrameTooLarge,
+    /// The frame was not a known JSON frame.
+    BadFrame,
+    /// The peer runs as another user.
+    Forbidden,
+    /// The item is not pending: already settled (exactly one reply wins), or unknown.
+    NotPending,
+    /// The reply is of the wrong shape for the item (answers to an approval,
+    /// a verdict on a question set); the item stays pending.
+    HumanReplyMismatch,
+    /// The server could not do it (its store failed).
+    Unavailable,
+}
+
+impl ErrorCode {
+    /// The status an HTTP-ish caller reports.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::Invalid => 422,
+            ErrorCode::FrameTooLarge => 413,
+            ErrorCode::BadFrame => 400,
+            ErrorCode::Forbidden => 403,
+            ErrorCode::NotPending => 410,
+            ErrorCode::HumanReplyMismatch => 409,
+            ErrorCode::Unavailable => 503,
+        }
+    }
+}
+
+impl From<crate::registry::ReplyError> for WireError {
+    fn from(e: crate::registry::ReplyError) -> Self {
+        use crate::registry::ReplyError;
+        let message = e.to_string();
+        match e {
+            ReplyError::NotPending(_) => WireError::new(ErrorCode::NotPending, message),
+            ReplyError::Invalid(issues) => WireError {
+                code: ErrorCode::Invalid,
+                message,
+                issues,
+            },
+            ReplyError::NotOffered { .. } => WireError::new(ErrorCode::Invalid, message),
+            ReplyError::HumanReplyMismatch { .. } => {
+                WireError::new(ErrorCode::HumanReplyMismatch, message)
+            }
+        }
+    }
+}
+
+impl WireError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> WireError {
+        WireError {
+            code,
+            message: message.into(),
+            issues: Vec::new(),
+        }
+    }
+}
+
+/// Why a frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame exceeds {MAX_FRAME} bytes")]
+    TooLarge,
+    #[error("connection closed in the middle of a frame")]
+    Truncated,
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads one newline-terminated frame into `buf` (cleared first). Returns
+/// `Ok(false)` on a clean end of stream. Never buffers more than [`MAX_FRAME`].
+pub async fn read_frame<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+) -> Result<bool, FrameError> {
+    buf.clear();
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return if buf.is_empty() {
+                Ok(false)
+            } else {
+                Err(FrameError::Truncated)
+            };
+        }
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..i], Some(i + 1)),
+            None => (available, None),
+        };
+        if buf.len() + chunk.len() > MAX_FRAME {
+            return Err(FrameError::TooLarge);
+        }
+        buf.extend_from_slice(chunk);
+        let used = done.unwrap_or(chunk.len());
+        reader.consume(used);
+        if done.is_some() {
+            return Ok(true);
+        }
+    }
+}
+
+/// Writes one frame and flushes it.
+pub async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(
+    writer: &mut W,
+    frame: &T,
+) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec(frame)?;
+    bytes.push(b'\n');
+    writer.write_all(&bytes).await?;
+    writer.flush().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tokio::io::BufReader;
+
+    #[tokio::test]
+    async fn frames_split_on_newlines() {
+        let data = b"{\"type\":\"cancel\"}\n{\"a\":1}\n".to_vec();
+        let mut reader = BufReader::with_capacity(4, &data[..]);
+        let mut buf = Vec::new();
+        assert!(read_frame(&mut reader, &mut buf).await.unwrap());
+        let frame: ClientFrame = serde_json::from_slice(&buf).unwrap();
+        assert_eq!(frame, ClientFrame::Cancel);
+        assert!(read_frame(&mut reader, &mut buf).await.unwrap());
+        assert_eq!(buf, b"{\"a\":1}");
+        assert!(!read_frame(&mut reader, &mut buf).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn an_oversized_frame_is_refused_without_buffering_it() {
+        let data = vec![b'x'; MAX_FRAME + 10];
+        let mut reader = BufReader::new(&data[..]);
+        let mut buf = Vec::new();
+        assert!(matches!(
+            read_frame(&mut reader, &mut buf).await,
+            Err(FrameError::TooLarge)
+        ));
+        assert!(buf.len() <= MAX_FRAME);
+    }
+
+    #[tokio::test]
+    async fn a_frame_cut_short_is_reported() {
+        let data = b"{\"type\":".to_vec();
+        let mut buf = Vec::new();
+        assert!(matches!(
+            read_frame(&mut &data[..], &mut buf).await,
+            Err(FrameError::Truncated)
+        ));
+    }
+
+    #[test]
+    fn the_caller_fields_sit_beside_the_request_on_the_wire() {
+        let raw = json!({"type": "approve", "session_id": "s", "run_id": "r",
+            "asker": {"pid": 7}, "tool_name": "Write", "input": {"file_path": "/x"},
+            "timeout_secs": 5.0});
+        let frame: ClientFrame = serde_json::from_value(raw.clone()).unwrap();
+        let ClientFrame::Approve {
+            caller, tool_name, ..
+        } = &frame
+        else {
+            panic!("{frame:?}");
+        };
+        assert_eq!(caller.session(), "s");
+        assert_eq!(caller.run_id.as_deref(), Some("r"));
+        assert_eq!(caller.asker.pid, Some(7));
+        assert_eq!(caller.timeout_secs, Some(5.0));
+        assert_eq!(tool_name, "Write");
+        assert_eq!(serde_json::to_value(&frame).unwrap(), raw);
+
+        // Every caller field may be left out.
+        let bare: ClientFrame =
+            serde_json::from_value(json!({"type": "ask", "request": {"questions": []}})).unwrap();
+        let ClientFrame::Ask { caller, .. } = bare else {
+            panic!("{bare:?}");
+        };
+        assert_eq!(caller.session(), "unnamed");
+        assert_eq!(caller.timeout_secs, None);
+    }
+}

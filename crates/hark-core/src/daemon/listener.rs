@@ -1,0 +1,358 @@
+//! The listener: serves ask calls on a unix socket and puts them in
+//! front of the operator through the [`OperatorPrompter`].
+//!
+//! Shaped `run(listener, daemon, shutdown)` like mini-redis, so a test binds
+//! a socket in a temp dir and spawns the server. The same listener serves the
+//! app's well-known socket and per-call sockets.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::io::BufReader;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::task::JoinSet;
+
+use crate::bridge::socket::peer_is_owner;
+use crate::bridge::wire::{
+    Caller, ClientFrame, ErrorCode, FrameError, ServerFrame, WireError, read_frame, write_frame,
+};
+use crate::daemon::dispatcher::Dispatcher;
+use crate::daemon::operator;
+use crate::gate::grants::Grants;
+use crate::gate::policy::{Class, Policy};
+use crate::model::approval::{Approval, DecidedBy};
+use crate::model::item::{Item, ItemId, Outcome, Surface};
+use crate::model::resolve::Picks;
+use crate::model::schema::AskRequest;
+use crate::model::validate::{Rules, validate};
+use crate::prompter::{OperatorPrompter, Unanswered};
+use crate::registry::{Pending, Registry, Reply};
+use crate::trace;
+
+/// The longest wait a call may ask for (a day).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+/// The pause before accepting again after `accept` failed.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// How long a shutting-down listener waits for connections to deliver their
+/// cancellations.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// What a listener needs to serve calls.
+#[derive(Clone)]
+pub struct Daemon {
+    pub registry: Registry,
+    pub prompter: Arc<dyn OperatorPrompter>,
+    /// The wait when a call names none.
+    pub default_timeout: Duration,
+    pub rules: Rules,
+    /// The write-mode gate's policy and the grants given so far.
+    pub gate: Arc<Gate>,
+    /// Starts the runs the operator dispatches through this daemon.
+    pub dispatcher: Dispatcher,
+}
+
+/// The write-mode gate, as the daemon keeps it.
+#[derive(Debug, Default)]
+pub struct Gate {
+    pub policy: Policy,
+    pub grants: Grants,
+}
+
+impl Gate {
+    pub fn new(policy: Policy) -> Gate {
+        Gate {
+            policy,
+            grants: Grants::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon")
+            .field("default_timeout", &self.default_timeout)
+            .field("rules", &self.rules)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Serves connections until `shutdown` completes, then cancels every pending
+/// item (each waiting agent gets its error at once) and drains.
+pub async fn run(listener: UnixListener, daemon: Daemon, shutdown: impl Future<Output = ()>) {
+    let mut connections = JoinSet::new();
+    let mut accept_failing = false;
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    accept_failing = false;
+                    connections.spawn(serve_connection(stream, daemon.clone()));
+                }
+                Err(e) => {
+                    // Out of file handles (or similar): every retry would fail
+                    // at once, so back off instead of spinning, and say it once.
+                    if !accept_failing {
+                        tracing::warn!("cannot accept connections: {e}; retrying every {} ms", ACCEPT_BACKOFF.as_millis());
+                    }
+                    accept_failing = true;
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    daemon.registry.shutdown("hark is shutting down");
+    let _ = tokio::time::timeout(DRAIN, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+}
+
+async fn serve_connection(stream: UnixStream, daemon: Daemon) {
+    match peer_is_owner(&stream) {
+        Ok(true) => {}
+        Ok(false) | Err(_) => {
+            let uid = stream.peer_cred().map(|c| c.uid()).ok();
+            tracing::warn!(?uid, "refused a connection from another user");
+            let (_, mut writer) = stream.into_split();
+            let refusal = WireError::new(ErrorCode::Forbidden, "this socket serves its owner only");
+            let _ = write_frame(&mut writer, &ServerFrame::Error(refusal)).await;
+            return;
+        }
+    }
+    let (reader, mut writer) = stream.into_split();
+    let mut reader = BufReader::new(reader);
+    let mut buf = Vec::new();
+    let frame = match read_frame(&mut reader, &mut buf).await {
+        Ok(true) => serde_json::from_slice::<ClientFrame>(&buf)
+            .map_err(|e| WireError::new(ErrorCode::BadFrame, format!("not a hark frame: {e}"))),
+        Ok(false) => return,
+        Err(FrameError::TooLarge) => Err(WireError::new(
+            ErrorCode::FrameTooLarge,
+            format!(
+                "the call exceeds the {} byte frame limit",
+                crate::bridge::wire::MAX_FRAME
+            ),
+        )),
+        Err(e) => {
+            tracing::debug!("connection dropped: {e}");
+            return;
+        }
+    };
+    let frame = match frame {
+        Ok(frame) => frame,
+        Err(refusal) => {
+            let _ = write_frame(&mut writer, &ServerFrame::Error(refusal)).await;
+            return;
+        }
+    };
+    let answer = match frame {
+        ClientFrame::Ask { caller, request } => match validate(&request, daemon.rules) {
+            Ok(request) => {
+                let item = new_item(caller, request, None, daemon.default_timeout);
+                let pending = daemon.registry.open(item);
+                wait_for_operator(pending, &daemon, reader, writer).await;
+                return;
+            }
+            Err(issues) => {
+                let mut refusal = WireError::new(ErrorCode::Invalid, "the ask call is malformed");
+                refusal.issues = issues;
+                ServerFrame::Error(refusal)
+            }
+        },
+        ClientFrame::Approve {
+            caller,
+            tool_name,
+            input,
+        } => return approve(&daemon, caller, &tool_name, &input, reader, writer).await,
+        ClientFrame::Cancel => {
+            ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "nothing to cancel"))
+        }
+        ClientFrame::Subscribe => return operator::follow(&daemon.registry, reader, writer).await,
+        // A reply on the socket is the command line's, whoever sends it.
+        ClientFrame::Reply { id, reply } => {
+            operator::reply(&daemon.registry, id, reply, Surface::Cli)
+        }
+        ClientFrame::List { filter } => operator::list(&daemon.registry, &filter),
+        ClientFrame::ClearSettled => operator::clear_settled(&daemon.registry),
+        run @ (ClientFrame::RunStarted { .. } | ClientFrame::RunFinished { .. }) => {
+            operator::record_run(&daemon.registry, run)
+        }
+        ClientFrame::ListRuns { limit } => operator::runs(&daemon.registry, limit),
+        ClientFrame::ListSessions { limit } => operator::sessions(&daemon.registry, limit),
+        ClientFrame::Dispatch { request } => match daemon.dispatcher.start(request) {
+            Ok(dispatched) => ServerFrame::Dispatched(dispatched),
+            Err(e) => ServerFrame::Error(e.into()),
+        },
+    };
+    let _ = write_frame(&mut writer, &answer).await;
+}
+
+/// The write-mode gate: a read-only step or a call an earlier grant covers
+/// is decided at once; anything else waits on the operator's verdict, which
+/// is remembered for its scope.
+async fn approve(
+    daemon: &Daemon,
+    caller: Caller,
+    tool_name: &str,
+    input: &serde_json::Value,
+    reader: BufReader<OwnedReadHalf>,
+    mut writer: OwnedWriteHalf,
+) {
+    let session_id = caller.session();
+    let approval = match daemon.gate.policy.classify(tool_name, input) {
+        Class::ReadOnly => {
+            let decided = ServerFrame::Decided {
+                allow: true,
+                scope: None,
+                by: DecidedBy::Policy,
+            };
+            let _ = write_frame(&mut writer, &decided).await;
+            return;
+        }
+        Class::Write(approval) => approval,
+    };
+    // "This run": the dispatched run, else the agent's session.
+    let run = caller.run_id.clone().unwrap_or_else(|| session_id.clone());
+    if let Some(scope) = daemon.gate.grants.covering(&approval, &run, &session_id) {
+        trace::write_mode(&approval, &run, &session_id, Some(scope), "grant");
+        let decided = ServerFrame::Decided {
+            allow: true,
+            scope: Some(scope),
+            by: DecidedBy::Grant,
+        };
+        let _ = write_frame(&mut writer, &decided).await;
+        return;
+    }
+    let item = new_item(
+        caller,
+        approval.request(),
+        Some(approval.clone()),
+        daemon.default_timeout,
+    );
+    let pending = daemon.registry.open(item);
+    let outcome = wait_for_operator(pending, daemon, reader, writer).await;
+    let verdict = match outcome {
+        Some(Outcome::Approved { scope }) => {
+            daemon.gate.grants.grant(scope, &run, &session_id);
+            Some(scope)
+        }
+        _ => None,
+    };
+    let by = match &outcome {
+        Some(Outcome::Approved { .. } | Outcome::Denied) => "operator",
+        Some(other) => other.name(),
+        None => "hang_up",
+    };
+    trace::write_mode(&approval, &run, &session_id, verdict, by);
+}
+
+/// A new pending item for `caller`'s request.
+fn new_item(
+    caller: Caller,
+    request: AskRequest,
+    approval: Option<Approval>,
+    default_timeout: Duration,
+) -> Item {
+    Item {
+        id: ItemId::random(),
+        session_id: caller.session(),
+        run_id: caller.run_id,
+        asker: caller.asker,
+        request,
+        approval,
+        created_at: SystemTime::now(),
+        timeout: effective_timeout(caller.timeout_secs, default_timeout),
+    }
+}
+
+/// The call's wait: its own when valid, else the default; never above [`MAX_TIMEOUT`].
+fn effective_timeout(requested: Option<f64>, default: Duration) -> Duration {
+    requested
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(|s| Duration::from_secs_f64(s.min(MAX_TIMEOUT.as_secs_f64())))
+        .unwrap_or(default)
+}
+
+/// Races the prompter, the registry (timeouts, other surfaces) and the peer
+/// (cancel or hang-up) until the item settles, then reports the outcome
+/// (and returns it; `None` when the peer hung up first).
+async fn wait_for_operator(
+    mut pending: Pending,
+    daemon: &Daemon,
+    mut reader: BufReader<OwnedReadHalf>,
+    mut writer: OwnedWriteHalf,
+) -> Option<Outcome> {
+    let id = pending.item.id;
+    let accepted = ServerFrame::Accepted {
+        id,
+        timeout_ms: u64::try_from(pending.item.timeout.as_millis()).unwrap_or(u64::MAX),
+    };
+    if write_frame(&mut writer, &accepted).await.is_err() {
+        return None; // dropping `pending` cancels the item
+    }
+    let mut prompt = daemon
+        .prompter
+        .ask(&pending.item.session_id, pending.item.clone());
+    let mut prompting = true;
+    let mut buf = Vec::new();
+    let outcome = loop {
+        tokio::select! {
+            outcome = pending.outcome() => break outcome,
+            answered = &mut prompt, if prompting => {
+                prompting = false;
+                apply(&daemon.registry, daemon.prompter.surface(), &pending.item, answered);
+            }
+            frame = read_frame(&mut reader, &mut buf) => match frame {
+                Ok(true) if serde_json::from_slice::<ClientFrame>(&buf).ok() == Some(ClientFrame::Cancel) => {
+                    daemon.registry.cancel(id, "the agent cancelled the call");
+                }
+                Ok(true) => {}
+                // Hang-up: nobody is listening any more.
+                Ok(false) | Err(_) => return None,
+            },
+        }
+    };
+    let settled = ServerFrame::Settled {
+        id,
+        outcome: outcome.clone(),
+    };
+    let _ = write_frame(&mut writer, &settled).await;
+    Some(outcome)
+}
+
+/// Hands what the prompter returned to the registry, which resolves it.
+fn apply(registry: &Registry, surface: Surface, item: &Item, answered: Result<Picks, Unanswered>) {
+    let id = item.id;
+    let result = match answered {
+        Ok(picks) => match Reply::from_picks(item, picks) {
+            Some(reply) => registry.reply(id, reply, surface).map(|_| ()),
+            None => {
+                tracing::warn!(question_id = %id, "the prompter picked no verdict for the approval");
+                Ok(())
+            }
+        },
+        Err(Unanswered::Skipped) if item.approval.is_some() => {
+            registry.reply(id, Reply::Deny, surface).map(|_| ())
+        }
+        Err(Unanswered::Skipped) => registry.reply(id, Reply::Skip, surface).map(|_| ()),
+        Err(Unanswered::Cancelled(reason)) => {
+            registry.cancel(id, &reason);
+            Ok(())
+        }
+        Err(Unanswered::NoOperator) => {
+            registry.settle_as(id, Outcome::NoOperator);
+            Ok(())
+        }
+    };
+    if let Err(e) = result {
+        // The item stays pending: another surface may still answer, or it times out.
+        tracing::warn!(question_id = %id, "the prompter's reply was refused: {e}");
+    }
+}

@@ -1,0 +1,144 @@
+//! Putting the daemon together: the config, the bound app socket, the
+//! store and the registry, with a prompter as the operator. `hark serve`
+//! and the desktop app both start here.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::bridge::socket::{self, SocketError};
+use crate::config::{Config, ConfigError};
+use crate::daemon::dispatcher::Dispatcher;
+use crate::daemon::listener::{Daemon, Gate};
+use crate::prompter::OperatorPrompter;
+use crate::registry::Registry;
+use crate::store::{Store, StoreError};
+
+/// How the daemon serves; every field has a default.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// The socket to serve; the app socket when `None`.
+    pub socket: Option<PathBuf>,
+    /// The default bounded wait; the config's when `None`.
+    pub ask_timeout: Option<Duration>,
+    /// Require a default on every question (on top of the config's switch).
+    pub strict_defaults: bool,
+    /// Variables the caller set in its own environment, taken out of the
+    /// runs it dispatches (see [`Dispatcher::own_env`]).
+    pub own_env: Vec<&'static str>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Socket(#[from] SocketError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no place for the store: set HARK_DATA_DIR")]
+    NoStorePath,
+}
+
+/// The core, ready to serve: a bound socket, the store, the registry.
+#[derive(Debug)]
+pub struct Prepared {
+    pub listener: tokio::net::UnixListener,
+    /// Removes the socket file when dropped.
+    pub socket_file: socket::SocketFile,
+    pub daemon: Daemon,
+    /// The config it was prepared with.
+    pub config: Config,
+}
+
+/// Loads the config, binds the socket and opens the store, with `prompter`
+/// as the operator. Shared by `hark serve` and the desktop app. Must run
+/// inside a tokio runtime.
+pub fn prepare(
+    prompter: Arc<dyn OperatorPrompter>,
+    options: ServeOptions,
+) -> Result<Prepared, ServeError> {
+    let config = Config::load()?;
+    socket::raise_open_file_limit();
+    let path = match options.socket {
+        Some(path) => path,
+        None => socket::app_socket_path()?,
+    };
+    let (listener, socket_file) = socket::bind(&path)?;
+    let store_path = Store::default_path().ok_or(ServeError::NoStorePath)?;
+    let store = Arc::new(Store::open(&store_path)?);
+    let mut rules = config.rules();
+    rules.strict_defaults |= options.strict_defaults;
+    let registry = Registry::with_store(Some(store));
+    tokio::spawn(keep_history(registry.clone(), config.history_limit));
+    let daemon = Daemon {
+        registry: registry.clone(),
+        prompter,
+        default_timeout: options.ask_timeout.unwrap_or_else(|| config.ask_timeout()),
+        rules,
+        gate: Arc::new(Gate::new(config.approvals.clone())),
+        dispatcher: Dispatcher {
+            hark: Dispatcher::sibling_hark(),
+            socket: socket_file.path().to_owned(),
+            logs: store_path.with_file_name("runs"),
+            registry: registry.clone(),
+            own_env: options.own_env,
+            log_limit: config.run_log_limit,
+        },
+    };
+    tracing::info!(
+        socket = %socket_file.path().display(),
+        timeout_s = daemon.default_timeout.as_secs(),
+        "hark is serving the operator"
+    );
+    Ok(Prepared {
+        listener,
+        socket_file,
+        daemon,
+        config,
+    })
+}
+
+/// How many settlements pass between two trims of the history.
+const TRIM_EVERY: u32 = 100;
+
+/// Keeps the settled history within `limit` items, trimming now and then.
+async fn keep_history(registry: Registry, limit: u64) {
+    let Some(store) = registry.store().cloned() else {
+        return;
+    };
+    let mut events = registry.subscribe();
+    let mut settled = TRIM_EVERY;
+    loop {
+        if settled >= TRIM_EVERY {
+            settled = 0;
+            match store
+                .prune_settled(limit)
+                .and_then(|items| store.prune_runs(limit).map(|runs| (items, runs)))
+            {
+                Ok((0, 0)) => {}
+                Ok((items, runs)) => {
+                    tracing::info!(items, runs, limit, "trimmed the inbox history")
+                }
+                Err(e) => tracing::warn!("could not trim the inbox history: {e}"),
+            }
+        }
+        match events.recv().await {
+            Ok(crate::registry::Event::Settled { .. }) => settled += 1,
+            Ok(_) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => settled += n as u32,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        Some(_) = async { term.as_mut()?.recv().await } => {}
+    }
+    tracing::info!("hark is shutting down");
+}

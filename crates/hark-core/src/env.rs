@@ -1,0 +1,28 @@
+//! Every `HARK_*` environment variable hark reads or sets, named once.
+
+/// The app socket (default `$XDG_RUNTIME_DIR/hark/hark.sock`).
+pub const SOCKET: &str = "HARK_SOCKET";
+/// A per-call socket for `mcp-operator-ask`, set by a dispatcher; wins over
+/// [`SOCKET`].
+pub const ASK_SOCK: &str = "HARK_ASK_SOCK";
+/// The agent session the questions are filed under.
+pub const SESSION_ID: &str = "HARK_SESSION_ID";
+/// This agent's bounded wait, in seconds.
+pub const ASK_TIMEOUT: &str = "HARK_ASK_TIMEOUT";
+/// How often `mcp-operator-ask` sends a progress notification while it waits.
+pub const PROGRESS_INTERVAL_MS: &str = "HARK_PROGRESS_INTERVAL_MS";
+/// The run id a `hark run` dispatched by the daemon takes.
+pub const RUN_ID: &str = "HARK_RUN_ID";
+/// Where the store (`hark.db`) and the run logs live.
+pub const DATA_DIR: &str = "HARK_DATA_DIR";
+/// The config file.
+pub const CONFIG: &str = "HARK_CONFIG";
+/// The log level: `error`, `warn`, `info`, `debug`, `trace`.
+pub const LOG: &str = "HARK_LOG";
+/// `json` makes the desktop app log (and trace) as JSON lines.
+pub const LOG_FORMAT: &str = "HARK_LOG_FORMAT";
+
+/// A variable's value, when it is set and not empty.
+pub fn var_os(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}

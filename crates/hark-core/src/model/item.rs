@@ -1,0 +1,204 @@
+//! A pending item (one ask call waiting on the operator) and the outcome it
+//! settles into (SPEC §4).
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::model::approval::{Approval, Scope};
+use crate::model::resolve::Resolution;
+use crate::model::schema::{Answers, AskRequest};
+
+/// An item's id: a random UUID, so it cannot be guessed. (A newtype: it
+/// serializes as the bare UUID string.)
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ItemId(pub Uuid);
+
+impl ItemId {
+    pub fn random() -> ItemId {
+        ItemId(Uuid::new_v4())
+    }
+}
+
+impl fmt::Display for ItemId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Who asked: shown to the operator so they know which agent wants them.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Asker {
+    /// The agent's process id (the MCP server's parent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The agent's working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The agent's command line, where the platform tells it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The MCP client's name and version, from its `initialize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+impl Asker {
+    /// This process, as `command` (`hark ask`, `hark run (intake)`).
+    pub fn this_process(command: &str) -> Asker {
+        Asker {
+            pid: Some(std::process::id()),
+            cwd: std::env::current_dir()
+                .ok()
+                .map(|p| p.display().to_string()),
+            command: Some(command.to_owned()),
+            client: None,
+        }
+    }
+}
+
+/// One ask call waiting on the operator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    pub id: ItemId,
+    /// The agent session that asked (`HARK_SESSION_ID`, or one per MCP server).
+    pub session_id: String,
+    /// The dispatched run that asked, if a dispatcher started the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    pub asker: Asker,
+    pub request: AskRequest,
+    /// Set when the item is a write-mode approval rather than a question
+    /// set: `request` is then its one generated question, and it takes a
+    /// verdict (approve or deny), never answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
+    /// When it was asked (wall clock, for display and the store).
+    pub created_at: SystemTime,
+    /// How long the operator has before it times out.
+    pub timeout: Duration,
+}
+
+impl Item {
+    /// `approval` or `question_set`, as the store and the inbox name it.
+    pub fn kind(&self) -> &'static str {
+        if self.approval.is_some() {
+            "approval"
+        } else {
+            "question_set"
+        }
+    }
+
+    pub fn deadline(&self) -> SystemTime {
+        self.created_at + self.timeout
+    }
+}
+
+/// How an item ended. Exactly one per item.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The operator submitted answers (defaults filled in by the core).
+    Answered(Resolution),
+    /// The operator chose Skip; the defaults were not confirmed.
+    Skipped { unconfirmed_defaults: Answers },
+    /// Nobody answered within the bounded wait. Defaults are never applied.
+    TimedOut { after_ms: u64 },
+    /// The agent went away, or hark is shutting down.
+    Cancelled { reason: String },
+    /// No operator surface is attached.
+    NoOperator,
+    /// An approval was granted, for this scope.
+    Approved { scope: Scope },
+    /// An approval was refused: the agent stays read-only.
+    Denied,
+}
+
+/// Who replied to an item, for the record. The daemon sets it from where
+/// the reply came in (a socket client is always `Cli`), so no client can
+/// claim to be the desktop.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Surface {
+    /// The desktop app's window.
+    Desktop,
+    /// A button on the desktop notification.
+    Notification,
+    /// `hark serve --prompter terminal`.
+    Terminal,
+    /// `hark serve --prompter script:…`.
+    Script,
+    /// `hark answer`, `hark skip`, `hark approve`, `hark deny`: any client
+    /// of the socket.
+    Cli,
+}
+
+impl Surface {
+    /// Its name, as the store records it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Surface::Desktop => "desktop",
+            Surface::Notification => "notification",
+            Surface::Terminal => "terminal",
+            Surface::Script => "script",
+            Surface::Cli => "cli",
+        }
+    }
+}
+
+/// The text every unanswered tool error starts with.
+pub const NOT_ANSWERED: &str = "operator did not answer; proceed without this input";
+
+impl Outcome {
+    /// The name used in trace events and the store.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Answered(_) => "answered",
+            Outcome::Skipped { .. } => "skipped",
+            Outcome::TimedOut { .. } => "timed_out",
+            Outcome::Cancelled { .. } => "cancelled",
+            Outcome::NoOperator => "no_operator",
+            Outcome::Approved { .. } => "approved",
+            Outcome::Denied => "denied",
+        }
+    }
+
+    /// The message an agent reads when the operator did not answer, or `None`
+    /// for an answered item.
+    pub fn unanswered_message(&self) -> Option<String> {
+        let reason = match self {
+            Outcome::Answered(_) | Outcome::Approved { .. } => return None,
+            Outcome::Denied => "the operator denied it".to_owned(),
+            Outcome::Skipped {
+                unconfirmed_defaults,
+            } => {
+                let mut reason = String::from(
+                    "the operator skipped this question; proceed on your own judgement",
+                );
+                if !unconfirmed_defaults.is_empty() {
+                    let named = serde_json::to_string(unconfirmed_defaults).unwrap_or_default();
+                    reason.push_str(&format!(
+                        "; the pre-picked defaults were NOT confirmed: {named}"
+                    ));
+                }
+                reason
+            }
+            Outcome::TimedOut { after_ms } => format!(
+                "timed out after {} s; no default was applied",
+                (*after_ms as f64 / 100.0).round() / 10.0
+            ),
+            Outcome::Cancelled { reason } => format!("cancelled: {reason}"),
+            Outcome::NoOperator => {
+                "no operator is attached (hark is not running); decide on your own judgement"
+                    .to_owned()
+            }
+        };
+        Some(format!("{NOT_ANSWERED} ({reason})"))
+    }
+}

@@ -1,0 +1,9 @@
+//! The domain: AskUserQuestion's shapes ([`schema`]), the checks on a call
+//! ([`validate`]), turning the operator's picks into answers ([`resolve`]),
+//! and the items that wait on the operator ([`item`]).
+
+pub mod approval;
+pub mod item;
+pub mod resolve;
+pub mod schema;
+pub mod validate;

@@ -1,0 +1,329 @@
+//! Answer resolution (SPEC §4): the operator's picks, checked against the
+//! request the core holds, with defaults filled in.
+//!
+//! Every surface (desktop, terminal, script, CLI) hands the core what the
+//! operator picked; only this module turns it into the agent's answers, so
+//! "just pressed Enter" and "picked exactly the defaults" come out the same.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::schema::{AnswerValue, Answers, AskRequest};
+use crate::model::validate::Issue;
+
+/// What the operator did with one question.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Pick {
+    /// Free text typed instead of picking ("Other"): `{"text": "…"}`.
+    Text { text: String },
+    /// One label: `"label"`.
+    Label(String),
+    /// Labels, for multiSelect: `["a", "b"]`; `[]` is an explicit "none".
+    Labels(Vec<String>),
+}
+
+/// The operator's picks, keyed by question text. A question left out takes
+/// its default.
+pub type Picks = BTreeMap<String, Pick>;
+
+/// The answers an agent receives, and which of them the operator never touched.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resolution {
+    pub answers: Answers,
+    /// Question texts answered by their default because the operator left them out.
+    pub defaulted: Vec<String>,
+}
+
+/// Resolves the operator's picks against the request.
+pub fn resolve(request: &AskRequest, picks: &Picks) -> Result<Resolution, Vec<Issue>> {
+    let mut issues = Vec::new();
+    for text in picks.keys() {
+        if request.question(text).is_none() {
+            issues.push(Issue::new(
+                format!("answers[{text:?}]"),
+                "is not a question of this call",
+            ));
+        }
+    }
+    let mut answers = Answers::new();
+    let mut defaulted = Vec::new();
+    for q in &request.questions {
+        let path = format!("answers[{:?}]", q.question);
+        let value = match picks.get(&q.question) {
+            None => match q.default_answer() {
+                Some(value) => {
+                    defaulted.push(q.question.clone());
+                    value
+                }
+                None => {
+                    issues.push(Issue::new(
+                        path,
+                        "has no answer and the question has no default",
+                    ));
+                    continue;
+                }
+            },
+            Some(Pick::Text { text }) => {
+                if text.trim().is_empty() {
+                    issues.push(Issue::new(path, "free text must not be empty"));
+                    continue;
+                }
+                q.shape(vec![text.clone()])
+            }
+            Some(Pick::Label(label)) => {
+                if !q.has_option(label) {
+                    issues.push(Issue::new(
+                        path,
+                        format!("{label:?} is not one of the options"),
+                    ));
+                    continue;
+                }
+                q.shape(vec![label.clone()])
+            }
+            Some(Pick::Labels(labels)) => {
+                let unknown: Vec<&String> = labels.iter().filter(|l| !q.has_option(l)).collect();
+                if !unknown.is_empty() {
+                    issues.push(Issue::new(
+                        path,
+                        format!("{unknown:?} are not options of this question"),
+                    ));
+                    continue;
+                }
+                if !q.multi_select && labels.len() != 1 {
+                    issues.push(Issue::new(
+                        path,
+                        format!(
+                            "takes exactly one label (not multiSelect), got {}",
+                            labels.len()
+                        ),
+                    ));
+                    continue;
+                }
+                if q.multi_select {
+                    AnswerValue::Many(labels.clone())
+                } else {
+                    q.shape(labels.clone())
+                }
+            }
+        };
+        answers.insert(q.question.clone(), value);
+    }
+    if issues.is_empty() {
+        Ok(Resolution { answers, defaulted })
+    } else {
+        Err(issues)
+    }
+}
+
+/// Builds picks from what a person typed on a command line: each `--pick`
+/// is an option label (matched to the one question that has it) or
+/// `QUESTION=LABEL`; `--text` is free text for the only question, or
+/// `QUESTION=TEXT`. Questions left out take their defaults when resolved.
+pub fn picks_from_words(
+    request: &AskRequest,
+    labels: &[String],
+    text: Option<&str>,
+) -> Result<Picks, Vec<Issue>> {
+    let mut picks = Picks::new();
+    let mut issues = Vec::new();
+    for word in labels {
+        let owners: Vec<&str> = request
+            .questions
+            .iter()
+            .filter(|q| q.has_option(word))
+            .map(|q| q.question.as_str())
+            .collect();
+        let (question, label) = match (owners.as_slice(), word.split_once('=')) {
+            ([one], _) => (request.question(one), word.as_str()),
+            ([], Some((q, label))) if request.question(q).is_some_and(|q| q.has_option(label)) => {
+                (request.question(q), label)
+            }
+            ([], _) => {
+                issues.push(Issue::new(
+                    format!("--pick {word:?}"),
+                    "is not an option of any question",
+                ));
+                continue;
+            }
+            (_, _) => {
+                issues.push(Issue::new(
+                    format!("--pick {word:?}"),
+                    "is an option of several questions: write QUESTION=LABEL",
+                ));
+                continue;
+            }
+        };
+        let Some(q) = question else { continue };
+        let entry = picks
+            .entry(q.question.clone())
+            .or_insert(Pick::Labels(Vec::new()));
+        if let Pick::Labels(list) = entry {
+            list.push(label.to_owned());
+        }
+    }
+    if let Some(text) = text {
+        let target = match text.split_once('=') {
+            Some((q, t)) if request.question(q).is_some() => Some((q.to_owned(), t.to_owned())),
+            _ if request.questions.len() == 1 => {
+                Some((request.questions[0].question.clone(), text.to_owned()))
+            }
+            _ => {
+                issues.push(Issue::new(
+                    "--text",
+                    "the item has several questions: write QUESTION=TEXT",
+                ));
+                None
+            }
+        };
+        if let Some((q, t)) = target {
+            picks.insert(q, Pick::Text { text: t });
+        }
+    }
+    if issues.is_empty() {
+        Ok(picks)
+    } else {
+        Err(issues)
+    }
+}
+
+/// The defaults a skip would have landed on: named to the agent as
+/// unconfirmed, never applied as answers.
+pub fn unconfirmed_defaults(request: &AskRequest) -> Answers {
+    request
+        .questions
+        .iter()
+        .filter_map(|q| Some((q.question.clone(), q.default_answer()?)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::validate::{Rules, validate};
+    use serde_json::json;
+
+    fn request() -> AskRequest {
+        validate(
+            &json!({"questions": [
+                {"question": "Which db?", "header": "DB", "multiSelect": false, "options": [
+                    {"label": "Postgres (Recommended)", "description": ""},
+                    {"label": "SQLite", "description": ""}]},
+                {"question": "Which features?", "header": "Features", "multiSelect": true, "default": ["Auth"], "options": [
+                    {"label": "Auth", "description": ""},
+                    {"label": "Billing", "description": ""},
+                    {"label": "Search", "description": ""}]},
+                {"question": "Name?", "header": "Name", "multiSelect": false, "options": [
+                    {"label": "foo", "description": ""},
+                    {"label": "bar", "description": ""}]}
+            ]}),
+            Rules::default(),
+        )
+        .unwrap()
+    }
+
+    fn picks(v: serde_json::Value) -> Picks {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn picks_shape_into_answers() {
+        let r = resolve(
+            &request(),
+            &picks(json!({"Which db?": "SQLite", "Which features?": ["Auth", "Search"], "Name?": {"text": "baz"}})),
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&r.answers).unwrap(),
+            json!({"Which db?": "SQLite", "Which features?": ["Auth", "Search"], "Name?": "baz"})
+        );
+        assert!(r.defaulted.is_empty());
+    }
+
+    #[test]
+    fn omitted_questions_take_their_default_and_are_recorded() {
+        let r = resolve(&request(), &picks(json!({"Name?": "foo"}))).unwrap();
+        assert_eq!(
+            r.answers["Which db?"],
+            AnswerValue::One("Postgres (Recommended)".into())
+        );
+        assert_eq!(
+            r.answers["Which features?"],
+            AnswerValue::Many(vec!["Auth".into()])
+        );
+        assert_eq!(r.defaulted, ["Which db?", "Which features?"]);
+    }
+
+    #[test]
+    fn an_explicit_empty_multiselect_is_none_not_the_default() {
+        let r = resolve(
+            &request(),
+            &picks(json!({"Which features?": [], "Name?": "bar"})),
+        )
+        .unwrap();
+        assert_eq!(r.answers["Which features?"], AnswerValue::Many(vec![]));
+        assert_eq!(r.defaulted, ["Which db?"]);
+    }
+
+    #[test]
+    fn a_single_label_on_a_multiselect_is_still_an_array() {
+        let r = resolve(
+            &request(),
+            &picks(json!({"Which features?": "Billing", "Name?": "foo"})),
+        )
+        .unwrap();
+        assert_eq!(
+            r.answers["Which features?"],
+            AnswerValue::Many(vec!["Billing".into()])
+        );
+    }
+
+    #[test]
+    fn bad_picks_are_refused_with_every_issue() {
+        let issues = resolve(
+            &request(),
+            &picks(json!({"Which db?": ["Postgres (Recommended)", "SQLite"], "Which features?": ["Nope"], "Unknown?": "x"})),
+        )
+        .unwrap_err();
+        let paths: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "answers[\"Unknown?\"]",
+                "answers[\"Which db?\"]",
+                "answers[\"Which features?\"]",
+                "answers[\"Name?\"]"
+            ]
+        );
+    }
+
+    #[test]
+    fn command_line_words_become_picks() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let picks = picks_from_words(
+            &request(),
+            &words(&["SQLite", "Auth", "Search"]),
+            Some("Name?=baz"),
+        )
+        .unwrap();
+        let r = resolve(&request(), &picks).unwrap();
+        assert_eq!(
+            serde_json::to_value(&r.answers).unwrap(),
+            json!({"Which db?": "SQLite", "Which features?": ["Auth", "Search"], "Name?": "baz"})
+        );
+        let issues = picks_from_words(&request(), &words(&["Nope"]), Some("x")).unwrap_err();
+        assert_eq!(issues.len(), 2);
+    }
+
+    #[test]
+    fn skip_names_the_defaults_it_did_not_confirm() {
+        let defaults = unconfirmed_defaults(&request());
+        assert_eq!(
+            serde_json::to_value(defaults).unwrap(),
+            json!({"Which db?": "Postgres (Recommended)", "Which features?": ["Auth"]})
+        );
+    }
+}

@@ -1,0 +1,446 @@
+//! The registry of pending items.
+//!
+//! Shaped like mini-redis's `Db`: one cheap-to-clone handle around
+//! `Arc<Shared>`, a std `Mutex` held only for short sections, and an ordered
+//! set of deadlines driven by one background task. Time is tokio's, so tests
+//! control it with a paused clock.
+//!
+//! Settling removes the item under the lock, so exactly one settlement wins:
+//! an answer, a skip, a timeout or a cancellation, whichever comes first.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{Notify, broadcast, oneshot};
+use tokio::time::Instant;
+
+use crate::model::approval::Scope;
+use crate::model::approval::{Approval, Verdict};
+use crate::model::item::{Item, ItemId, Outcome, Surface};
+use crate::model::resolve::{Pick, Picks, resolve, unconfirmed_defaults};
+use crate::model::validate::Issue;
+use crate::store::Store;
+use crate::trace;
+
+/// A handle to the registry. Clones share the same items.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    state: Mutex<State>,
+    /// Where every item and outcome is recorded, when there is a store.
+    store: Option<Arc<Store>>,
+    /// Item added / settled, for surfaces that follow the inbox.
+    events: broadcast::Sender<Event>,
+    /// Wakes the expiry task when an earlier deadline arrives or on shutdown.
+    expiry: Notify,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Items waiting on the operator.
+    pending: HashMap<ItemId, Entry>,
+    /// Deadlines in order, so the expiry task sleeps until the first one.
+    expirations: BTreeSet<(Instant, ItemId)>,
+    /// Set once: no new items are accepted and the expiry task ends.
+    shutdown: bool,
+}
+
+#[derive(Debug)]
+struct Entry {
+    item: Arc<Item>,
+    /// When it was opened (tokio clock), for `duration_ms`.
+    opened: Instant,
+    deadline: Instant,
+    /// Delivers the outcome to the asker.
+    settle: oneshot::Sender<Outcome>,
+}
+
+/// What the operator did, as any surface reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Answers to a question set (omitted questions take their defaults).
+    Answer(Picks),
+    /// Skip a question set: proceed without confirmed answers.
+    Skip,
+    /// A verdict on an approval: allow, for a scope (the approval's
+    /// default scope when `None`), or deny.
+    Approve(Option<Scope>),
+    Deny,
+}
+
+impl From<Verdict> for Reply {
+    fn from(verdict: Verdict) -> Reply {
+        match verdict {
+            Verdict::Allow(scope) => Reply::Approve(Some(scope)),
+            Verdict::Deny => Reply::Deny,
+        }
+    }
+}
+
+impl Reply {
+    /// The reply a surface's picks stand for on `item`. A surface shows an
+    /// approval as its one question and returns the picked option, whose
+    /// label is the verdict; a question set takes the picks as answers.
+    /// `None`: the picks name no verdict of the approval.
+    pub fn from_picks(item: &Item, picks: Picks) -> Option<Reply> {
+        if item.approval.is_none() {
+            return Some(Reply::Answer(picks));
+        }
+        let question = &item.request.questions.first()?.question;
+        let label = match picks.get(question)? {
+            Pick::Label(label) => label.as_str(),
+            Pick::Labels(labels) => labels.first()?.as_str(),
+            _ => return None,
+        };
+        Approval::verdict_of(label).map(Reply::from)
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Reply::Answer(_) => "answer",
+            Reply::Skip => "skip",
+            Reply::Approve(_) => "approve",
+            Reply::Deny => "deny",
+        }
+    }
+}
+
+/// A change in the inbox, as followers see it.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A dispatched run started or ended (its record changed in the store).
+    RunChanged,
+    Added(Arc<Item>),
+    Settled {
+        item: Arc<Item>,
+        outcome: Outcome,
+        replied_by: Option<Surface>,
+    },
+}
+
+/// Why a reply was refused. The item is left as it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    #[error("item {0} is not pending (already settled, or never asked)")]
+    NotPending(ItemId),
+    #[error("the answers do not fit the questions:\n{}", crate::model::validate::describe(.0))]
+    Invalid(Vec<Issue>),
+    /// An approval was granted for a scope it does not offer (an external
+    /// effect is allowed for the action alone).
+    #[error("item {id} cannot be approved for the {} scope; an external effect is allowed for this action only", .scope.name())]
+    NotOffered { id: ItemId, scope: Scope },
+    /// The reply is of the wrong shape for the item (answers to an approval,
+    /// a verdict on a question set). HTTP-ish callers report it as 409.
+    #[error("item {id} is a {kind} and takes {takes}, not {got}")]
+    HumanReplyMismatch {
+        id: ItemId,
+        kind: &'static str,
+        takes: &'static str,
+        got: &'static str,
+    },
+}
+
+/// An opened item, held by the asker. Dropping it before the item settles
+/// cancels the item, so the registry entry is torn down on every exit path.
+#[derive(Debug)]
+pub struct Pending {
+    pub item: Arc<Item>,
+    outcome: Option<oneshot::Receiver<Outcome>>,
+    registry: Registry,
+}
+
+impl Pending {
+    /// Waits for the item to settle, whoever settles it.
+    pub async fn outcome(&mut self) -> Outcome {
+        let Some(rx) = self.outcome.as_mut() else {
+            return Outcome::Cancelled {
+                reason: "outcome already taken".into(),
+            };
+        };
+        let outcome = rx.await.unwrap_or_else(|_| Outcome::Cancelled {
+            reason: "hark is shutting down".into(),
+        });
+        self.outcome = None;
+        outcome
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.outcome.is_some() {
+            self.registry.cancel(self.item.id, "the agent went away");
+        }
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new()
+    }
+}
+
+impl Registry {
+    /// Creates a registry with no store and spawns its expiry task on the
+    /// current runtime.
+    pub fn new() -> Registry {
+        Registry::with_store(None)
+    }
+
+    /// Creates a registry that records every item and outcome in `store`.
+    pub fn with_store(store: Option<Arc<Store>>) -> Registry {
+        let shared = Arc::new(Shared {
+            store,
+            events: broadcast::channel(EVENT_BUFFER).0,
+            state: Mutex::new(State::default()),
+            expiry: Notify::new(),
+        });
+        tokio::spawn(expire_items(shared.clone()));
+        Registry { shared }
+    }
+
+    /// Follows items being added and settled.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.shared.events.subscribe()
+    }
+
+    /// The store items are recorded in, if any.
+    pub fn store(&self) -> Option<&Arc<Store>> {
+        self.shared.store.as_ref()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind; keep serving.
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Opens an item. After shutdown it settles at once as cancelled.
+    pub fn open(&self, item: Item) -> Pending {
+        let (tx, rx) = oneshot::channel();
+        let item = Arc::new(item);
+        let now = Instant::now();
+        let deadline = now + item.timeout;
+        let wake = {
+            let mut state = self.lock();
+            if state.shutdown {
+                drop(state);
+                let _ = tx.send(Outcome::Cancelled {
+                    reason: "hark is shutting down".into(),
+                });
+                return Pending {
+                    item,
+                    outcome: Some(rx),
+                    registry: self.clone(),
+                };
+            }
+            let earliest = state.expirations.first().is_none_or(|(d, _)| deadline < *d);
+            state.expirations.insert((deadline, item.id));
+            state.pending.insert(
+                item.id,
+                Entry {
+                    item: item.clone(),
+                    opened: now,
+                    deadline,
+                    settle: tx,
+                },
+            );
+            earliest
+        };
+        if let Some(store) = &self.shared.store
+            && let Err(e) = store.insert(&item)
+        {
+            tracing::error!(question_id = %item.id, "could not record the item: {e}");
+        }
+        trace::asked(&item);
+        let _ = self.shared.events.send(Event::Added(item.clone()));
+        if wake {
+            self.shared.expiry.notify_one();
+        }
+        Pending {
+            item,
+            outcome: Some(rx),
+            registry: self.clone(),
+        }
+    }
+
+    /// Applies the operator's reply. Answers are resolved against the request
+    /// (defaults filled in); a reply that does not fit is refused and the item
+    /// stays pending. Exactly one reply wins. `surface` names who replied
+    /// (`desktop`, `terminal`, `cli`, `script`) for the record.
+    pub fn reply(&self, id: ItemId, reply: Reply, surface: Surface) -> Result<Outcome, ReplyError> {
+        let item = self.get(id).ok_or(ReplyError::NotPending(id))?;
+        let outcome = match (&item.approval, reply) {
+            (None, Reply::Answer(picks)) => {
+                Outcome::Answered(resolve(&item.request, &picks).map_err(ReplyError::Invalid)?)
+            }
+            (None, Reply::Skip) => Outcome::Skipped {
+                unconfirmed_defaults: unconfirmed_defaults(&item.request),
+            },
+            (None, reply @ (Reply::Approve(_) | Reply::Deny)) => {
+                return Err(ReplyError::HumanReplyMismatch {
+                    id,
+                    kind: "question set",
+                    takes: "answers or a skip",
+                    got: reply.name(),
+                });
+            }
+            (Some(approval), Reply::Approve(scope)) => {
+                let scope = scope.unwrap_or_else(|| approval.default_scope());
+                if !approval.offered().contains(&scope) {
+                    return Err(ReplyError::NotOffered { id, scope });
+                }
+                Outcome::Approved { scope }
+            }
+            (Some(_), Reply::Deny) => Outcome::Denied,
+            (Some(_), reply @ (Reply::Answer(_) | Reply::Skip)) => {
+                return Err(ReplyError::HumanReplyMismatch {
+                    id,
+                    kind: "approval",
+                    takes: "approve or deny",
+                    got: reply.name(),
+                });
+            }
+        };
+        self.settle(id, Some(surface), |_| outcome)
+            .ok_or(ReplyError::NotPending(id))
+    }
+
+    /// Settles an item as cancelled. Returns false when it was not pending.
+    pub fn cancel(&self, id: ItemId, reason: &str) -> bool {
+        self.settle_as(
+            id,
+            Outcome::Cancelled {
+                reason: reason.to_owned(),
+            },
+        )
+    }
+
+    /// Settles an item with an unanswered outcome decided elsewhere (cancel,
+    /// no operator). Returns false when it was not pending.
+    pub fn settle_as(&self, id: ItemId, outcome: Outcome) -> bool {
+        self.settle(id, None, |_| outcome).is_some()
+    }
+
+    /// Tells followers a run's record changed.
+    pub fn run_changed(&self) {
+        let _ = self.shared.events.send(Event::RunChanged);
+    }
+
+    /// The item, while it is pending.
+    pub fn get(&self, id: ItemId) -> Option<Arc<Item>> {
+        self.lock().pending.get(&id).map(|e| e.item.clone())
+    }
+
+    /// Every pending item, oldest first.
+    pub fn pending(&self) -> Vec<Arc<Item>> {
+        let mut items: Vec<Arc<Item>> = self
+            .lock()
+            .pending
+            .values()
+            .map(|e| e.item.clone())
+            .collect();
+        items.sort_by_key(|i| i.created_at);
+        items
+    }
+
+    /// Stops accepting items and cancels every pending one, so each waiting
+    /// agent gets its error at once.
+    pub fn shutdown(&self, reason: &str) {
+        let ids: Vec<ItemId> = {
+            let mut state = self.lock();
+            state.shutdown = true;
+            state.pending.keys().copied().collect()
+        };
+        for id in ids {
+            self.cancel(id, reason);
+        }
+        self.shared.expiry.notify_one();
+    }
+
+    /// Removes the item if it is still pending and delivers its outcome.
+    fn settle(
+        &self,
+        id: ItemId,
+        surface: Option<Surface>,
+        outcome: impl FnOnce(&Entry) -> Outcome,
+    ) -> Option<Outcome> {
+        let (entry, outcome) = {
+            let mut state = self.lock();
+            let entry = state.pending.remove(&id)?;
+            state.expirations.remove(&(entry.deadline, id));
+            let outcome = outcome(&entry);
+            (entry, outcome)
+        };
+        // Recorded before the asker hears of it, so no answer an agent acted on is lost.
+        if let Some(store) = &self.shared.store
+            && let Err(e) = store.settle(id, &outcome, surface.map(Surface::name))
+        {
+            tracing::error!(question_id = %id, "could not record the outcome: {e}");
+        }
+        trace::settled(&entry.item, &outcome, entry.opened.elapsed());
+        let _ = self.shared.events.send(Event::Settled {
+            item: entry.item.clone(),
+            outcome: outcome.clone(),
+            replied_by: surface,
+        });
+        // The asker may be gone already; the outcome is still traced.
+        let _ = entry.settle.send(outcome.clone());
+        Some(outcome)
+    }
+
+    /// Times out every item whose deadline has passed; returns the next deadline.
+    fn expire_due(&self) -> Option<Instant> {
+        let now = Instant::now();
+        loop {
+            let due = {
+                let state = self.lock();
+                if state.shutdown {
+                    return None;
+                }
+                match state.expirations.first() {
+                    Some(&(deadline, id)) if deadline <= now => id,
+                    Some(&(deadline, _)) => return Some(deadline),
+                    None => return None,
+                }
+            };
+            self.settle(due, None, |entry| Outcome::TimedOut {
+                after_ms: millis(entry.opened.elapsed()),
+            });
+        }
+    }
+
+    fn is_shut_down(&self) -> bool {
+        self.lock().shutdown
+    }
+}
+
+/// How many inbox events a slow follower may fall behind before it must
+/// re-list (it is told it lagged).
+const EVENT_BUFFER: usize = 1024;
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The expiry task: sleeps until the earliest deadline, or until woken.
+async fn expire_items(shared: Arc<Shared>) {
+    let registry = Registry { shared };
+    while !registry.is_shut_down() {
+        match registry.expire_due() {
+            Some(when) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(when) => {}
+                    _ = registry.shared.expiry.notified() => {}
+                }
+            }
+            None => registry.shared.expiry.notified().await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,284 @@
+//! The items: every question set and approval, pending or settled.
+
+use std::time::SystemTime;
+
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use super::{RESTARTED, Store, StoreError, sql_count, to_json, unix_ms};
+use crate::model::approval::Approval;
+use crate::model::item::{Asker, Item, ItemId, Outcome, Surface};
+use crate::model::schema::AskRequest;
+
+/// One stored item, pending or settled.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub id: ItemId,
+    pub kind: String,
+    pub session_id: String,
+    /// The dispatched run that asked, if any.
+    #[serde(default)]
+    pub run_id: Option<String>,
+    pub asker: Asker,
+    pub request: AskRequest,
+    /// What a write-mode approval asks to allow (`kind` is then `approval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
+    pub created_ms: u64,
+    pub deadline_ms: u64,
+    /// `None` while pending.
+    pub outcome: Option<Outcome>,
+    /// Which surface replied (`script`, `terminal`, `cli`, `desktop`), when one did.
+    pub replied_by: Option<String>,
+    pub settled_ms: Option<u64>,
+    /// The operator dismissed it from the desktop inbox (it stays in the history).
+    #[serde(default)]
+    pub dismissed: bool,
+}
+
+/// Which records to list.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Filter {
+    /// Only pending (`Some(true)`) or only settled (`Some(false)`) items.
+    pub pending: Option<bool>,
+    /// Only items with this outcome name (`answered`, `timed_out`, …).
+    pub outcome: Option<String>,
+    pub session_id: Option<String>,
+    /// One item by id.
+    pub id: Option<ItemId>,
+    pub limit: Option<u32>,
+    pub offset: Option<u32>,
+}
+
+impl Record {
+    /// The record of an item, pending or settled.
+    pub fn new(item: &Item, outcome: Option<Outcome>, replied_by: Option<Surface>) -> Record {
+        let settled_ms = outcome.as_ref().map(|_| unix_ms(SystemTime::now()));
+        Record {
+            id: item.id,
+            kind: item.kind().into(),
+            session_id: item.session_id.clone(),
+            run_id: item.run_id.clone(),
+            asker: item.asker.clone(),
+            request: item.request.clone(),
+            approval: item.approval.clone(),
+            created_ms: unix_ms(item.created_at),
+            deadline_ms: unix_ms(item.deadline()),
+            outcome,
+            replied_by: replied_by.map(|s| s.name().to_owned()),
+            settled_ms,
+            dismissed: false,
+        }
+    }
+}
+
+impl Store {
+    pub(super) fn close_out_pending(&self) -> Result<usize, StoreError> {
+        let detail = serde_json::to_string(&Outcome::Cancelled {
+            reason: RESTARTED.into(),
+        })
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.lock()
+            .execute(
+                "UPDATE items SET outcome = 'cancelled', detail = ?1, settled_ms = ?2 WHERE outcome IS NULL",
+                params![detail, unix_ms(SystemTime::now()) as i64],
+            )
+            .map_err(|e| self.sql(e))
+    }
+
+    /// Records a newly pending item.
+    pub fn insert(&self, item: &Item) -> Result<(), StoreError> {
+        self.lock()
+            .execute(
+                "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, approval)
+                 VALUES (?1, ?8, ?2, ?7, ?3, ?4, ?5, ?6, ?9)",
+                params![
+                    item.id.to_string(),
+                    item.session_id,
+                    to_json(&item.asker),
+                    to_json(&item.request),
+                    unix_ms(item.created_at) as i64,
+                    unix_ms(item.deadline()) as i64,
+                    item.run_id,
+                    item.kind(),
+                    item.approval.as_ref().map(to_json),
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| self.sql(e))
+    }
+
+    /// Records an item's outcome. Only a pending row is updated, so a
+    /// settled outcome is never overwritten.
+    pub fn settle(
+        &self,
+        id: ItemId,
+        outcome: &Outcome,
+        replied_by: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let detail =
+            serde_json::to_string(outcome).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.lock()
+            .execute(
+                "UPDATE items SET outcome = ?2, detail = ?3, replied_by = ?4, settled_ms = ?5
+                 WHERE id = ?1 AND outcome IS NULL",
+                params![
+                    id.to_string(),
+                    outcome.name(),
+                    detail,
+                    replied_by,
+                    unix_ms(SystemTime::now()) as i64
+                ],
+            )
+            .map(|n| n == 1)
+            .map_err(|e| self.sql(e))
+    }
+
+    /// Deletes settled items, keeping the newest `keep`; returns how many went.
+    pub fn prune_settled(&self, keep: u64) -> Result<usize, StoreError> {
+        self.lock()
+            .execute(
+                "DELETE FROM items WHERE outcome IS NOT NULL AND id NOT IN
+                   (SELECT id FROM items WHERE outcome IS NOT NULL ORDER BY settled_ms DESC LIMIT ?1)",
+                [sql_count(keep)],
+            )
+            .map_err(|e| self.sql(e))
+    }
+
+    /// Hides a settled item from the desktop inbox. Pending items cannot be
+    /// dismissed: they are answered, skipped or left to time out.
+    pub fn dismiss(&self, id: ItemId) -> Result<bool, StoreError> {
+        self.lock()
+            .execute(
+                "UPDATE items SET dismissed = 1 WHERE id = ?1 AND outcome IS NOT NULL",
+                [id.to_string()],
+            )
+            .map(|n| n == 1)
+            .map_err(|e| self.sql(e))
+    }
+
+    pub fn get(&self, id: ItemId) -> Result<Option<Record>, StoreError> {
+        let conn = self.lock();
+        let row = conn
+            .query_row(
+                &format!("{SELECT} WHERE id = ?1"),
+                [id.to_string()],
+                raw_row,
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        row.map(RawRow::into_record).transpose()
+    }
+
+    /// Lists records, newest first (pending ones before settled ones).
+    pub fn list(&self, filter: &Filter) -> Result<Vec<Record>, StoreError> {
+        let mut clauses = Vec::new();
+        let mut args: Vec<String> = Vec::new();
+        match filter.pending {
+            Some(true) => clauses.push("outcome IS NULL".to_owned()),
+            Some(false) => clauses.push("outcome IS NOT NULL".to_owned()),
+            None => {}
+        }
+        if let Some(outcome) = &filter.outcome {
+            args.push(outcome.clone());
+            clauses.push(format!("outcome = ?{}", args.len()));
+        }
+        if let Some(session) = &filter.session_id {
+            args.push(session.clone());
+            clauses.push(format!("session_id = ?{}", args.len()));
+        }
+        if let Some(id) = filter.id {
+            args.push(id.to_string());
+            clauses.push(format!("id = ?{}", args.len()));
+        }
+        let mut sql = SELECT.to_owned();
+        if !clauses.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&clauses.join(" AND "));
+        }
+        sql.push_str(&format!(
+            " ORDER BY outcome IS NOT NULL, created_ms DESC LIMIT {} OFFSET {}",
+            filter.limit.unwrap_or(u32::MAX),
+            filter.offset.unwrap_or(0)
+        ));
+        let conn = self.lock();
+        let mut statement = conn.prepare(&sql).map_err(|e| self.sql(e))?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(args.iter()), raw_row)
+            .map_err(|e| self.sql(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.sql(e))?;
+        rows.into_iter().map(RawRow::into_record).collect()
+    }
+}
+
+const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed, approval FROM items";
+
+/// A row as SQLite returns it, before its JSON columns are read.
+struct RawRow {
+    id: String,
+    kind: String,
+    session_id: String,
+    run_id: Option<String>,
+    asker: String,
+    request: String,
+    created_ms: i64,
+    deadline_ms: i64,
+    detail: Option<String>,
+    replied_by: Option<String>,
+    settled_ms: Option<i64>,
+    dismissed: bool,
+    approval: Option<String>,
+}
+
+fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
+    Ok(RawRow {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        session_id: r.get(2)?,
+        run_id: r.get(3)?,
+        asker: r.get(4)?,
+        request: r.get(5)?,
+        created_ms: r.get(6)?,
+        deadline_ms: r.get(7)?,
+        detail: r.get(8)?,
+        replied_by: r.get(9)?,
+        settled_ms: r.get(10)?,
+        dismissed: r.get(11)?,
+        approval: r.get(12)?,
+    })
+}
+
+impl RawRow {
+    fn into_record(self) -> Result<Record, StoreError> {
+        let bad = |what: &str, e: &dyn std::fmt::Display| {
+            StoreError::Corrupt(format!("item {}: {what}: {e}", self.id))
+        };
+        Ok(Record {
+            id: ItemId(self.id.parse().map_err(|e| bad("id", &e))?),
+            kind: self.kind.clone(),
+            session_id: self.session_id.clone(),
+            run_id: self.run_id.clone(),
+            asker: serde_json::from_str(&self.asker).map_err(|e| bad("asker", &e))?,
+            request: serde_json::from_str(&self.request).map_err(|e| bad("request", &e))?,
+            approval: match &self.approval {
+                Some(approval) => {
+                    Some(serde_json::from_str(approval).map_err(|e| bad("approval", &e))?)
+                }
+                None => None,
+            },
+            created_ms: self.created_ms.max(0) as u64,
+            deadline_ms: self.deadline_ms.max(0) as u64,
+            outcome: match &self.detail {
+                Some(detail) => Some(serde_json::from_str(detail).map_err(|e| bad("outcome", &e))?),
+                None => None,
+            },
+            replied_by: self.replied_by.clone(),
+            settled_ms: self.settled_ms.map(|ms| ms.max(0) as u64),
+            dismissed: self.dismissed,
+        })
+    }
+}

@@ -1,0 +1,211 @@
+//! The store: every item and its outcome, in a SQLite file that survives
+//! restarts (`HARK_DATA_DIR`, else the platform data dir, `hark.db`).
+//!
+//! WAL mode: every statement commits to the log before it returns, so a
+//! killed process loses no settled outcome (`synchronous = NORMAL` keeps that
+//! guarantee for process crashes without an fsync per answer; only a power
+//! loss could drop the last moments).
+//! The schema is versioned (`PRAGMA user_version`) and migrated forward on
+//! open. Items still pending when hark stopped are closed out on the next
+//! open as cancelled ("hark restarted"): their agents already got an error
+//! when the socket closed, and nothing stays pending forever.
+
+mod items;
+mod runs;
+mod sessions;
+#[cfg(test)]
+mod tests;
+
+pub use items::{Filter, Record};
+pub use runs::{RunRecord, RunStart, RunStatus};
+pub use sessions::SessionRecord;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::Connection;
+use serde::Serialize;
+
+/// The reason recorded for items a restart found pending.
+pub const RESTARTED: &str = "hark restarted before it was answered";
+
+/// Migrations, in order; `user_version` counts how many have run.
+const MIGRATIONS: &[&str] = &[
+    r#"
+    CREATE TABLE items (
+        id          TEXT PRIMARY KEY,
+        kind        TEXT NOT NULL,
+        run_id      TEXT,
+        session_id  TEXT NOT NULL,
+        asker       TEXT NOT NULL,
+        request     TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        deadline_ms INTEGER NOT NULL,
+        outcome     TEXT,
+        detail      TEXT,
+        replied_by  TEXT,
+        settled_ms  INTEGER
+    );
+    CREATE INDEX items_by_created ON items (created_ms);
+    CREATE INDEX items_by_outcome ON items (outcome);
+    CREATE TABLE runs (
+        id          TEXT PRIMARY KEY,
+        session_id  TEXT NOT NULL,
+        command     TEXT,
+        cwd         TEXT,
+        status      TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        finished_ms INTEGER
+    );
+"#,
+    r#"
+    ALTER TABLE items ADD COLUMN dismissed INTEGER NOT NULL DEFAULT 0;
+"#,
+    r#"
+    ALTER TABLE items ADD COLUMN approval TEXT;
+"#,
+    r#"
+    ALTER TABLE runs ADD COLUMN exit_code INTEGER;
+    ALTER TABLE runs ADD COLUMN pid INTEGER;
+    CREATE INDEX runs_by_created ON runs (created_ms);
+    CREATE INDEX items_by_run ON items (run_id);
+"#,
+    r#"
+    ALTER TABLE runs ADD COLUMN result TEXT;
+    ALTER TABLE runs ADD COLUMN cost_usd REAL;
+"#,
+    r#"
+    CREATE INDEX items_by_session ON items (session_id, created_ms);
+"#,
+];
+
+/// A count as SQLite takes it (a count past its range means "all").
+fn sql_count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create the data directory {}: {source}", path.display())]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the store {}: {source}", path.display())]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("the store {} was written by a newer hark (schema {found}, this hark knows {known})", path.display())]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: usize,
+    },
+    #[error("a stored row is unreadable: {0}")]
+    Corrupt(String),
+}
+
+/// A handle to the store file. One connection, used for short statements.
+#[derive(Debug)]
+pub struct Store {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+pub fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// `$HARK_DATA_DIR/hark.db`, else the platform data dir's.
+    pub fn default_path() -> Option<PathBuf> {
+        if let Some(dir) = crate::env::var_os(crate::env::DATA_DIR) {
+            return Some(PathBuf::from(dir).join("hark.db"));
+        }
+        directories::ProjectDirs::from("", "", "hark").map(|d| d.data_dir().join("hark.db"))
+    }
+
+    /// Opens (creating and migrating as needed) the store at `path`, and
+    /// closes out items a previous run left pending.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            crate::bridge::socket::ensure_private_dir(dir).map_err(|e| StoreError::Dir {
+                path: dir.to_owned(),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+        }
+        let sql = |source| StoreError::Sqlite {
+            path: path.to_owned(),
+            source,
+        };
+        let mut conn = Connection::open(path).map_err(sql)?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(sql)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sql)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(sql)?;
+        let known = MIGRATIONS.len();
+        if version > known as i64 {
+            return Err(StoreError::TooNew {
+                path: path.to_owned(),
+                found: version,
+                known,
+            });
+        }
+        for (i, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = conn.transaction().map_err(sql)?;
+            tx.execute_batch(migration).map_err(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)
+                .map_err(sql)?;
+            tx.commit().map_err(sql)?;
+        }
+        let store = Store {
+            path: path.to_owned(),
+            conn: Mutex::new(conn),
+        };
+        let closed = store.close_out_pending()?;
+        if closed > 0 {
+            tracing::info!(
+                items = closed,
+                "items left pending by the last run are now unanswered ({RESTARTED})"
+            );
+        }
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn sql(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+}
+
+/// A JSON column's text.
+fn to_json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+/// Whether a process is still there (where the platform tells; else assume so).
+fn process_alive(pid: u32) -> bool {
+    if cfg!(target_os = "linux") {
+        Path::new(&format!("/proc/{pid}")).exists()
+    } else {
+        true
+    }
+}

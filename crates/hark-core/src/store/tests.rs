@@ -1,0 +1,244 @@
+//! The store against a real SQLite file in a temp dir.
+
+use super::*;
+use crate::model::item::{Asker, Item, ItemId, Outcome};
+use crate::model::resolve::Resolution;
+use crate::model::validate::{Rules, validate};
+use serde_json::json;
+
+fn item(session: &str) -> Item {
+    Item {
+        id: ItemId::random(),
+        session_id: session.into(),
+        run_id: Some("run-1".into()),
+        asker: Asker {
+            pid: Some(42),
+            cwd: Some("/repo".into()),
+            command: Some("claude -p".into()),
+            client: None,
+        },
+        request: validate(
+            &json!({"questions": [{"question": "Go?", "header": "Go", "multiSelect": false,
+                "options": [{"label": "Yes", "description": ""}, {"label": "No", "description": ""}]}]}),
+            Rules::default(),
+        )
+        .unwrap(),
+        approval: None,
+        created_at: SystemTime::now(),
+        timeout: Duration::from_secs(300),
+    }
+}
+
+#[test]
+fn items_round_trip_and_settle_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("hark.db")).unwrap();
+    let a = item("s1");
+    store.insert(&a).unwrap();
+    let pending = store.get(a.id).unwrap().unwrap();
+    assert_eq!(pending.outcome, None);
+    assert_eq!(pending.asker.command.as_deref(), Some("claude -p"));
+    assert_eq!(pending.run_id.as_deref(), Some("run-1"));
+    assert_eq!(pending.request, a.request);
+
+    let answered = Outcome::Answered(Resolution {
+        answers: [(
+            "Go?".to_owned(),
+            crate::model::schema::AnswerValue::One("No".into()),
+        )]
+        .into(),
+        defaulted: vec![],
+    });
+    assert!(store.settle(a.id, &answered, Some("cli")).unwrap());
+    assert!(
+        !store
+            .settle(a.id, &Outcome::TimedOut { after_ms: 1 }, None)
+            .unwrap()
+    );
+    let settled = store.get(a.id).unwrap().unwrap();
+    assert_eq!(settled.outcome, Some(answered));
+    assert_eq!(settled.replied_by.as_deref(), Some("cli"));
+    assert!(store.dismiss(a.id).unwrap());
+    assert!(store.get(a.id).unwrap().unwrap().dismissed);
+}
+
+#[test]
+fn a_reopen_closes_out_what_was_left_pending() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hark.db");
+    let (left, done) = (item("s1"), item("s1"));
+    {
+        let store = Store::open(&path).unwrap();
+        store.insert(&left).unwrap();
+        store.insert(&done).unwrap();
+        store
+            .settle(done.id, &Outcome::TimedOut { after_ms: 300_000 }, None)
+            .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(
+        store.get(left.id).unwrap().unwrap().outcome,
+        Some(Outcome::Cancelled {
+            reason: RESTARTED.into()
+        })
+    );
+    assert_eq!(
+        store.get(done.id).unwrap().unwrap().outcome,
+        Some(Outcome::TimedOut { after_ms: 300_000 })
+    );
+    assert!(
+        store
+            .list(&Filter {
+                pending: Some(true),
+                ..Filter::default()
+            })
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn lists_filter_and_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("hark.db")).unwrap();
+    let items: Vec<Item> = (0..5)
+        .map(|i| item(if i < 3 { "a" } else { "b" }))
+        .collect();
+    for it in &items {
+        store.insert(it).unwrap();
+    }
+    store
+        .settle(items[0].id, &Outcome::TimedOut { after_ms: 5 }, None)
+        .unwrap();
+    let by = |f: Filter| store.list(&f).unwrap().len();
+    assert_eq!(by(Filter::default()), 5);
+    assert_eq!(
+        by(Filter {
+            pending: Some(true),
+            ..Filter::default()
+        }),
+        4
+    );
+    assert_eq!(
+        by(Filter {
+            outcome: Some("timed_out".into()),
+            ..Filter::default()
+        }),
+        1
+    );
+    assert_eq!(
+        by(Filter {
+            session_id: Some("b".into()),
+            ..Filter::default()
+        }),
+        2
+    );
+    assert_eq!(
+        by(Filter {
+            limit: Some(2),
+            offset: Some(4),
+            ..Filter::default()
+        }),
+        1
+    );
+    let all = store.list(&Filter::default()).unwrap();
+    assert!(
+        all[..4].iter().all(|r| r.outcome.is_none()),
+        "pending items come first"
+    );
+}
+
+#[test]
+fn pruning_keeps_the_newest_settled_items_and_every_pending_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("hark.db")).unwrap();
+    let items: Vec<Item> = (0..4).map(|_| item("s")).collect();
+    for it in &items {
+        store.insert(it).unwrap();
+    }
+    for it in &items[..3] {
+        store
+            .settle(it.id, &Outcome::TimedOut { after_ms: 1 }, None)
+            .unwrap();
+    }
+    assert_eq!(store.prune_settled(1).unwrap(), 2);
+    assert_eq!(store.list(&Filter::default()).unwrap().len(), 2);
+    assert!(store.get(items[3].id).unwrap().is_some());
+    assert_eq!(store.prune_settled(0).unwrap(), 1);
+    assert_eq!(store.list(&Filter::default()).unwrap().len(), 1);
+}
+
+#[test]
+fn pruning_runs_keeps_the_newest_and_every_running_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("hark.db")).unwrap();
+    let ids: Vec<String> = (0..5).map(|n| format!("run-{n}")).collect();
+    for id in &ids {
+        store
+            .run_started(&RunStart {
+                id: id.clone(),
+                session_id: "s".into(),
+                command: "hark run".into(),
+                cwd: None,
+                pid: std::process::id(),
+            })
+            .unwrap();
+    }
+    // The oldest is still running; the others ended.
+    for id in &ids[1..] {
+        assert!(store.run_finished(id, 0, None, None).unwrap());
+    }
+    assert!(store.run_is_past("run-1", 3).unwrap());
+    assert!(!store.run_is_past("run-2", 3).unwrap());
+    assert!(!store.run_is_past("run-0", 3).unwrap(), "still running");
+    assert!(!store.run_is_past("never-recorded", 0).unwrap());
+
+    assert_eq!(store.prune_runs(2).unwrap(), 2);
+    let left: Vec<String> = store.runs(10).unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(left, ["run-4", "run-3", "run-0"]);
+}
+
+#[test]
+fn sessions_sum_up_their_items_waiting_ones_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("hark.db")).unwrap();
+    let (a1, a2, b) = (item("a"), item("a"), item("b"));
+    for it in [&a1, &a2, &b] {
+        store.insert(it).unwrap();
+    }
+    store
+        .settle(a1.id, &Outcome::TimedOut { after_ms: 1 }, None)
+        .unwrap();
+    store
+        .settle(
+            a2.id,
+            &Outcome::Skipped {
+                unconfirmed_defaults: Default::default(),
+            },
+            Some("cli"),
+        )
+        .unwrap();
+    let sessions = store.sessions(10).unwrap();
+    let names: Vec<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
+    assert_eq!(names, ["b", "a"], "the one waiting comes first");
+    assert_eq!((sessions[0].items, sessions[0].pending), (1, 1));
+    assert_eq!((sessions[1].items, sessions[1].pending), (2, 0));
+    assert_eq!(sessions[1].last_outcome.as_deref(), Some("skipped"));
+    assert_eq!(sessions[1].asker.command.as_deref(), Some("claude -p"));
+    assert_eq!(sessions[1].alive, Some(Path::new("/proc/42").exists()));
+    assert_eq!(store.sessions(1).unwrap().len(), 1);
+}
+
+#[test]
+fn a_store_from_a_newer_hark_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hark.db");
+    Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    assert!(matches!(
+        Store::open(&path),
+        Err(StoreError::TooNew { found: 99, .. })
+    ));
+}

@@ -1,0 +1,248 @@
+//! The command line, as clap parses it. Each command's arguments are one
+//! `#[derive(Args)]` struct that its module in [`crate::commands`] takes as
+//! it is.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use hark_core::agent::Verb;
+use hark_core::model::approval::Scope;
+
+use crate::commands::serve::PrompterChoice;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hark",
+    version,
+    about = "An operator console for headless AI agents: their questions reach you, your answers reach them."
+)]
+pub struct Cli {
+    /// What to do; with none, start the desktop app.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start the desktop app: notifications, the question modal, the tray inbox.
+    App,
+    /// Run the headless daemon: agents' questions are asked on this terminal
+    /// or answered by a script.
+    Serve(ServeArgs),
+    /// The MCP stdio server an agent spawns (server `operator`, tool `ask`).
+    McpOperatorAsk(McpArgs),
+    /// Ask the operator from a script; prints `{"outcome":…}` as JSON.
+    /// Exit 0 answered, 2 invalid input, 3 not answered.
+    Ask(AskArgs),
+    /// Run an agent (`claude -p` by default) with the bridge attached when an
+    /// operator is: `hark run [--verb task|ask|decide|converse] -- PROMPT…`,
+    /// or `hark run --wrap -- claude -p "…" [their flags]`. Exits with the agent's status.
+    Run(RunArgs),
+    /// List the items waiting for you (and, with --all, the history).
+    Inbox(InboxArgs),
+    /// The runs `hark run` dispatched: running, waiting on you, finished or
+    /// failed, with the items each asked.
+    Runs(ListArgs),
+    /// The agent sessions that asked: waiting on you, active or ended (their
+    /// agent's process), with how many items each asked and how the last ended.
+    Sessions(ListArgs),
+    /// Answer a pending item. Questions you leave out take their defaults.
+    Answer(AnswerArgs),
+    /// Skip a pending item: the agent proceeds without confirmed answers.
+    Skip(ItemArgs),
+    /// Allow a pending write-mode approval: for the rest of the run (`turn`),
+    /// this action only, or the rest of the session. Without --scope: turn,
+    /// or the action alone for an external effect (a push, a PR).
+    Approve(ApproveArgs),
+    /// Deny a pending write-mode approval: the agent stays read-only.
+    Deny(ItemArgs),
+    /// Print the MCP config that points an agent at this hark:
+    /// `claude -p … --mcp-config "$(hark mcp-config)" --allowedTools mcp__operator__ask`.
+    McpConfig,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Who answers: `terminal`, or `script:PATH` (a JSON map of question → answer).
+    #[arg(long, default_value = "terminal")]
+    pub prompter: PrompterChoice,
+    /// Seconds the operator has to answer (default: the config's, else 300).
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub ask_timeout: Option<Duration>,
+    /// The socket to serve (default: $HARK_SOCKET, else $XDG_RUNTIME_DIR/hark/hark.sock).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Require a pre-picked default on every question.
+    #[arg(long)]
+    pub strict_defaults: bool,
+    /// How logs (and trace events) are written to stderr.
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: LogFormatArg,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Also serve `approve`, the write-mode gate of a read-only agent
+    /// (`--permission-prompt-tool mcp__operator__approve`).
+    #[arg(long)]
+    pub approvals: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The questions, `{"questions":[…]}` as AskUserQuestion takes them (`-` for stdin).
+    #[arg(long, value_name = "Q.json")]
+    pub file: PathBuf,
+    /// Seconds to wait for the answer.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub timeout: Option<Duration>,
+    /// Return `not_answered` at once when no operator is attached.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// The session to file the question under.
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// What kind of run: task, ask, decide, or converse (turn after turn).
+    #[arg(long, default_value = "task")]
+    pub verb: Verb,
+    /// The agent's working directory.
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// The session its questions are filed under.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Seconds the operator has for each of its questions.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub timeout: Option<Duration>,
+    /// The agent command (default: the config's `agent_command`, else `claude`).
+    #[arg(long, value_name = "PATH")]
+    pub agent: Option<PathBuf>,
+    /// Attach the bridge to your own agent command line (after --).
+    #[arg(long)]
+    pub wrap: bool,
+    /// Run the agent read-only: each write (Edit, Write, Bash outside a
+    /// read-only allowlist, …) asks the operator, who may allow it once,
+    /// for the run or for the session; with nobody attached it is denied.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Authored questions to ask before the agent starts (JSON:
+    /// {preamble, questions:[{id, prompt, options:[{value,label}],
+    /// defaults, multi}], when: "thread-start"|"every-turn"}); their
+    /// answers go into the prompt. Unanswered, the agent does not start.
+    #[arg(long, value_name = "FILE")]
+    pub intake: Option<PathBuf>,
+    /// An intake answer given here instead of asked (repeat it).
+    #[arg(long = "answer", value_name = "ID=VALUE")]
+    pub answers: Vec<String>,
+    /// Hand the run to the app (or `hark serve`): it goes on when this
+    /// terminal closes, its output goes to a log, `hark runs` follows
+    /// it. Prints the run id.
+    #[arg(long)]
+    pub detach: bool,
+    /// The prompt, or with --wrap the agent command line.
+    #[arg(last = true, required = true, value_name = "PROMPT…")]
+    pub words: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    /// Settled items too: answered, skipped, timed out, cancelled.
+    #[arg(long)]
+    pub all: bool,
+    /// Keep following: print each item as it arrives or settles.
+    #[arg(long)]
+    pub watch: bool,
+    /// One JSON value per line, for scripts.
+    #[arg(long)]
+    pub json: bool,
+    /// At most this many items.
+    #[arg(long)]
+    pub limit: Option<u32>,
+    /// Delete the settled history.
+    #[arg(long, conflicts_with_all = ["watch", "all"])]
+    pub clear_settled: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// At most this many (the newest, waiting ones first; default 100).
+    #[arg(long)]
+    pub limit: Option<u32>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// The item's id, or a unique prefix of it (see `hark inbox`).
+    pub id: String,
+    /// Pick an option by label (repeat for multi-select); `QUESTION=LABEL`
+    /// when several questions share the label.
+    #[arg(long = "pick", value_name = "LABEL", num_args = 1..)]
+    pub picks: Vec<String>,
+    /// Free text instead of an option (`QUESTION=TEXT` when there are several questions).
+    #[arg(long)]
+    pub text: Option<String>,
+    /// Confirm the pre-picked defaults.
+    #[arg(long, conflicts_with_all = ["picks", "text"])]
+    pub defaults: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ItemArgs {
+    /// The item's id, or a unique prefix of it.
+    pub id: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    #[command(flatten)]
+    pub item: ItemArgs,
+    #[arg(long, value_enum)]
+    pub scope: Option<ScopeArg>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ScopeArg {
+    Turn,
+    Action,
+    Session,
+}
+
+impl From<ScopeArg> for Scope {
+    fn from(scope: ScopeArg) -> Self {
+        match scope {
+            ScopeArg::Turn => Scope::Turn,
+            ScopeArg::Action => Scope::Action,
+            ScopeArg::Session => Scope::Session,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormatArg {
+    Text,
+    Json,
+}
+
+/// A timeout that is not a positive number of seconds.
+#[derive(Debug, thiserror::Error)]
+#[error("a timeout must be a positive number of seconds, got {0}")]
+pub struct NotSeconds(String);
+
+/// A positive number of seconds.
+fn seconds(text: &str) -> Result<Duration, NotSeconds> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s)),
+        _ => Err(NotSeconds(text.to_owned())),
+    }
+}

@@ -1,0 +1,97 @@
+//! One module per command. Each takes its [`crate::cli`] arguments as they
+//! are, prints what the user sees (results on stdout, messages and `hint:`
+//! lines on stderr), and returns how it ended as an [`ExitStatus`].
+
+pub mod answer;
+pub mod app;
+pub mod ask;
+pub mod inbox;
+pub mod listings;
+pub mod mcp;
+pub mod query;
+pub mod run;
+pub mod serve;
+
+use std::path::PathBuf;
+
+use hark_core::bridge::socket::SocketError;
+use hark_core::config::ConfigError;
+use hark_core::daemon::serve::ServeError;
+use hark_core::prompter::script::ScriptError;
+
+use crate::cli::Command;
+use crate::exit::ExitStatus;
+
+/// Why a command could not start or finish, beyond what it reports itself.
+#[derive(Debug, thiserror::Error)]
+pub enum Failed {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    #[error(transparent)]
+    Socket(#[from] SocketError),
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("the MCP server stopped: {0}")]
+    Mcp(String),
+    #[error("cannot find this hark's path: {0}")]
+    ThisHark(std::io::Error),
+    #[error("the desktop app is not installed next to hark ({} is missing)", .0.display())]
+    AppMissing(PathBuf),
+    #[error("cannot start {}: {source}", path.display())]
+    AppExec {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl Failed {
+    /// What the user can do about it.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Failed::AppMissing(_) => Some(
+                "build it with `cargo build --release -p hark-app`, or run `hark serve --prompter terminal`",
+            ),
+            Failed::Serve(ServeError::Socket(SocketError::AlreadyRunning(_))) => {
+                Some("stop the other `hark serve` or `hark app` first")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Runs one command.
+pub fn run(command: Command) -> Result<ExitStatus, Failed> {
+    match command {
+        Command::App => app::launch(),
+        Command::Serve(args) => serve::run(args),
+        Command::McpOperatorAsk(args) => mcp::operator_ask(args),
+        Command::McpConfig => mcp::config(),
+        Command::Ask(args) => Ok(runtime()?.block_on(ask::run(args))),
+        Command::Run(args) => Ok(runtime()?.block_on(run::run(args))),
+        Command::Inbox(args) => Ok(runtime()?.block_on(inbox::run(args))),
+        Command::Runs(args) => Ok(runtime()?.block_on(listings::runs(args))),
+        Command::Sessions(args) => Ok(runtime()?.block_on(listings::sessions(args))),
+        Command::Answer(args) => Ok(runtime()?.block_on(answer::answer(args))),
+        Command::Skip(args) => Ok(runtime()?.block_on(answer::skip(args))),
+        Command::Approve(args) => Ok(runtime()?.block_on(answer::approve(args))),
+        Command::Deny(args) => Ok(runtime()?.block_on(answer::deny(args))),
+    }
+}
+
+/// The multi-threaded runtime the socket commands run on.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failed> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Failed::Runtime)
+}
+
+/// This `hark`'s own path, resolved.
+pub fn this_hark() -> Result<PathBuf, Failed> {
+    let hark = std::env::current_exe().map_err(Failed::ThisHark)?;
+    Ok(hark.canonicalize().unwrap_or(hark))
+}

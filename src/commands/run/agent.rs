@@ -1,0 +1,157 @@
+//! One turn of the agent: its process, and its `stream-json` output shown
+//! as progress.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+use hark_core::agent::{ASK_TOOL, Composed};
+
+use super::RunError;
+
+/// What one turn of the agent reported.
+#[derive(Debug, Default)]
+pub struct Turn {
+    /// The agent's own session id, to resume.
+    pub session: Option<String>,
+    pub status: i32,
+    /// Its final result text and cost, from the `result` event.
+    pub result: Option<String>,
+    pub cost_usd: f64,
+}
+
+/// The servers in the user's own `--mcp-config` values (files or JSON).
+pub fn existing_servers(configs: &[String]) -> Result<BTreeMap<String, Value>, RunError> {
+    let mut servers = BTreeMap::new();
+    for config in configs {
+        let text = if config.trim_start().starts_with('{') {
+            config.clone()
+        } else {
+            std::fs::read_to_string(config).map_err(|source| RunError::McpConfigRead {
+                config: config.clone(),
+                source,
+            })?
+        };
+        let value: Value =
+            serde_json::from_str(&text).map_err(|source| RunError::McpConfigJson {
+                config: config.clone(),
+                source,
+            })?;
+        if let Some(map) = value.get("mcpServers").and_then(Value::as_object) {
+            servers.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+    }
+    Ok(servers)
+}
+
+/// Starts the agent, shows its stream, and waits for it.
+pub async fn run_agent(composed: Composed, cwd: Option<&PathBuf>) -> Result<Turn, RunError> {
+    let mut command = Command::new(&composed.program);
+    command
+        .args(&composed.args)
+        .envs(&composed.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .env_remove(hark_core::env::RUN_ID)
+        .kill_on_drop(true);
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command.spawn().map_err(|source| RunError::Spawn {
+        program: composed.program.clone(),
+        source,
+    })?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| RunError::Agent(std::io::Error::other("the agent has no stdout")))?;
+    let mut lines = BufReader::new(stdout).lines();
+    let mut turn = Turn::default();
+    loop {
+        tokio::select! {
+            line = lines.next_line() => match line {
+                Ok(Some(line)) => show(&line, &mut turn),
+                Ok(None) | Err(_) => break,
+            },
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("hark: interrupted; stopping the agent");
+                let _ = child.start_kill();
+                break;
+            }
+        }
+    }
+    let status = child.wait().await.map_err(RunError::Agent)?;
+    turn.status = status.code().unwrap_or_else(|| {
+        use std::os::unix::process::ExitStatusExt;
+        128 + status.signal().unwrap_or(0)
+    });
+    Ok(turn)
+}
+
+/// Prints one stream-json event as progress (raw lines pass through).
+fn show(line: &str, turn: &mut Turn) {
+    let Ok(event) = serde_json::from_str::<Value>(line) else {
+        println!("{line}");
+        return;
+    };
+    if let Some(session) = event.get("session_id").and_then(Value::as_str) {
+        turn.session = Some(session.to_owned());
+    }
+    match event["type"].as_str() {
+        Some("assistant") => {
+            for block in event["message"]["content"].as_array().into_iter().flatten() {
+                match block["type"].as_str() {
+                    Some("text") => println!("{}", block["text"].as_str().unwrap_or_default()),
+                    Some("tool_use") if block["name"] == ASK_TOOL => {
+                        for q in block["input"]["questions"].as_array().into_iter().flatten() {
+                            eprintln!(
+                                "  ? asks the operator: [{}] {}",
+                                q["header"].as_str().unwrap_or_default(),
+                                q["question"].as_str().unwrap_or_default()
+                            );
+                        }
+                    }
+                    Some("tool_use") => {
+                        eprintln!("  → {}", block["name"].as_str().unwrap_or("a tool"))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Some("user") => {
+            for block in event["message"]["content"].as_array().into_iter().flatten() {
+                if block["type"] == "tool_result" && block["is_error"] == true {
+                    let text = match &block["content"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    eprintln!("  ! {}", text.lines().next().unwrap_or_default());
+                }
+            }
+        }
+        Some("result") => {
+            if let Some(result) = event["result"].as_str() {
+                println!("{result}");
+                turn.result = Some(result.to_owned());
+            }
+            let cost = event["total_cost_usd"].as_f64().unwrap_or(0.0);
+            turn.cost_usd += cost;
+            let ms = event["duration_ms"].as_u64().unwrap_or(0);
+            let outcome = if event["is_error"] == true {
+                "failed"
+            } else {
+                "finished"
+            };
+            eprintln!(
+                "hark: the agent {outcome} in {:.1} s (cost ${cost:.4})",
+                ms as f64 / 1000.0
+            );
+        }
+        _ => {}
+    }
+}

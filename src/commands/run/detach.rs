@@ -1,0 +1,103 @@
+//! `hark run --detach`: the operator's daemon starts the run and owns it.
+
+use std::path::PathBuf;
+
+use hark_core::bridge::wire::{ClientFrame, DispatchRequest, Environment, ServerFrame};
+
+use super::RunError;
+use crate::cli::RunArgs;
+use crate::commands::query::{query, refused};
+use crate::exit::ExitStatus;
+
+/// `hark run --detach`: the operator's daemon starts the run and owns it.
+/// Prints the run id; `hark runs` follows it.
+pub async fn run(options: RunArgs) -> ExitStatus {
+    let request = match detached_request(options) {
+        Ok(request) => request,
+        Err(message) => {
+            eprintln!("hark: {message}");
+            return ExitStatus::Failure;
+        }
+    };
+    match query(&ClientFrame::Dispatch { request }).await {
+        Ok(ServerFrame::Dispatched(run)) => {
+            println!("{}", run.run_id);
+            eprintln!(
+                "hark: run {} started by the operator's daemon; its output goes to {}\nhint: `hark runs` shows how it goes",
+                &run.run_id[..8],
+                run.log.display()
+            );
+            ExitStatus::Success
+        }
+        Ok(other) => refused(other),
+        Err(code) => code,
+    }
+}
+
+/// The daemon's request for these options. Paths are made absolute: the
+/// daemon runs elsewhere. The run's directory is this one unless named.
+fn detached_request(options: RunArgs) -> Result<DispatchRequest, RunError> {
+    if options.wrap {
+        return Err(RunError::Usage(
+            "--detach hands a prompt to the daemon; it cannot --wrap a command line",
+        ));
+    }
+    if !options.answers.is_empty() {
+        return Err(RunError::Usage(
+            "--detach asks the intake through the operator; drop --answer",
+        ));
+    }
+    if options.words.is_empty() {
+        return Err(RunError::Usage(
+            "say what to do: hark run --detach -- PROMPT…",
+        ));
+    }
+    let here = std::env::current_dir().map_err(RunError::Cwd)?;
+    let absolute = |path: PathBuf| {
+        if path.is_absolute() {
+            path
+        } else {
+            here.join(path)
+        }
+    };
+    let intake = match &options.intake {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| RunError::ReadIntake {
+                path: path.clone(),
+                source,
+            })?;
+            Some(
+                serde_json::from_str(&text).map_err(|source| RunError::IntakeJson {
+                    path: path.clone(),
+                    source,
+                })?,
+            )
+        }
+        None => None,
+    };
+    // A bare command name is found on the PATH sent along; a path is made absolute.
+    let agent = options.agent.map(|agent| {
+        if agent.components().count() > 1 {
+            absolute(agent)
+        } else {
+            agent
+        }
+    });
+    Ok(DispatchRequest {
+        prompt: options.words.join(" "),
+        verb: options.verb,
+        cwd: Some(absolute(options.cwd.unwrap_or_else(|| here.clone()))),
+        session: options.session,
+        timeout_secs: options.timeout.map(|t| t.as_secs_f64()),
+        read_only: options.read_only,
+        intake,
+        agent,
+        // The run gets this shell's environment (its PATH, its API keys),
+        // not the daemon's; a variable that is not UTF-8 cannot be sent.
+        env: Some(Environment(
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+        )),
+    })
+}

@@ -1,0 +1,420 @@
+//! `hark run`: dispatches an agent (`claude -p` by default) with the bridge
+//! attached when an operator is, shows its progress from
+//! `--output-format stream-json`, and exits with its exit status.
+//!
+//! - this module: the run from start to end — what it needs before the
+//!   first turn ([`Setup`]), the turn loop, its record in the store;
+//! - [`agent`]: one turn of the agent process and its stream;
+//! - [`operator`]: what the run asks the operator itself (the intake, a
+//!   conversation's next message);
+//! - [`detach`]: `--detach`, handing the run to the daemon.
+
+mod agent;
+mod detach;
+mod operator;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use hark_core::agent::{Attached, NoCommandLine, UserCommand, Verb};
+use hark_core::bridge::client;
+use hark_core::bridge::relay::{Relay, RunDir};
+use hark_core::bridge::socket::{self, SocketError};
+use hark_core::bridge::wire::ClientFrame;
+use hark_core::config::{Config, ConfigError};
+use hark_core::gate::intake::{Given, GivenError, Intake, IntakeError, When};
+use hark_core::store::RunStart;
+
+use crate::cli::RunArgs;
+use crate::exit::ExitStatus;
+
+/// Why a run could not start or go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Intake(#[from] IntakeError),
+    #[error("--answer: {0}")]
+    Given(GivenError),
+    #[error("--answer {0:?}: write it as ID=VALUE")]
+    GivenShape(String),
+    #[error(transparent)]
+    Wrap(#[from] NoCommandLine),
+    #[error(transparent)]
+    Socket(#[from] SocketError),
+    /// Flags that do not go together, or are missing.
+    #[error("{0}")]
+    Usage(&'static str),
+    #[error("cannot find this hark's path: {0}")]
+    ThisHark(std::io::Error),
+    #[error("cannot read --mcp-config {config}: {source}")]
+    McpConfigRead {
+        config: String,
+        source: std::io::Error,
+    },
+    #[error("--mcp-config {config} is not JSON: {source}")]
+    McpConfigJson {
+        config: String,
+        source: serde_json::Error,
+    },
+    #[error("cannot write the MCP config: {0}")]
+    WriteConfig(std::io::Error),
+    #[error("cannot start the agent {program:?}: {source}")]
+    Spawn {
+        program: OsString,
+        source: std::io::Error,
+    },
+    #[error("cannot follow the agent: {0}")]
+    Agent(std::io::Error),
+    #[error("cannot read this directory: {0}")]
+    Cwd(std::io::Error),
+    #[error("cannot read the intake {}: {source}", path.display())]
+    ReadIntake {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the intake {} is not JSON: {source}", path.display())]
+    IntakeJson {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("the questions cannot be sent: {0}")]
+    Encode(serde_json::Error),
+}
+
+impl RunError {
+    /// What the user can do about it.
+    fn hint(&self) -> Option<&'static str> {
+        match self {
+            RunError::Spawn { .. } => {
+                Some("install Claude Code, or name the agent with --agent PATH")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Why the agent did not start, or the run stopped.
+enum Stop {
+    Failed(RunError),
+    /// The intake went unanswered; `missing` are its unanswered ids.
+    NotAnswered {
+        reason: String,
+        missing: Vec<String>,
+    },
+}
+
+impl<E: Into<RunError>> From<E> for Stop {
+    fn from(e: E) -> Stop {
+        Stop::Failed(e.into())
+    }
+}
+
+/// Runs `hark run`.
+pub async fn run(args: RunArgs) -> ExitStatus {
+    if args.detach {
+        return detach::run(args).await;
+    }
+    match dispatch(args).await {
+        Ok(code) => ExitStatus::Agent(code),
+        Err(Stop::Failed(e)) => {
+            eprintln!("hark: {e}");
+            if let Some(hint) = e.hint() {
+                eprintln!("hint: {hint}");
+            }
+            ExitStatus::Failure
+        }
+        Err(Stop::NotAnswered { reason, missing }) => {
+            println!(
+                "{}",
+                serde_json::json!({"outcome": "not_answered", "reason": reason, "missing": missing})
+            );
+            eprintln!("hark: the intake was not answered ({reason}), so the agent did not start");
+            let example: Vec<String> = missing
+                .iter()
+                .map(|id| format!("--answer {id}=VALUE"))
+                .collect();
+            eprintln!(
+                "hint: start the app or `hark serve`, or give the answers: {}",
+                example.join(" ")
+            );
+            ExitStatus::NotAnswered
+        }
+    }
+}
+
+/// The intake of `--intake FILE`, and the answers `--answer` gave.
+fn intake_of(args: &RunArgs) -> Result<Option<(Intake, Given)>, RunError> {
+    let Some(path) = &args.intake else {
+        if !args.answers.is_empty() {
+            return Err(RunError::Usage(
+                "--answer gives intake answers; name the intake with --intake FILE",
+            ));
+        }
+        return Ok(None);
+    };
+    if args.wrap {
+        return Err(RunError::Usage(
+            "--intake puts its answers into the prompt, so it needs a prompt, not --wrap",
+        ));
+    }
+    let intake = Intake::load(path)?;
+    let given = given(&intake, &args.answers)?;
+    Ok(Some((intake, given)))
+}
+
+/// `--answer ID=VALUE` words as the intake's answers.
+fn given(intake: &Intake, words: &[String]) -> Result<Given, RunError> {
+    let pairs = words
+        .iter()
+        .map(|word| {
+            word.split_once('=')
+                .ok_or_else(|| RunError::GivenShape(word.clone()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    intake.given(pairs).map_err(RunError::Given)
+}
+
+/// Everything a run needs before its first turn. Dropping it removes the
+/// run's socket and config files.
+struct Setup {
+    run_id: String,
+    session: String,
+    /// The daemon dispatched this run: it has no terminal, so a
+    /// conversation asks in the app.
+    dispatched: bool,
+    app_socket: PathBuf,
+    /// The relay to the operator and what the agent is given of it, when
+    /// one is attached.
+    bridge: Option<(Relay, Attached)>,
+    /// A read-only run with nobody attached still gets `approve`, to be
+    /// told why each write is denied.
+    headless_gate: Option<(RunDir, PathBuf)>,
+    /// The agent command.
+    agent: PathBuf,
+}
+
+impl Setup {
+    async fn new(args: &RunArgs, config: &Config) -> Result<Setup, RunError> {
+        let app_socket = socket::app_socket_path()?;
+        let attached = tokio::net::UnixStream::connect(&app_socket).await.is_ok();
+        // A run the daemon dispatched comes with its id (the daemon already
+        // told its caller).
+        let dispatched_id = std::env::var(hark_core::env::RUN_ID)
+            .ok()
+            .filter(|id| uuid::Uuid::parse_str(id).is_ok());
+        let dispatched = dispatched_id.is_some();
+        let run_id = dispatched_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let session = args
+            .session
+            .clone()
+            .unwrap_or_else(|| format!("run-{}", &run_id[..8]));
+        let user_configs = if args.wrap {
+            UserCommand::parse(&args.words)?.mcp_configs
+        } else {
+            Vec::new()
+        };
+        let servers = agent::existing_servers(&user_configs)?;
+        let hark = std::env::current_exe().map_err(RunError::ThisHark)?;
+        let config_json = hark_core::agent::mcp_config(&hark, servers, args.read_only).to_string();
+        let write_config = |dir: &RunDir| {
+            dir.write_private("mcp.json", config_json.as_bytes())
+                .map_err(RunError::WriteConfig)
+        };
+        let bridge = if attached {
+            let relay = Relay::start(app_socket.clone(), run_id.clone(), session.clone())?;
+            let mcp_config = write_config(&relay.dir)?;
+            let attach = Attached {
+                socket: relay.socket.clone(),
+                mcp_config,
+                session_id: session.clone(),
+                ask_timeout: args.timeout.unwrap_or_else(|| config.ask_timeout()),
+            };
+            Some((relay, attach))
+        } else {
+            None
+        };
+        let headless_gate = if bridge.is_none() && args.read_only {
+            let dir = RunDir::create()?;
+            let config = write_config(&dir)?;
+            Some((dir, config))
+        } else {
+            None
+        };
+        let agent = args
+            .agent
+            .clone()
+            .or_else(|| config.agent_command.clone())
+            .unwrap_or_else(|| PathBuf::from("claude"));
+        Ok(Setup {
+            run_id,
+            session,
+            dispatched,
+            app_socket,
+            bridge,
+            headless_gate,
+            agent,
+        })
+    }
+
+    fn attach(&self) -> Option<&Attached> {
+        self.bridge.as_ref().map(|(_, attach)| attach)
+    }
+
+    /// The MCP config carrying `approve`, for a read-only run.
+    fn read_only(&self, args: &RunArgs) -> Option<PathBuf> {
+        if !args.read_only {
+            return None;
+        }
+        match (&self.bridge, &self.headless_gate) {
+            (Some((_, attach)), _) => Some(attach.mcp_config.clone()),
+            (None, Some((_, config))) => Some(config.clone()),
+            (None, None) => None,
+        }
+    }
+
+    /// The run's own socket, through which it asks the operator.
+    fn run_socket(&self) -> Option<PathBuf> {
+        self.bridge.as_ref().map(|(relay, _)| relay.socket.clone())
+    }
+
+    /// Says on stderr what this run is and who can answer it.
+    fn announce(&self, args: &RunArgs) {
+        eprintln!(
+            "hark: run {} ({}), {}",
+            &self.run_id[..8],
+            self.session,
+            match (self.bridge.is_some(), args.read_only) {
+                (true, false) => "the operator is attached: the agent can ask",
+                (true, true) => "read-only: the operator is attached to approve writes",
+                (false, false) => "no operator attached: the agent proceeds on its own",
+                (false, true) => "read-only with no operator attached: every write is denied",
+            }
+        );
+    }
+
+    /// Records a run frame in the operator's store, so the app and `hark
+    /// runs` show it (only when an operator is attached).
+    async fn record(&self, frame: ClientFrame) {
+        if self.bridge.is_none() {
+            return;
+        }
+        if let Err(e) = client::request(&self.app_socket, &frame).await {
+            tracing::debug!("the run was not recorded: {e}");
+        }
+    }
+
+    /// The run as `hark run` announces it to the store.
+    fn start_record(&self, args: &RunArgs) -> RunStart {
+        let command = if args.wrap {
+            args.words.join(" ")
+        } else {
+            format!("{} -p {}", self.agent.display(), args.words.join(" "))
+        };
+        let cwd = args.cwd.clone().or_else(|| std::env::current_dir().ok());
+        RunStart {
+            id: self.run_id.clone(),
+            session_id: self.session.clone(),
+            command,
+            cwd: cwd.map(|d| d.display().to_string()),
+            pid: std::process::id(),
+        }
+    }
+}
+
+/// What the run's record keeps of its output: the last result, the cost
+/// of every turn.
+#[derive(Debug, Default)]
+struct Kept {
+    last_result: Option<String>,
+    cost_usd: f64,
+}
+
+async fn dispatch(args: RunArgs) -> Result<i32, Stop> {
+    let config = Config::load()?;
+    let intake = intake_of(&args)?;
+    if args.words.is_empty() {
+        return Err(Stop::Failed(RunError::Usage(if args.wrap {
+            "--wrap needs the agent command after --, e.g. hark run --wrap -- claude -p \"…\""
+        } else {
+            "say what to do: hark run -- PROMPT…"
+        })));
+    }
+    let setup = Setup::new(&args, &config).await?;
+    setup.announce(&args);
+    setup
+        .record(ClientFrame::RunStarted {
+            run: setup.start_record(&args),
+        })
+        .await;
+    let mut kept = Kept::default();
+    let result = turns(&args, &setup, intake.as_ref(), &mut kept).await;
+    let exit_code = match &result {
+        Ok(status) => *status,
+        Err(Stop::NotAnswered { .. }) => ExitStatus::NotAnswered.code(),
+        Err(Stop::Failed(_)) => ExitStatus::Failure.code(),
+    };
+    setup
+        .record(ClientFrame::RunFinished {
+            run_id: setup.run_id.clone(),
+            exit_code,
+            result: kept.last_result,
+            cost_usd: Some(kept.cost_usd),
+        })
+        .await;
+    result
+}
+
+/// The agent's turns: one for a task, turn after turn for a conversation
+/// (each resuming the agent's session) until the operator ends it.
+async fn turns(
+    args: &RunArgs,
+    setup: &Setup,
+    intake: Option<&(Intake, Given)>,
+    kept: &mut Kept,
+) -> Result<i32, Stop> {
+    let run_socket = setup.run_socket();
+    let read_only = setup.read_only(args);
+    let mut prompt = args.words.join(" ");
+    let mut resume: Option<String> = None;
+    let mut first_turn = true;
+    loop {
+        if let Some((intake, given)) = intake
+            && (first_turn || intake.when == When::EveryTurn)
+        {
+            let answered = operator::ask_intake(intake, given, run_socket.as_deref()).await?;
+            prompt = format!("{}\n{prompt}", intake.block(&answered));
+        }
+        first_turn = false;
+        let user = if args.wrap {
+            UserCommand::parse(&args.words)?
+        } else {
+            hark_core::agent::base_command(&setup.agent, &prompt, resume.as_deref())
+        };
+        let composed =
+            hark_core::agent::compose(user, args.verb, setup.attach(), read_only.as_deref());
+        let turn = agent::run_agent(composed, args.cwd.as_ref()).await?;
+        kept.cost_usd += turn.cost_usd;
+        if turn.result.is_some() {
+            kept.last_result.clone_from(&turn.result);
+        }
+        if args.verb != Verb::Converse || args.wrap {
+            return Ok(turn.status);
+        }
+        let Some(session) = turn.session else {
+            eprintln!("hark: the agent reported no session id; the conversation cannot go on");
+            return Ok(turn.status);
+        };
+        resume = Some(session);
+        let next = if setup.dispatched {
+            operator::next_message(run_socket.as_deref(), turn.result.as_deref()).await
+        } else {
+            operator::next_message_from_terminal().await
+        };
+        match next {
+            Some(message) => prompt = message,
+            None => return Ok(turn.status),
+        }
+    }
+}

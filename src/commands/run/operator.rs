@@ -1,0 +1,132 @@
+//! What a run asks the operator itself, through its own socket: the
+//! intake before the agent starts, and a conversation's next message.
+
+use std::path::Path;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use hark_core::bridge::client::{AskError, Call};
+use hark_core::bridge::wire::{Caller, ClientFrame};
+use hark_core::daemon::listener::MAX_TIMEOUT;
+use hark_core::gate::intake::{Given, Intake};
+use hark_core::model::item::{Asker, Outcome};
+use hark_core::model::schema::AnswerValue;
+use hark_core::text::clip;
+
+use super::{RunError, Stop};
+
+/// Asks the operator through the run's socket, waiting as long as hark
+/// waits at most: the run does not go on without them.
+async fn ask_operator(socket: &Path, asker: &str, request: Value) -> Result<Outcome, AskError> {
+    let frame = ClientFrame::Ask {
+        caller: Caller {
+            asker: Asker::this_process(asker),
+            timeout_secs: Some(MAX_TIMEOUT.as_secs_f64()),
+            ..Caller::default()
+        },
+        request,
+    };
+    Call::start(socket, &frame).await?.outcome().await
+}
+
+/// A conversation the daemon owns has no terminal: the operator's next
+/// message is asked for in the app, after what the agent said.
+const NEXT_MESSAGE: &str = "Your next message to the agent?";
+const END_CONVERSATION: &str = "End the conversation";
+const CARRY_ON: &str = "Carry on";
+
+/// The question asking for the next message (the default ends it).
+fn next_message_request(said: Option<&str>) -> Value {
+    let said = said
+        .map(|text| format!("The agent said: {}\n\n", clip(text, 600)))
+        .unwrap_or_default();
+    serde_json::json!({"questions": [{
+        "question": format!("{said}{NEXT_MESSAGE}"),
+        "header": "Converse",
+        "multiSelect": false,
+        "options": [
+            {"label": END_CONVERSATION, "description": "Stop here; the run finishes."},
+            {"label": CARRY_ON, "description": "Let the agent go on by its own judgement."}
+        ],
+        "default": END_CONVERSATION
+    }]})
+}
+
+/// The operator's next message, or `None` to end the conversation (they
+/// ended it, took the default, skipped, or nobody answered).
+pub async fn next_message(socket: Option<&Path>, said: Option<&str>) -> Option<String> {
+    let request = next_message_request(said);
+    let outcome = ask_operator(socket?, "hark run (converse)", request).await;
+    let Ok(Outcome::Answered(resolution)) = outcome else {
+        return None;
+    };
+    let (question, answer) = resolution.answers.iter().next()?;
+    if resolution.defaulted.contains(question) {
+        return None;
+    }
+    match answer {
+        AnswerValue::One(text) if text == END_CONVERSATION => None,
+        AnswerValue::One(text) if text == CARRY_ON => Some("Go on.".into()),
+        AnswerValue::One(text) if !text.trim().is_empty() => Some(text.trim().into()),
+        _ => None,
+    }
+}
+
+/// The operator's next message on the terminal, or `None` at the end of input.
+pub async fn next_message_from_terminal() -> Option<String> {
+    eprint!("you> ");
+    let mut line = String::new();
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    match stdin.read_line(&mut line).await {
+        Ok(0) | Err(_) => None,
+        Ok(_) if line.trim().is_empty() => None,
+        Ok(_) => Some(line.trim().to_owned()),
+    }
+}
+
+/// Asks the intake questions not answered on the command line, through the
+/// run's socket (`None`: nobody is attached). No timeout beyond hark's
+/// longest wait: intake questions wait for the operator.
+pub async fn ask_intake(
+    intake: &Intake,
+    given: &Given,
+    socket: Option<&Path>,
+) -> Result<Given, Stop> {
+    let mut given = given.clone();
+    for request in intake.requests(&given) {
+        let missing = || {
+            intake
+                .questions
+                .iter()
+                .filter(|q| !given.contains_key(&q.id))
+                .map(|q| q.id.clone())
+                .collect::<Vec<_>>()
+        };
+        let Some(socket) = socket else {
+            return Err(Stop::NotAnswered {
+                reason: "no operator is attached".into(),
+                missing: missing(),
+            });
+        };
+        let request = serde_json::to_value(&request).map_err(RunError::Encode)?;
+        match ask_operator(socket, "hark run (intake)", request).await {
+            Ok(Outcome::Answered(resolution)) => {
+                intake.take_answers(&resolution.answers, &mut given)
+            }
+            Ok(other) => {
+                return Err(Stop::NotAnswered {
+                    reason: other.name().replace('_', " "),
+                    missing: missing(),
+                });
+            }
+            Err(e) => {
+                return Err(Stop::NotAnswered {
+                    reason: e.to_string(),
+                    missing: missing(),
+                });
+            }
+        }
+    }
+    Ok(given)
+}

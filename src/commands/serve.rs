@@ -1,0 +1,71 @@
+//! `hark serve`: the headless daemon. It owns the app socket, the registry
+//! and a terminal or scripted prompter, until SIGINT/SIGTERM.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use hark_core::daemon::{listener, serve};
+use hark_core::prompter::OperatorPrompter;
+use hark_core::prompter::script::ScriptedPrompter;
+use hark_core::trace::LogFormat;
+use tracing::level_filters::LevelFilter;
+
+use crate::cli::{LogFormatArg, ServeArgs};
+use crate::commands::{Failed, runtime};
+use crate::exit::ExitStatus;
+use crate::terminal::TerminalPrompter;
+
+/// Who answers: `terminal` or `script:PATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrompterChoice {
+    Terminal,
+    Script(PathBuf),
+}
+
+/// A `--prompter` that is neither.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown prompter {0:?}: use `terminal` or `script:PATH`")]
+pub struct UnknownPrompter(String);
+
+impl FromStr for PrompterChoice {
+    type Err = UnknownPrompter;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.split_once(':') {
+            None if s == "terminal" => Ok(PrompterChoice::Terminal),
+            Some(("script", path)) if !path.is_empty() => Ok(PrompterChoice::Script(path.into())),
+            _ => Err(UnknownPrompter(s.to_owned())),
+        }
+    }
+}
+
+/// Runs the daemon until SIGINT or SIGTERM.
+pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
+    let format = match args.log_format {
+        LogFormatArg::Text => LogFormat::Text,
+        LogFormatArg::Json => LogFormat::Json,
+    };
+    hark_core::trace::init_logging(format, LevelFilter::INFO);
+    let options = serve::ServeOptions {
+        socket: args.socket,
+        ask_timeout: args.ask_timeout,
+        strict_defaults: args.strict_defaults,
+        own_env: Vec::new(),
+    };
+    runtime()?.block_on(async {
+        // The terminal prompter reads stdin on the runtime.
+        let prompter: Arc<dyn OperatorPrompter> = match &args.prompter {
+            PrompterChoice::Terminal => Arc::new(TerminalPrompter::new()),
+            PrompterChoice::Script(path) => Arc::new(ScriptedPrompter::load(path)?),
+        };
+        let prepared = serve::prepare(prompter, options)?;
+        eprintln!(
+            "hark: serving on {} — agents started with `--mcp-config \"$(hark mcp-config)\"` ask here",
+            prepared.socket_file.path().display()
+        );
+        listener::run(prepared.listener, prepared.daemon, serve::shutdown_signal()).await;
+        drop(prepared.socket_file);
+        Ok(ExitStatus::Success)
+    })
+}

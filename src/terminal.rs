@@ -1,0 +1,296 @@
+//! The terminal prompter (`hark serve --prompter terminal`), for operators on
+//! SSH: one item at a time, numbered options, Enter takes the default, free
+//! text allowed, `s` skips.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::{Mutex, mpsc};
+
+use hark_core::model::item::{Item, Surface};
+use hark_core::model::resolve::{Pick, Picks};
+use hark_core::model::schema::Question;
+use hark_core::prompter::{OperatorPrompter, PromptFuture, Unanswered};
+
+/// Asks on this process's terminal (stdin/stdout).
+#[derive(Debug, Clone)]
+pub struct TerminalPrompter {
+    /// Lines typed by the operator. Holding the lock is holding the terminal,
+    /// so concurrent items queue instead of interleaving.
+    lines: Arc<Mutex<mpsc::Receiver<String>>>,
+}
+
+impl Default for TerminalPrompter {
+    fn default() -> Self {
+        TerminalPrompter::new()
+    }
+}
+
+impl TerminalPrompter {
+    /// Starts reading stdin on the current runtime.
+    pub fn new() -> TerminalPrompter {
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(tokio::io::stdin()).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if tx.send(line).await.is_err() {
+                    break;
+                }
+            }
+        });
+        TerminalPrompter {
+            lines: Arc::new(Mutex::new(rx)),
+        }
+    }
+}
+
+/// What one typed line means for one question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Typed {
+    /// Enter: take the default (the core fills it in).
+    Default,
+    Skip,
+    Pick(Pick),
+}
+
+/// Reads a line typed for `q`; `Err` is a message to show before asking again.
+fn parse(q: &Question, line: &str) -> Result<Typed, String> {
+    let line = line.trim();
+    if line.is_empty() {
+        return if q.default_labels().is_some() {
+            Ok(Typed::Default)
+        } else {
+            Err("this question has no default: pick a number or type an answer".into())
+        };
+    }
+    if line.eq_ignore_ascii_case("s") || line.eq_ignore_ascii_case("skip") {
+        return Ok(Typed::Skip);
+    }
+    if q.multi_select && (line == "0" || line.eq_ignore_ascii_case("none")) {
+        return Ok(Typed::Pick(Pick::Labels(Vec::new())));
+    }
+    let numbers: Option<Vec<usize>> = line
+        .split([',', ' '])
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().ok())
+        .collect();
+    let Some(numbers) = numbers else {
+        return Ok(Typed::Pick(Pick::Text {
+            text: line.to_owned(),
+        }));
+    };
+    if !q.multi_select && numbers.len() > 1 {
+        return Err("pick one number".into());
+    }
+    let mut labels = Vec::new();
+    for n in numbers {
+        match q.options.get(n.wrapping_sub(1)) {
+            Some(option) => labels.push(option.label.clone()),
+            None => {
+                return Err(format!(
+                    "there is no option {n}: pick 1-{}",
+                    q.options.len()
+                ));
+            }
+        }
+    }
+    Ok(Typed::Pick(if q.multi_select {
+        Pick::Labels(labels)
+    } else {
+        Pick::Label(labels.remove(0))
+    }))
+}
+
+/// How much of an approval's preview (a diff, a command) the terminal shows.
+const PREVIEW_LINES: usize = 40;
+
+fn show(out: &mut impl Write, item: &Item, index: usize) -> std::io::Result<()> {
+    let q = &item.request.questions[index];
+    let total = item.request.questions.len();
+    let left = item
+        .deadline()
+        .duration_since(SystemTime::now())
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut who = format!("session {}", item.session_id);
+    if let Some(cmd) = &item.asker.command {
+        who.push_str(&format!(", {cmd}"));
+    }
+    if let Some(cwd) = &item.asker.cwd {
+        who.push_str(&format!(" in {cwd}"));
+    }
+    writeln!(
+        out,
+        "\n── hark · question {} of {total} · {who} · {left} s left",
+        index + 1
+    )?;
+    writeln!(out, "[{}] {}", q.header, q.question)?;
+    if let Some(approval) = &item.approval {
+        writeln!(out, "  {}: {}", approval.tool, approval.target)?;
+        let lines: Vec<&str> = approval.preview.lines().collect();
+        for line in lines.iter().take(PREVIEW_LINES) {
+            writeln!(out, "  │ {line}")?;
+        }
+        if lines.len() > PREVIEW_LINES {
+            writeln!(out, "  │ … {} more lines", lines.len() - PREVIEW_LINES)?;
+        }
+    }
+    let defaults = q.default_labels().unwrap_or_default();
+    for (i, option) in q.options.iter().enumerate() {
+        let mark = if defaults.contains(&option.label.as_str()) {
+            "  ← default"
+        } else {
+            ""
+        };
+        if option.description.is_empty() {
+            writeln!(out, "  {}) {}{mark}", i + 1, option.label)?;
+        } else {
+            writeln!(
+                out,
+                "  {}) {} — {}{mark}",
+                i + 1,
+                option.label,
+                option.description
+            )?;
+        }
+    }
+    let how = if q.multi_select {
+        "numbers like 1,3 pick · 0 = none"
+    } else {
+        "a number picks"
+    };
+    let enter = if defaults.is_empty() {
+        ""
+    } else {
+        "Enter = default · "
+    };
+    if item.approval.is_some() {
+        writeln!(out, "  {enter}{how} · s = deny")?;
+    } else {
+        writeln!(out, "  {enter}{how} · s = skip · or type your own answer")?;
+    }
+    write!(out, "> ")?;
+    out.flush()
+}
+
+impl OperatorPrompter for TerminalPrompter {
+    fn surface(&self) -> Surface {
+        Surface::Terminal
+    }
+
+    fn ask(&self, _session_id: &str, item: Arc<Item>) -> PromptFuture {
+        let lines = self.lines.clone();
+        Box::pin(async move {
+            let mut lines = lines.lock().await;
+            let mut picks = Picks::new();
+            let mut index = 0;
+            while index < item.request.questions.len() {
+                let q = &item.request.questions[index];
+                let _ = show(&mut std::io::stdout(), &item, index);
+                let Some(line) = lines.recv().await else {
+                    return Err(Unanswered::Cancelled(
+                        "the operator's terminal closed".into(),
+                    ));
+                };
+                match parse(q, &line) {
+                    Ok(Typed::Skip) => return Err(Unanswered::Skipped),
+                    Ok(Typed::Default) => {}
+                    Ok(Typed::Pick(Pick::Text { .. })) if item.approval.is_some() => {
+                        println!("  an approval takes a verdict: pick a number, or s to deny");
+                        continue;
+                    }
+                    Ok(Typed::Pick(pick)) => {
+                        picks.insert(q.question.clone(), pick);
+                    }
+                    Err(message) => {
+                        println!("  {message}");
+                        continue;
+                    }
+                }
+                index += 1;
+            }
+            Ok(picks)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hark_core::model::schema::QuestionOption;
+
+    fn question(multi: bool, recommended: bool) -> Question {
+        let first = if recommended { "A (Recommended)" } else { "A" };
+        Question {
+            question: "Q?".into(),
+            header: "H".into(),
+            options: [first, "B", "C"]
+                .iter()
+                .map(|l| QuestionOption {
+                    label: (*l).into(),
+                    description: String::new(),
+                })
+                .collect(),
+            multi_select: multi,
+            default: None,
+        }
+    }
+
+    #[test]
+    fn typed_lines_become_picks() {
+        let single = question(false, true);
+        assert_eq!(parse(&single, ""), Ok(Typed::Default));
+        assert_eq!(
+            parse(&single, " 2 "),
+            Ok(Typed::Pick(Pick::Label("B".into())))
+        );
+        assert_eq!(parse(&single, "s"), Ok(Typed::Skip));
+        assert_eq!(
+            parse(&single, "something else"),
+            Ok(Typed::Pick(Pick::Text {
+                text: "something else".into()
+            }))
+        );
+        assert!(parse(&single, "4").is_err());
+        assert!(parse(&single, "1,2").is_err());
+        assert!(parse(&question(false, false), "").is_err());
+
+        let multi = question(true, false);
+        assert_eq!(
+            parse(&multi, "1, 3"),
+            Ok(Typed::Pick(Pick::Labels(vec!["A".into(), "C".into()])))
+        );
+        assert_eq!(parse(&multi, "0"), Ok(Typed::Pick(Pick::Labels(vec![]))));
+    }
+
+    #[test]
+    fn an_approval_shows_its_target_and_diff_and_offers_deny_not_skip() {
+        let hark_core::gate::policy::Class::Write(approval) = hark_core::gate::policy::Policy::default().classify(
+            "Edit",
+            &serde_json::json!({"file_path": "/src/a.rs", "old_string": "one", "new_string": "two"}),
+        ) else {
+            panic!("an edit asks")
+        };
+        let item = Item {
+            id: hark_core::model::item::ItemId::random(),
+            session_id: "s".into(),
+            run_id: None,
+            asker: Default::default(),
+            request: approval.request(),
+            approval: Some(approval),
+            created_at: SystemTime::now(),
+            timeout: std::time::Duration::from_secs(60),
+        };
+        let mut out = Vec::new();
+        show(&mut out, &item, 0).unwrap();
+        let shown = String::from_utf8(out).unwrap();
+        assert!(shown.contains("Edit: /src/a.rs"), "{shown}");
+        assert!(shown.contains("│ - one\n  │ + two"), "{shown}");
+        assert!(
+            shown.contains("s = deny") && !shown.contains("your own answer"),
+            "{shown}"
+        );
+    }
+}
