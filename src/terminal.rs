@@ -55,14 +55,25 @@ enum Typed {
     Pick(Pick),
 }
 
-/// Reads a line typed for `q`; `Err` is a message to show before asking again.
-fn parse(q: &Question, line: &str) -> Result<Typed, String> {
+/// Why a typed line answers nothing; shown before asking again.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Retry {
+    #[error("this question has no default: pick a number or type an answer")]
+    NoDefault,
+    #[error("pick one number")]
+    OneNumber,
+    #[error("there is no option {n}: pick 1-{count}")]
+    NoOption { n: usize, count: usize },
+}
+
+/// Reads a line typed for `q`.
+fn parse(q: &Question, line: &str) -> Result<Typed, Retry> {
     let line = line.trim();
     if line.is_empty() {
         return if q.default_labels().is_some() {
             Ok(Typed::Default)
         } else {
-            Err("this question has no default: pick a number or type an answer".into())
+            Err(Retry::NoDefault)
         };
     }
     if line.eq_ignore_ascii_case("s") || line.eq_ignore_ascii_case("skip") {
@@ -82,17 +93,17 @@ fn parse(q: &Question, line: &str) -> Result<Typed, String> {
         }));
     };
     if !q.multi_select && numbers.len() > 1 {
-        return Err("pick one number".into());
+        return Err(Retry::OneNumber);
     }
     let mut labels = Vec::new();
     for n in numbers {
         match q.options.get(n.wrapping_sub(1)) {
             Some(option) => labels.push(option.label.clone()),
             None => {
-                return Err(format!(
-                    "there is no option {n}: pick 1-{}",
-                    q.options.len()
-                ));
+                return Err(Retry::NoOption {
+                    n,
+                    count: q.options.len(),
+                });
             }
         }
     }
