@@ -8,7 +8,7 @@
 /** @typedef {import('./bindings').DispatchRequest} DispatchRequest */
 /** @typedef {import('./bindings').Dispatched} Dispatched */
 
-// @ts-ignore: injected by Tauri (withGlobalTauri)
+// Injected by Tauri (withGlobalTauri); its type is in tauri.d.ts.
 const tauri = window.__TAURI__;
 
 /** The inbox; `pendingOnly` leaves out the history and the runs. @param {boolean} [pendingOnly] @returns {Promise<InboxView>} */

@@ -94,11 +94,11 @@ function renderQuestion() {
   $('header-chip').textContent = q.header;
   $('progress').textContent = total > 1 ? `Question ${state.index + 1} of ${total}` : 'Question';
   $('question-text').textContent = q.question;
-  $('submit').firstChild.textContent = state.index + 1 < total ? 'Next ' : 'Submit ';
+  $('submit-label').textContent = state.index + 1 < total ? 'Next' : 'Submit';
   // An approval shows what the agent wants to do and takes a verdict: no free text.
   const approval = item.approval;
   $('approval').hidden = !approval;
-  $('skip').firstChild.textContent = approval ? 'Deny ' : 'Skip ';
+  $('skip-label').textContent = approval ? 'Deny' : 'Skip';
   if (approval) {
     $('approval-tool').textContent = approval.tool;
     $('approval-target').textContent = approval.target;
