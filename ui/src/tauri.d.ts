@@ -3,10 +3,10 @@
 
 interface TauriGlobal {
   core: {
-    invoke<T>(command: string, args?: { [name: string]: unknown }): Promise<T>;
+    invoke<T>(command: import('./ipc-names.js').Command, args?: { [name: string]: unknown }): Promise<T>;
   };
   event: {
-    listen<T>(event: string, handler: (event: { payload: T }) => void): Promise<() => void>;
+    listen<T>(event: import('./ipc-names.js').AppEvent, handler: (event: { payload: T }) => void): Promise<() => void>;
   };
 }
 
