@@ -1,6 +1,7 @@
 //! The commands the windows call. They convert and delegate to the core;
-//! errors cross as `{code, message}`. Each window's capability file grants
-//! only the commands it calls.
+//! errors cross as `{code, message}`. They are listed once, in
+//! [`crate::ipc_commands`]: the invoke handler, the window's capability
+//! (`build.rs`) and the names the page calls them by come from that list.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -273,20 +274,59 @@ pub fn typescript() -> String {
     out.trim_end().to_owned() + "\n"
 }
 
+/// The names the page calls the commands and events by, as committed in
+/// `ui/src/ipc-names.js`: the page loads it, so it is JavaScript, typed for
+/// the checker.
+pub fn ipc_names() -> String {
+    let entry = |key: &str, value: &str| format!("  {key}: {},\n", serde_json::json!(value));
+    let commands: String = crate::ipc_commands::IPC_COMMANDS
+        .iter()
+        .map(|c| entry(c, c))
+        .collect();
+    let events: String = [
+        ("INBOX_CHANGED", crate::shell::INBOX_CHANGED),
+        ("VIEW_CHANGED", crate::windows::VIEW_CHANGED),
+    ]
+    .iter()
+    .map(|(key, name)| entry(key, name))
+    .collect();
+    format!(
+        "// Generated from src-tauri/src/ipc_commands.rs and the app's event names by\n\
+         // `cargo test -p hark-app` (HARK_WRITE_BINDINGS=1 rewrites it). Do not edit by hand.\n\
+         // @ts-check\n\n\
+         /** The commands the page may call. */\n\
+         export const commands = /** @type {{const}} */ ({{\n{commands}}});\n\n\
+         /** The events the app emits to the page. */\n\
+         export const events = /** @type {{const}} */ ({{\n{events}}});\n\n\
+         /** @typedef {{keyof typeof commands}} Command */\n\
+         /** @typedef {{(typeof events)[keyof typeof events]}} AppEvent */\n"
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    /// The committed bindings match the Rust types; `HARK_WRITE_BINDINGS=1` rewrites them.
-    #[test]
-    fn typescript_bindings_have_not_drifted() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/bindings.ts");
-        let fresh = super::typescript();
+    /// The committed file matches what Rust generates; `HARK_WRITE_BINDINGS=1` rewrites it.
+    fn has_not_drifted(file: &str, fresh: String) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../ui/src")
+            .join(file);
         if std::env::var_os("HARK_WRITE_BINDINGS").is_some() {
             std::fs::write(&path, &fresh).unwrap();
         }
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             committed == fresh,
-            "ui/src/bindings.ts is out of date: run `HARK_WRITE_BINDINGS=1 cargo test -p hark-app typescript`"
+            "ui/src/{file} is out of date: run `HARK_WRITE_BINDINGS=1 cargo test -p hark-app typescript`"
         );
+    }
+
+    #[test]
+    fn typescript_bindings_have_not_drifted() {
+        has_not_drifted("bindings.ts", super::typescript());
+    }
+
+    #[test]
+    fn typescript_ipc_names_have_not_drifted() {
+        has_not_drifted("ipc-names.js", super::ipc_names());
     }
 }

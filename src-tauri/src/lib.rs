@@ -10,8 +10,11 @@
 //! - [`prompter`], [`notify`]: presenting a new item.
 //! - [`windows`], [`tray`]: the modal and inbox windows; the tray icon.
 //! - [`rendering`]: the page drawn on the CPU, with no GL in the app.
-//! - [`ipc`]: the commands the windows call, and the TypeScript they see.
+//! - [`ipc`]: the commands the windows call, and the TypeScript they see;
+//!   [`ipc_commands`]: their one list, which `build.rs` reads too.
 
+#[macro_use]
+pub mod ipc_commands;
 pub mod ipc;
 pub mod notify;
 pub mod prompter;
@@ -78,19 +81,17 @@ pub fn run() -> ExitCode {
     }
 }
 
+/// The invoke handler of the commands it is given, all in [`ipc`].
+macro_rules! invoke_handler {
+    ($($command:ident),*) => {
+        tauri::generate_handler![$(ipc::$command),*]
+    };
+}
+
 /// Builds and runs the app on any runtime (a smoke test can pass a mock one).
 pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), String> {
     let app = builder
-        .invoke_handler(tauri::generate_handler![
-            ipc::inbox,
-            ipc::reply,
-            ipc::verdict,
-            ipc::dismiss,
-            ipc::open_item,
-            ipc::shown,
-            ipc::dispatch,
-            ipc::run_output
-        ])
+        .invoke_handler(with_ipc_commands!(invoke_handler))
         .setup(|app| {
             start_core(app.handle()).map_err(|e| -> Box<dyn std::error::Error> { e.into() })?;
             windows::prepare(app.handle());

@@ -62,11 +62,20 @@ function row(...cells) {
   return tr;
 }
 
-/** @param {string} text @param {() => Promise<void>} action */
+/** Shows why an action failed in the inbox's alert region; `null` clears it. @param {string | null} message */
+function showError(message) {
+  $('inbox-error').textContent = message ?? '';
+  $('inbox-error').hidden = message === null;
+}
+
+/** A row's button: runs `action`, says in the alert region if it failed, then redraws. @param {string} text @param {() => Promise<void>} action */
 function button(text, action) {
   const b = document.createElement('button');
+  b.type = 'button';
   b.textContent = text;
-  b.addEventListener('click', () => action().catch((e) => alert(ipc.errorText(e))).then(refresh));
+  b.addEventListener('click', () => action()
+    .then(() => showError(null), (e) => showError(ipc.errorText(e)))
+    .then(refresh));
   return b;
 }
 

@@ -94,11 +94,11 @@ function renderQuestion() {
   $('header-chip').textContent = q.header;
   $('progress').textContent = total > 1 ? `Question ${state.index + 1} of ${total}` : 'Question';
   $('question-text').textContent = q.question;
-  $('submit').firstChild.textContent = state.index + 1 < total ? 'Next ' : 'Submit ';
+  $('submit-label').textContent = state.index + 1 < total ? 'Next' : 'Submit';
   // An approval shows what the agent wants to do and takes a verdict: no free text.
   const approval = item.approval;
   $('approval').hidden = !approval;
-  $('skip').firstChild.textContent = approval ? 'Deny ' : 'Skip ';
+  $('skip-label').textContent = approval ? 'Deny' : 'Skip';
   if (approval) {
     $('approval-tool').textContent = approval.tool;
     $('approval-target').textContent = approval.target;
@@ -116,15 +116,16 @@ function renderQuestion() {
     input.name = 'choice';
     input.value = o.label;
     input.checked = picked.includes(o.label);
-    input.setAttribute('aria-describedby', `desc-${i}`);
     const key = document.createElement('kbd');
     key.textContent = String(i + 1);
     label.append(input, ' ', key, ' ', o.label);
+    // Only an option with a description points at one.
     if (o.description) {
       const small = document.createElement('small');
       small.id = `desc-${i}`;
       small.textContent = o.description;
       label.append(small);
+      input.setAttribute('aria-describedby', small.id);
     }
     box.append(label);
   });
@@ -141,16 +142,21 @@ function renderQuestion() {
   otherInput.name = 'choice';
   otherInput.value = OTHER;
   otherInput.id = 'other-choice';
+  // The text field is named by its choice's word, "Other".
+  const otherLabel = document.createElement('span');
+  otherLabel.id = 'other-label';
+  otherLabel.textContent = 'Other';
   const text = document.createElement('input');
   text.type = 'text';
   text.id = 'other-text';
   text.placeholder = 'type your own answer';
+  text.setAttribute('aria-labelledby', otherLabel.id);
   text.addEventListener('input', () => {
     otherInput.checked = text.value.length > 0 || otherInput.checked;
     if (!q.multiSelect && text.value.length > 0) otherInput.checked = true;
     state.touched = true;
   });
-  other.append(otherInput, ' Other:', text);
+  other.append(otherInput, ' ', otherLabel, ': ', text);
   box.append(other);
   focusFirst(box);
   announce(item);

@@ -2,12 +2,22 @@
 // Helpers shared by the views.
 
 /**
- * The start of `text`, at most `max` characters, with an ellipsis when cut.
- * An agent's command line can run to pages (its system prompt).
- * @param {string} text @param {number} max
+ * The first `max` characters of `text`, with "…" when some were cut: the
+ * core's `hark_core::text::clip`, counting as it does (Unicode scalar
+ * values, which a string's iterator yields, not UTF-16 units), so an emoji
+ * is one character and is never cut in half. An agent's command line can run
+ * to pages (its system prompt): only its start is walked.
+ * @param {string} text @param {number} max @returns {string}
  */
 export function clip(text, max) {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
+  let count = 0;
+  let end = 0;
+  for (const char of text) {
+    if (count === max) return `${text.slice(0, end)}…`;
+    count += 1;
+    end += char.length;
+  }
+  return text;
 }
 
 /**

@@ -1,0 +1,24 @@
+// The IPC commands the page calls, named once. `build.rs` includes this file
+// for their permissions and the window's capability; the app uses it for its
+// invoke handler and for the names the page calls them by
+// (`ui/src/ipc-names.js`). Only items here: `include!` takes no `//!` docs.
+
+/// Calls `$then!(inbox, reply, …)` with every command of [`crate::ipc`]
+/// the page may call.
+macro_rules! with_ipc_commands {
+    ($then:ident) => {
+        $then!(
+            inbox, reply, verdict, dismiss, open_item, shown, dispatch, run_output
+        )
+    };
+}
+
+/// The names of the commands it is given, as strings.
+macro_rules! command_names {
+    ($($command:ident),*) => {
+        &[$(stringify!($command)),*]
+    };
+}
+
+/// Every IPC command the page may call, by name.
+pub const IPC_COMMANDS: &[&str] = with_ipc_commands!(command_names);
