@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::rpc::Peer;
-use crate::sandbox::Sandbox;
 use crate::stats::Summary;
+use hark_harness::{Lines, Sandbox};
 
 /// How long any one response may take before the run is a failure.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -116,7 +116,7 @@ fn run_once(
 ) -> Result<Run, String> {
     let stderr = std::fs::File::create(&subject.stderr_log)
         .map_err(|e| format!("cannot create {}: {e}", subject.stderr_log.display()))?;
-    let mut command = sandbox.command(&subject.program, None);
+    let mut command = sandbox.command(&subject.program);
     command.args(&subject.args).stderr(Stdio::from(stderr));
 
     let mut peer = Peer::spawn(&mut command)?;
@@ -151,14 +151,24 @@ fn run_once(
     })
 }
 
-/// Appends the tail of a child's stderr to an error.
+/// Appends the tail of a child's stderr, written to `log`, to an error.
 pub fn with_stderr(error: String, log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let tail: Vec<&str> = text.lines().rev().take(10).collect();
+    with_tail(error, tail.into_iter().rev())
+}
+
+/// Appends the tail of a followed stderr (the daemon's) to an error.
+pub fn with_log(error: String, log: &Lines) -> String {
+    let lines = log.since(log.len().saturating_sub(10));
+    with_tail(error, lines.iter().map(|l| l.text.as_str()))
+}
+
+fn with_tail<'a>(error: String, tail: impl Iterator<Item = &'a str>) -> String {
+    let tail: Vec<&str> = tail.collect();
     if tail.is_empty() {
         return error;
     }
-    let tail: Vec<&str> = tail.into_iter().rev().collect();
     format!(
         "{error}\n  its stderr ended with:\n    {}",
         tail.join("\n    ")

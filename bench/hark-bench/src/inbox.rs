@@ -13,17 +13,17 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use hark_harness::{Daemon, Lines, Sandbox};
 use serde_json::{Value, json};
 
 use crate::cold::with_stderr;
-use crate::roundtrip::{Daemon, log_file, wait_for_socket};
+use crate::roundtrip::log_file;
 use crate::rpc::{Peer, peak_rss_kib, wait_until};
-use crate::sandbox::Sandbox;
 use crate::stats::{Summary, round3};
 use crate::{megabytes, yes_no};
 
@@ -154,17 +154,19 @@ pub struct LogSummary {
 }
 
 impl LogSummary {
-    fn read(path: &Path) -> LogSummary {
-        use std::io::Read;
+    fn of(log: &Lines) -> LogSummary {
         let mut summary = LogSummary {
-            bytes: std::fs::metadata(path).map_or(0, |m| m.len()),
+            bytes: log.bytes(),
             ..LogSummary::default()
         };
-        let mut text = Vec::new();
-        if let Ok(file) = std::fs::File::open(path) {
-            let _ = file.take(LOG_READ).read_to_end(&mut text);
-        }
-        for line in String::from_utf8_lossy(&text).lines() {
+        let mut read = 0;
+        let lines = log.since(0);
+        let first = lines.iter().take_while(|l| {
+            let before = read;
+            read += l.text.len() as u64 + 1;
+            before < LOG_READ
+        });
+        for line in first.map(|l| l.text.as_str()) {
             if line.contains(" WARN ") || line.contains(" ERROR ") {
                 summary.warnings += 1;
                 if summary.first_warning.is_none() {
@@ -257,40 +259,15 @@ pub struct StoreCheck {
     pub error: Option<String>,
 }
 
-/// Runs the mode with `hark`, all its state in `sandbox`.
-pub fn measure(
-    hark: &Path,
-    sandbox: &Sandbox,
-    clients: usize,
-    per_client: usize,
-) -> Result<Results, String> {
-    let script = sandbox.path("inbox-script.json");
-    let socket = sandbox.path("hark.sock");
-    std::fs::write(&script, "{}").map_err(|e| format!("cannot write {}: {e}", script.display()))?;
-
+/// Runs the mode with the sandbox's `hark`, all its state there.
+pub fn measure(sandbox: &Sandbox, clients: usize, per_client: usize) -> Result<Results, String> {
+    let socket = sandbox.socket();
     // Declared before the daemon, so on an early return the daemon is killed
     // first and every call still waiting gets its error at once.
     let mut fleet = Fleet::default();
-    let daemon_log = sandbox.path("inbox-serve.stderr");
-    let daemon = Daemon {
-        child: sandbox
-            .command(hark, None)
-            .arg("serve")
-            .arg("--prompter")
-            .arg(format!("script:{}", script.display()))
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--ask-timeout")
-            .arg(DEADLINE.as_secs().to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log_file(&daemon_log)?))
-            .spawn()
-            .map_err(|e| format!("cannot start hark serve: {e}"))?,
-        log: daemon_log,
-    };
-    let daemon_pid = daemon.child.id();
-    wait_for_socket(&socket).map_err(|e| with_stderr(e, &daemon.log))?;
+    let ask_timeout = DEADLINE.as_secs().to_string();
+    let daemon = Daemon::start(sandbox, &json!({}), &["--ask-timeout", &ask_timeout])?;
+    let daemon_pid = daemon.pid();
 
     let mut results = Results {
         clients,
@@ -303,10 +280,9 @@ pub fn measure(
     let (events_tx, events) = mpsc::channel();
     let spawned = Instant::now();
     for c in 0..clients {
-        let log = sandbox.path(&format!("inbox-client-{c}.stderr"));
-        let mut command = sandbox.command(hark, None);
+        let log = sandbox.path(format!("inbox-client-{c}.stderr"));
+        let mut command = sandbox.hark(["mcp-operator-ask"]);
         command
-            .arg("mcp-operator-ask")
             .env("HARK_ASK_SOCK", &socket)
             .env("HARK_SESSION_ID", format!("client-{c}"))
             .stderr(Stdio::from(log_file(&log)?));
@@ -339,7 +315,7 @@ pub fn measure(
     fleet.go();
     let go = Instant::now();
     let total = clients * per_client;
-    let mut operator = Operator::new(hark, sandbox, &socket);
+    let mut operator = Operator::new(sandbox);
     let mut results_in = 0;
     let mut last_progress = go;
     let mut peak_fds = None;
@@ -364,7 +340,7 @@ pub fn measure(
         if last_fd_sample.elapsed() >= Duration::from_millis(50) {
             last_fd_sample = Instant::now();
             peak_fds = peak_fds.max(open_fds(daemon_pid));
-            let log_bytes = std::fs::metadata(&daemon.log).map_or(0, |m| m.len());
+            let log_bytes = daemon.log.bytes();
             if log_bytes > LOG_LIMIT {
                 results.aborted = Some(format!(
                     "RUNAWAY LOG: the daemon wrote {} MB on stderr; stopped before it fills the disk",
@@ -410,11 +386,11 @@ pub fn measure(
             ..StoreCheck::default()
         }
     } else {
-        check_store(hark, sandbox, &socket, clients, per_client)
+        check_store(sandbox, clients, per_client)
     };
     results.daemon_peak_fds = peak_fds.max(open_fds(daemon_pid));
     results.operator = operator.stats;
-    results.daemon_log = LogSummary::read(&daemon.log);
+    results.daemon_log = LogSummary::of(&daemon.log);
     let reports = if results.aborted.is_some() {
         // Stop the daemon first: every waiting call gets its error at once,
         // so the clients can exit.
@@ -712,9 +688,7 @@ struct Answering {
 }
 
 struct Operator<'a> {
-    hark: &'a Path,
     sandbox: &'a Sandbox,
-    socket: &'a Path,
     listing: Option<Run>,
     /// Whether to list again (not once every call has its result).
     listing_wanted: bool,
@@ -729,11 +703,9 @@ struct Operator<'a> {
 }
 
 impl<'a> Operator<'a> {
-    fn new(hark: &'a Path, sandbox: &'a Sandbox, socket: &'a Path) -> Operator<'a> {
+    fn new(sandbox: &'a Sandbox) -> Operator<'a> {
         Operator {
-            hark,
             sandbox,
-            socket,
             listing: None,
             listing_wanted: true,
             last_listing: None,
@@ -745,9 +717,10 @@ impl<'a> Operator<'a> {
         }
     }
 
-    fn command(&self) -> std::process::Command {
-        let mut command = self.sandbox.command(self.hark, None);
-        command.env("HARK_SOCKET", self.socket).stdin(Stdio::null());
+    /// `hark ARGS` on the daemon's socket.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = self.sandbox.hark(args);
+        command.stdin(Stdio::null());
         command
     }
 
@@ -802,10 +775,9 @@ impl<'a> Operator<'a> {
                 break;
             };
             self.queued.remove(&id);
-            let stderr = self.sandbox.path(&format!("inbox-answer-{slot}.stderr"));
+            let stderr = self.sandbox.path(format!("inbox-answer-{slot}.stderr"));
             let child = self
-                .command()
-                .args(["answer", &id, "--pick", label])
+                .command(&["answer", &id, "--pick", label])
                 .stdout(Stdio::null())
                 .stderr(Stdio::from(log_file(&stderr)?))
                 .spawn()
@@ -863,8 +835,7 @@ impl<'a> Operator<'a> {
                 .is_none_or(|(ended, fresh)| fresh || ended.elapsed() >= RELIST_PAUSE);
             if self.listing_wanted && self.queue.is_empty() && due {
                 let child = self
-                    .command()
-                    .args(["inbox", "--json"])
+                    .command(&["inbox", "--json"])
                     .stdout(Stdio::from(log_file(&out)?))
                     .stderr(Stdio::from(log_file(&err)?))
                     .spawn()
@@ -965,22 +936,14 @@ fn pending_items(text: &str) -> Result<Vec<(String, String)>, String> {
 }
 
 /// Lists the whole inbox (`hark inbox --all --json`) and checks it.
-fn check_store(
-    hark: &Path,
-    sandbox: &Sandbox,
-    socket: &Path,
-    clients: usize,
-    per_client: usize,
-) -> StoreCheck {
+fn check_store(sandbox: &Sandbox, clients: usize, per_client: usize) -> StoreCheck {
     let mut check = StoreCheck::default();
     let out = sandbox.path("inbox-all.json");
     let err = sandbox.path("inbox-all.stderr");
     let text = (|| {
         let mut run = Run {
             child: sandbox
-                .command(hark, None)
-                .env("HARK_SOCKET", socket)
-                .args(["inbox", "--all", "--json"])
+                .hark(["inbox", "--all", "--json"])
                 .stdin(Stdio::null())
                 .stdout(Stdio::from(log_file(&out)?))
                 .stderr(Stdio::from(log_file(&err)?))

@@ -26,8 +26,9 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use hark_bench::args::{Args, bin_dir};
+use hark_bench::stats;
 use hark_bench::stats::{Summary, round3};
-use hark_bench::{sandbox, stats};
+use hark_harness::Sandbox;
 
 /// Cold start: hark's medians may be at most this many times bare's.
 const TARGET_COLD_RATIO: f64 = 1.5;
@@ -123,32 +124,28 @@ fn main() -> ExitCode {
 
 /// Runs everything and prints the report; `Ok(false)` when something measured was wrong.
 /// Checks the binaries are built, and lays out the sandbox in a temp dir
-/// (removed when the returned handle drops).
+/// (removed when it drops).
 fn prepare(
     options: &Options,
     binaries: &[&std::path::Path],
     build: &str,
-) -> Result<(tempfile::TempDir, sandbox::Sandbox), String> {
+) -> Result<Sandbox, String> {
     if let Some(missing) = binaries.iter().find(|b| !b.is_file()) {
         return Err(format!(
             "{} is missing; build with `cargo build --release {build}` or pass --bin-dir",
             missing.display()
         ));
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("hark-bench-")
-        .tempdir()
-        .map_err(|e| format!("cannot create a temp dir: {e}"))?;
-    let sandbox = sandbox::Sandbox::new(tmp.path())?;
+    let sandbox = Sandbox::new("hark-bench-", &options.bin_dir)?;
     println!("hark-bench: binaries in {}", options.bin_dir.display());
     println!();
-    Ok((tmp, sandbox))
+    Ok(sandbox)
 }
 
 fn run(options: &Options) -> Result<bool, String> {
     let hark = options.bin_dir.join("hark");
     let bare = options.bin_dir.join("bare-ask-server");
-    let (_tmp, sandbox) = prepare(options, &[&hark, &bare], "--workspace")?;
+    let sandbox = prepare(options, &[&hark, &bare], "--workspace")?;
 
     // (a) Cold start. Both run in the sandbox: hark finds no config, and
     // nothing listens on its socket.
@@ -228,7 +225,7 @@ fn run(options: &Options) -> Result<bool, String> {
     println!();
 
     // (b) Round trip.
-    let rt = roundtrip::measure(&hark, &sandbox, options.calls)?;
+    let rt = roundtrip::measure(&sandbox, options.calls)?;
     let s = rt.calls;
     println!(
         "round trip: {} sequential tools/call ask, hark mcp-operator-ask → hark serve --prompter script:…",
@@ -330,8 +327,8 @@ fn run(options: &Options) -> Result<bool, String> {
 /// lost, wrong or answered twice.
 fn run_inbox(options: &Options) -> Result<bool, String> {
     let hark = options.bin_dir.join("hark");
-    let (_tmp, sandbox) = prepare(options, &[&hark], "-p hark")?;
-    let results = inbox::measure(&hark, &sandbox, options.clients, options.items_per_client)?;
+    let sandbox = prepare(options, &[&hark], "-p hark")?;
+    let results = inbox::measure(&sandbox, options.clients, options.items_per_client)?;
     Ok(inbox::report(&results))
 }
 

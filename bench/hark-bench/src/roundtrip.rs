@@ -5,22 +5,22 @@
 //! validation, a fresh bridge connection per call, the daemon's registry and
 //! prompter, and the way back.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use hark_harness::{Daemon, Sandbox};
 use serde_json::{Value, json};
 
-use crate::cold::with_stderr;
-use crate::rpc::{Peer, wait_until};
-use crate::sandbox::Sandbox;
+use crate::cold::{with_log, with_stderr};
+use crate::rpc::Peer;
 use crate::stats::Summary;
 
 const QUESTION: &str = "Which database?";
 const ANSWER: &str = "SQLite";
 /// The only text a correct answer may have.
 pub const EXPECTED_TEXT: &str = r#"{"answers":{"Which database?":"SQLite"}}"#;
-/// How long a call, the daemon's socket, or a shutdown may take.
+/// How long a call or a client's exit may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the round trip measured.
@@ -39,72 +39,17 @@ pub struct Results {
     pub daemon_clean_exit: bool,
 }
 
-/// The daemon, killed if the benchmark bails out early.
-#[derive(Debug)]
-pub struct Daemon {
-    pub child: Child,
-    /// Its stderr.
-    pub log: PathBuf,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-impl Daemon {
-    /// Stops it with SIGTERM, as a user's Ctrl-C or a service manager would.
-    pub fn stop(mut self) -> Result<bool, String> {
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .map_err(|e| format!("cannot run kill: {e}"))?;
-        if !sent.success() {
-            return Err(format!("kill -TERM {pid} failed: {sent}"));
-        }
-        let status = wait_until(&mut self.child, Instant::now() + TIMEOUT)?;
-        Ok(status.is_some_and(|s| s.success()))
-    }
-}
-
-/// Runs the round trip with `hark`, all its state in `sandbox`.
-pub fn measure(hark: &Path, sandbox: &Sandbox, calls: usize) -> Result<Results, String> {
-    let script = sandbox.path("script.json");
-    let socket = sandbox.path("run/hark.sock");
-    std::fs::write(&script, json!({ QUESTION: ANSWER }).to_string())
-        .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
-
-    let daemon_log = sandbox.path("serve.stderr");
-    let daemon = Daemon {
-        child: sandbox
-            .command(hark, None)
-            .arg("serve")
-            .arg("--prompter")
-            .arg(format!("script:{}", script.display()))
-            .arg("--socket")
-            .arg(&socket)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log_file(&daemon_log)?))
-            .spawn()
-            .map_err(|e| format!("cannot start hark serve: {e}"))?,
-        log: daemon_log,
-    };
-    wait_for_socket(&socket).map_err(|e| with_stderr(e, &daemon.log))?;
+/// Runs the round trip with the sandbox's `hark`, all its state there.
+pub fn measure(sandbox: &Sandbox, calls: usize) -> Result<Results, String> {
+    let daemon = Daemon::start(sandbox, &json!({ QUESTION: ANSWER }), &[])?;
 
     let mcp_log = sandbox.path("mcp-operator-ask.stderr");
-    let mut command = sandbox.command(hark, None);
+    let mut command = sandbox.hark(["mcp-operator-ask"]);
     command
-        .arg("mcp-operator-ask")
-        .env("HARK_ASK_SOCK", &socket)
+        .env("HARK_ASK_SOCK", sandbox.socket())
         .stderr(Stdio::from(log_file(&mcp_log)?));
     let mut peer = Peer::spawn(&mut command)?;
-    let fail = |e: String| with_stderr(with_stderr(e, &mcp_log), &daemon.log);
+    let fail = |e: String| with_log(with_stderr(e, &mcp_log), &daemon.log);
     peer.initialize(1, TIMEOUT).map_err(fail)?;
 
     let arguments = json!({
@@ -149,21 +94,6 @@ pub fn measure(hark: &Path, sandbox: &Sandbox, calls: usize) -> Result<Results, 
 
 pub fn log_file(path: &Path) -> Result<std::fs::File, String> {
     std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
-}
-
-/// Polls for the daemon's socket file, up to [`TIMEOUT`].
-pub fn wait_for_socket(socket: &Path) -> Result<(), String> {
-    let deadline = Instant::now() + TIMEOUT;
-    while !socket.exists() {
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "hark serve did not create {} within {TIMEOUT:?}",
-                socket.display()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    Ok(())
 }
 
 /// The response is a non-error tool result whose one text is [`EXPECTED_TEXT`].

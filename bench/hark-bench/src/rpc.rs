@@ -236,7 +236,7 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
 
 /// Waits for `child` to exit until `deadline`; past it, kills it (`Ok(None)`).
 pub fn wait_until(child: &mut Child, deadline: Instant) -> Result<Option<ExitStatus>, String> {
-    Ok(hark_bench::child::wait_or_kill(
+    Ok(hark_harness::process::wait_or_kill(
         child,
         deadline.saturating_duration_since(Instant::now()),
     ))

@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use hark_harness::monitor;
+
 use crate::desktop::Desktop;
-use crate::monitor;
 use crate::procs::{self, TreeSample};
 
 /// The app is quiet enough to start the window when it used at most this
@@ -60,7 +61,7 @@ pub struct Results {
 pub fn measure(desktop: &Desktop, ticks_per_s: u64, secs: u64) -> Result<Results, String> {
     let root = desktop.app_pid;
     let quiet_after = procs::wait_quiet(root, ticks_per_s, QUIET_PERCENT, QUIET_PATIENCE);
-    let (log_from, monitor_from) = (desktop.log.len(), desktop.monitor.len());
+    let (log_from, monitor_from) = (desktop.log.len(), desktop.monitor().len());
     let start = TreeSample::take(root);
     let started = Instant::now();
     std::thread::sleep(Duration::from_secs(secs));
@@ -155,7 +156,7 @@ pub fn measure(desktop: &Desktop, ticks_per_s: u64, secs: u64) -> Result<Results
             .map(|l| l.text)
             .collect(),
         notifications_closed: monitor::count(
-            &desktop.monitor.since(monitor_from),
+            &desktop.monitor().since(monitor_from),
             "NotificationClosed",
         ),
     })

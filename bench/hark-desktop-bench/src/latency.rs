@@ -17,17 +17,16 @@
 //! landing in the middle of that redraw would be shown by it, sooner than an
 //! ask reaching an idle app), so every ask meets an idle app.
 
-use std::path::Path;
 use std::time::Duration;
 
+use hark_harness::Event;
+use hark_harness::clock::ms_between;
+use hark_harness::monitor;
+
 use crate::asker::Ask;
-use crate::clock::ms_between;
 use crate::desktop::Desktop;
-use crate::follow::Event;
 use crate::idle::{QUIET_PATIENCE, QUIET_PERCENT};
-use crate::monitor;
 use crate::procs;
-use hark_bench::sandbox::Sandbox;
 
 /// How long any one event may take before the run is a failure.
 pub const PATIENCE: Duration = Duration::from_secs(20);
@@ -67,18 +66,12 @@ impl Results {
 }
 
 /// Asks `count` questions one after the other.
-pub fn measure(
-    desktop: &Desktop,
-    sandbox: &Sandbox,
-    hark: &Path,
-    ticks_per_s: u64,
-    count: usize,
-) -> Result<Results, String> {
-    let socket = sandbox.socket();
+pub fn measure(desktop: &Desktop, ticks_per_s: u64, count: usize) -> Result<Results, String> {
+    let socket = desktop.sandbox().socket();
     let mut results = Results::default();
     for k in 1..=count {
         let text = format!("Benchmark question {k}?");
-        let (monitor_from, log_from) = (desktop.monitor.len(), desktop.log.len());
+        let (monitor_from, log_from) = (desktop.monitor().len(), desktop.log.len());
         let mut ask = Ask::start(&socket, &text, ASK_TIMEOUT_SECS, PATIENCE)?;
         let id = ask.id.clone();
         let of_item = |v: &serde_json::Value| v["question_id"] == id.as_str();
@@ -87,7 +80,7 @@ pub fn measure(
 
         let (_, notify_at) =
             desktop
-                .monitor
+                .monitor()
                 .wait(&format!("Notify carrying {text:?}"), PATIENCE, |lines| {
                     monitor::find_notify(lines, monitor_from, &text)
                 })?;
@@ -117,9 +110,9 @@ pub fn measure(
 
         let settle_from = desktop.log.len();
         let skipping = std::time::SystemTime::now();
-        let out = sandbox
-            .command(hark, Some(&desktop.bus))
-            .args(["skip", &id])
+        let out = desktop
+            .sandbox()
+            .hark(["skip", &id])
             .output()
             .map_err(|e| format!("cannot run hark skip: {e}"))?;
         if !out.status.success() {

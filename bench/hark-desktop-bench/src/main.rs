@@ -15,25 +15,23 @@
 //! event that never came, a process left behind), not when a target is missed.
 
 mod asker;
-mod clock;
 mod desktop;
-mod follow;
 mod idle;
 mod latency;
 mod memory;
-mod monitor;
 mod procs;
 
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
 use crate::desktop::Desktop;
 use crate::procs::{TreeSample, mb};
 use hark_bench::args::{Args, bin_dir};
-use hark_bench::sandbox;
 use hark_bench::stats::{Summary, round3};
+use hark_harness::Sandbox;
+use hark_harness::desktop::installed;
 
 /// Ask → `Notify` on the bus, median, ms.
 const TARGET_NOTIFY_MS: f64 = 50.0;
@@ -111,14 +109,6 @@ fn main() -> ExitCode {
     }
 }
 
-fn installed(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|out| out.status.success())
-}
-
 fn progress(what: &str) {
     eprintln!("hark-desktop-bench: {what}");
 }
@@ -135,7 +125,10 @@ fn run(options: &Options) -> Result<bool, String> {
             ));
         }
     }
-    for tool in desktop::TOOLS {
+    for tool in hark_harness::desktop::TOOLS
+        .into_iter()
+        .chain(desktop::TOOLS)
+    {
         if !installed(tool) {
             return Err(format!(
                 "{tool} is not installed: run ./scripts/setup (bench/desktop does)"
@@ -150,11 +143,7 @@ fn run(options: &Options) -> Result<bool, String> {
         );
     }
     let ticks_per_s = procs::clock_ticks()?;
-    let tmp = tempfile::Builder::new()
-        .prefix("hark-desktop-bench-")
-        .tempdir()
-        .map_err(|e| format!("cannot create a temp dir: {e}"))?;
-    let sandbox = sandbox::Sandbox::new(tmp.path())?;
+    let sandbox = Sandbox::new("hark-desktop-bench-", &options.bin_dir)?;
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let load_before = load_average();
 
@@ -179,7 +168,7 @@ fn run(options: &Options) -> Result<bool, String> {
     println!();
 
     progress(&format!("latency: {} asks", options.asks));
-    let lat = latency::measure(&desktop, &sandbox, &hark, ticks_per_s, options.asks)?;
+    let lat = latency::measure(&desktop, ticks_per_s, options.asks)?;
     let notify = Summary::of(&lat.column(|a| Some(a.notify_ms))).ok_or("no asks were made")?;
     let modal = Summary::of(&lat.column(|a| a.modal_ms));
     print_latency(&lat, options.asks);
@@ -191,7 +180,6 @@ fn run(options: &Options) -> Result<bool, String> {
     progress(&format!("memory: 1, then {} pending", options.pending));
     let mem = memory::measure(
         &desktop,
-        &sandbox,
         ticks_per_s,
         options.pending,
         lat.modal_missing.is_none(),

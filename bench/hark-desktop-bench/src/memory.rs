@@ -12,7 +12,6 @@ use crate::desktop::Desktop;
 use crate::idle::{QUIET_PATIENCE, QUIET_PERCENT};
 use crate::latency::PATIENCE;
 use crate::procs::{self, TreeSample};
-use hark_bench::sandbox::Sandbox;
 
 /// The bounded wait of the items held pending: longer than any run.
 const HOLD_SECS: u64 = 3600;
@@ -53,12 +52,11 @@ fn point(desktop: &Desktop, ticks_per_s: u64, pending: usize) -> Point {
 /// `modal.shown` (else the first point waits for the tray and the window).
 pub fn measure(
     desktop: &Desktop,
-    sandbox: &Sandbox,
     ticks_per_s: u64,
     pending: usize,
     modal_logs: bool,
 ) -> Result<Results, String> {
-    let socket = sandbox.socket();
+    let socket = desktop.sandbox().socket();
     let from = desktop.log.len();
     let first = Ask::start(&socket, "Pending item 1?", HOLD_SECS, PATIENCE)?;
     let of = |id: &str| {

@@ -5,7 +5,7 @@
 use std::time::SystemTime;
 
 use crate::clock::monitor_time;
-use crate::follow::Line;
+use crate::lines::Line;
 
 fn is_header(line: &str) -> bool {
     ["method call ", "method return ", "signal ", "error "]
