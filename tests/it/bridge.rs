@@ -2,27 +2,16 @@
 //! `hark mcp-operator-ask`, which carries the call to a real `hark serve`
 //! with a scripted prompter over a unix socket in a temp dir.
 
-mod support;
-
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
+use crate::support::*;
 use serde_json::{Value, json};
-use support::*;
-
-fn features() -> Value {
-    question(
-        "Which features?",
-        "Features",
-        &["Auth", "Billing", "Search"],
-        true,
-    )
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tools_list_shows_ask_with_the_askuserquestion_schema() {
-    let daemon = Daemon::start(json!({}));
-    let agent = agent(&daemon.socket, &[]).await;
+    let daemon = serve(json!({}));
+    let agent = agent(&daemon.sandbox, &[]).await;
     let info = agent.peer_info().unwrap();
     assert_eq!(info.server_info.as_ref().unwrap().name, "operator");
     let tools = agent.list_all_tools().await.unwrap();
@@ -49,12 +38,12 @@ async fn tools_list_shows_ask_with_the_askuserquestion_schema() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn answers_come_back_in_askuserquestion_shape() {
-    let daemon = Daemon::start(json!({
+    let daemon = serve(json!({
         "Which database?": "SQLite",
-        "Which features?": ["Auth", "Search"],
+        "Which features?": ["Auth (Recommended)", "Search"],
         "Project name?": {"text": "falcon"},
     }));
-    let agent = agent(&daemon.socket, &[]).await;
+    let agent = agent(&daemon.sandbox, &[]).await;
 
     let single = ask(&agent, questions(&[db()])).await;
     assert_eq!(single.is_error, Some(false));
@@ -63,7 +52,7 @@ async fn answers_come_back_in_askuserquestion_shape() {
     let multi = ask(&agent, questions(&[features()])).await;
     assert_eq!(
         text(&multi),
-        r#"{"answers":{"Which features?":["Auth","Search"]}}"#
+        r#"{"answers":{"Which features?":["Auth (Recommended)","Search"]}}"#
     );
 
     let name = question("Project name?", "Name", &["hawk", "owl"], false);
@@ -74,8 +63,8 @@ async fn answers_come_back_in_askuserquestion_shape() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_omitted_question_takes_its_default_and_an_empty_multiselect_means_none() {
-    let daemon = Daemon::start(json!({"Which features?": []}));
-    let agent = agent(&daemon.socket, &[]).await;
+    let daemon = serve(json!({"Which features?": []}));
+    let agent = agent(&daemon.sandbox, &[]).await;
     let result = ask(&agent, questions(&[db(), features()])).await;
     assert_eq!(result.is_error, Some(false));
     let got: Value = serde_json::from_str(&text(&result)).unwrap();
@@ -88,8 +77,8 @@ async fn an_omitted_question_takes_its_default_and_an_empty_multiselect_means_no
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_skip_is_a_tool_error_naming_the_unconfirmed_defaults() {
-    let daemon = Daemon::start(json!({"Which database?": {"skip": true}}));
-    let agent = agent(&daemon.socket, &[]).await;
+    let daemon = serve(json!({"Which database?": {"skip": true}}));
+    let agent = agent(&daemon.sandbox, &[]).await;
     let result = ask(&agent, questions(&[db()])).await;
     assert_eq!(result.is_error, Some(true));
     assert_eq!(
@@ -104,8 +93,8 @@ async fn a_skip_is_a_tool_error_naming_the_unconfirmed_defaults() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unanswered_question_times_out_with_the_exact_error() {
-    let daemon = Daemon::start_with(json!({}), &["--ask-timeout", "0.3"]);
-    let agent = agent(&daemon.socket, &[("HARK_SESSION_ID", "timeout-session")]).await;
+    let daemon = serve_with(json!({}), &["--ask-timeout", "0.3"]);
+    let agent = agent(&daemon.sandbox, &[("HARK_SESSION_ID", "timeout-session")]).await;
     let result = ask(&agent, questions(&[db()])).await;
     assert_eq!(result.is_error, Some(true));
     assert_eq!(
@@ -123,8 +112,8 @@ async fn an_unanswered_question_times_out_with_the_exact_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_per_call_timeout_overrides_the_daemon_default() {
-    let daemon = Daemon::start(json!({}));
-    let agent = agent(&daemon.socket, &[("HARK_ASK_TIMEOUT", "0.2")]).await;
+    let daemon = serve(json!({}));
+    let agent = agent(&daemon.sandbox, &[("HARK_ASK_TIMEOUT", "0.2")]).await;
     let result = ask(&agent, questions(&[db()])).await;
     assert_eq!(
         text(&result),
@@ -135,8 +124,7 @@ async fn the_per_call_timeout_overrides_the_daemon_default() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn no_operator_running_is_an_error_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let agent = agent(&dir.path().join("nobody.sock"), &[]).await;
+    let agent = agent(&sandbox(), &[]).await;
     let result = ask(&agent, questions(&[db()])).await;
     assert_eq!(result.is_error, Some(true));
     assert_eq!(
@@ -150,8 +138,8 @@ async fn no_operator_running_is_an_error_at_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn malformed_calls_list_their_issues_and_the_daemon_keeps_serving() {
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
-    let agent = agent(&daemon.socket, &[]).await;
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let agent = agent(&daemon.sandbox, &[]).await;
     let five: Vec<Value> = (0..5)
         .map(|i| question(&format!("Q{i}?"), "H", &["A", "B"], false))
         .collect();
@@ -221,9 +209,9 @@ async fn malformed_calls_list_their_issues_and_the_daemon_keeps_serving() {
 async fn the_daemon_refuses_oversized_and_malformed_frames_and_keeps_serving() {
     use std::io::{BufRead, BufReader};
     use std::os::unix::net::UnixStream;
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let daemon = serve(json!({"Which database?": "SQLite"}));
     let exchange = |bytes: &[u8]| -> Value {
-        let mut stream = UnixStream::connect(&daemon.socket).unwrap();
+        let mut stream = UnixStream::connect(daemon.sandbox.socket()).unwrap();
         // The daemon may answer and hang up before it has read everything.
         let _ = stream.write_all(bytes);
         let mut line = String::new();
@@ -251,7 +239,7 @@ async fn the_daemon_refuses_oversized_and_malformed_frames_and_keeps_serving() {
     assert_eq!(invalid["issues"][0]["path"], "questions");
 
     let frame = json!({"type": "ask", "session_id": "raw", "request": questions(&[db()])});
-    let mut stream = UnixStream::connect(&daemon.socket).unwrap();
+    let mut stream = UnixStream::connect(daemon.sandbox.socket()).unwrap();
     stream.write_all(format!("{frame}\n").as_bytes()).unwrap();
     let mut lines = BufReader::new(stream).lines();
     let accepted: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
@@ -266,8 +254,8 @@ async fn the_daemon_refuses_oversized_and_malformed_frames_and_keeps_serving() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_cancellation_cancels_the_pending_item() {
-    let daemon = Daemon::start(json!({}));
-    let agent = agent(&daemon.socket, &[("HARK_SESSION_ID", "cancel-me")]).await;
+    let daemon = serve(json!({}));
+    let agent = agent(&daemon.sandbox, &[("HARK_SESSION_ID", "cancel-me")]).await;
     let handle = ask_cancellable(&agent, questions(&[db()])).await;
     daemon
         .log
@@ -286,8 +274,8 @@ async fn a_client_cancellation_cancels_the_pending_item() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_vanished_agent_cancels_its_item() {
-    let daemon = Daemon::start(json!({}));
-    let agent = agent(&daemon.socket, &[("HARK_SESSION_ID", "vanishing")]).await;
+    let daemon = serve(json!({}));
+    let agent = agent(&daemon.sandbox, &[("HARK_SESSION_ID", "vanishing")]).await;
     let _handle = ask_cancellable(&agent, questions(&[db()])).await;
     daemon
         .log
@@ -302,8 +290,8 @@ async fn a_vanished_agent_cancels_its_item() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn progress_notifications_flow_while_the_operator_thinks() {
-    let daemon = Daemon::start(json!({"Which database?": {"delay_ms": 700, "answer": "SQLite"}}));
-    let agent = agent(&daemon.socket, &[("HARK_PROGRESS_INTERVAL_MS", "100")]).await;
+    let daemon = serve(json!({"Which database?": {"delay_ms": 700, "answer": "SQLite"}}));
+    let agent = agent(&daemon.sandbox, &[("HARK_PROGRESS_INTERVAL_MS", "100")]).await;
     let result = ask(&agent, questions(&[db()])).await;
     assert_eq!(text(&result), r#"{"answers":{"Which database?":"SQLite"}}"#);
     let progress = agent.service().progress.lock().unwrap().clone();
@@ -325,12 +313,12 @@ async fn fifty_concurrent_agents_each_get_their_own_answer() {
             )
         })
         .collect();
-    let daemon = Daemon::start(Value::Object(script));
+    let daemon = serve(Value::Object(script));
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..50 {
-        let socket = daemon.socket.clone();
+        let sandbox = daemon.sandbox.clone();
         tasks.spawn(async move {
-            let agent = agent(&socket, &[]).await;
+            let agent = agent(&sandbox, &[]).await;
             let q = question(&format!("Question {i}?"), "Many", &["A", "B"], false);
             let result = ask(&agent, questions(&[q])).await;
             agent.cancel().await.unwrap();
@@ -351,9 +339,8 @@ async fn fifty_concurrent_agents_each_get_their_own_answer() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn trace_events_carry_their_fields() {
-    let daemon =
-        Daemon::start(json!({"Which database?": "SQLite", "Which features?": ["Billing"]}));
-    let agent = agent(&daemon.socket, &[("HARK_SESSION_ID", "traced")]).await;
+    let daemon = serve(json!({"Which database?": "SQLite", "Which features?": ["Billing"]}));
+    let agent = agent(&daemon.sandbox, &[("HARK_SESSION_ID", "traced")]).await;
     ask(&agent, questions(&[db(), features()])).await;
     let asked = daemon
         .log
@@ -380,8 +367,8 @@ async fn trace_events_carry_their_fields() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn shutting_down_settles_pending_items_as_cancelled_at_once() {
-    let daemon = Daemon::start(json!({}));
-    let agent = agent(&daemon.socket, &[("HARK_SESSION_ID", "shutdown")]).await;
+    let daemon = serve(json!({}));
+    let agent = agent(&daemon.sandbox, &[("HARK_SESSION_ID", "shutdown")]).await;
     let pending = tokio::spawn({
         let peer = agent.peer().clone();
         async move {
@@ -397,7 +384,7 @@ async fn shutting_down_settles_pending_items_as_cancelled_at_once() {
     daemon
         .log
         .wait_event("operator.question.asked", &[("session_id", "shutdown")]);
-    daemon.terminate();
+    daemon.terminate().unwrap();
     let result = pending.await.unwrap();
     assert_eq!(result.is_error, Some(true));
     assert_eq!(
@@ -405,7 +392,7 @@ async fn shutting_down_settles_pending_items_as_cancelled_at_once() {
         format!("{NOT_ANSWERED} (cancelled: hark is shutting down)")
     );
     assert!(
-        !daemon.socket.exists() || {
+        !daemon.sandbox.socket().exists() || {
             daemon.log.wait_for("the daemon to exit", |l| {
                 l.contains("hark is shutting down")
             });
@@ -417,21 +404,18 @@ async fn shutting_down_settles_pending_items_as_cancelled_at_once() {
 
 #[test]
 fn hark_ask_reports_outcomes_with_exit_codes() {
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("q.json");
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let file = daemon.sandbox.path("q.json");
     std::fs::write(&file, questions(&[db()]).to_string()).unwrap();
-    let run = |socket: &std::path::Path, extra: &[&str]| {
-        Command::new(hark())
-            .args(["ask", "--file"])
+    let run = |sandbox: &Sandbox, extra: &[&str]| {
+        sandbox
+            .hark(["ask", "--file"])
             .arg(&file)
             .args(extra)
-            .env("HARK_SOCKET", socket)
-            .env("HARK_CONFIG", dir.path().join("none.toml"))
             .output()
             .unwrap()
     };
-    let answered = run(&daemon.socket, &[]);
+    let answered = run(&daemon.sandbox, &[]);
     assert_eq!(answered.status.code(), Some(0));
     let out: Value = serde_json::from_slice(&answered.stdout).unwrap();
     assert_eq!(
@@ -439,13 +423,13 @@ fn hark_ask_reports_outcomes_with_exit_codes() {
         json!({"outcome": "answered", "answers": {"Which database?": "SQLite"}, "defaulted": []})
     );
 
-    let nobody = run(&dir.path().join("nobody.sock"), &["--no-wait"]);
+    let nobody = run(&sandbox(), &["--no-wait"]);
     assert_eq!(nobody.status.code(), Some(3));
     let out: Value = serde_json::from_slice(&nobody.stdout).unwrap();
     assert_eq!(out["outcome"], "not_answered");
 
     std::fs::write(&file, r#"{"questions":[]}"#).unwrap();
-    let invalid = run(&daemon.socket, &[]);
+    let invalid = run(&daemon.sandbox, &[]);
     assert_eq!(invalid.status.code(), Some(2));
     let out: Value = serde_json::from_slice(&invalid.stdout).unwrap();
     assert_eq!(out["outcome"], "invalid");
@@ -454,15 +438,13 @@ fn hark_ask_reports_outcomes_with_exit_codes() {
 
 #[test]
 fn hark_ask_times_out_with_exit_3() {
-    let daemon = Daemon::start(json!({}));
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("q.json");
+    let daemon = serve(json!({}));
+    let file = daemon.sandbox.path("q.json");
     std::fs::write(&file, questions(&[db()]).to_string()).unwrap();
-    let out = Command::new(hark())
-        .args(["ask", "--timeout", "0.2", "--file"])
+    let out = daemon
+        .sandbox
+        .hark(["ask", "--timeout", "0.2", "--file"])
         .arg(&file)
-        .env("HARK_SOCKET", &daemon.socket)
-        .env("HARK_CONFIG", dir.path().join("none.toml"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
@@ -472,7 +454,7 @@ fn hark_ask_times_out_with_exit_3() {
 
 #[test]
 fn mcp_config_names_this_hark() {
-    let out = Command::new(hark()).arg("mcp-config").output().unwrap();
+    let out = hark(&sandbox(), &["mcp-config"]);
     assert!(out.status.success());
     let config: Value = serde_json::from_slice(&out.stdout).unwrap();
     let server = &config["mcpServers"]["operator"];
@@ -481,16 +463,15 @@ fn mcp_config_names_this_hark() {
     assert!(command.is_absolute());
     assert_eq!(
         command.canonicalize().unwrap(),
-        std::path::Path::new(hark()).canonicalize().unwrap()
+        bin_dir().join("hark").canonicalize().unwrap()
     );
 }
 
 #[test]
 fn the_terminal_prompter_asks_with_numbered_options() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("hark.sock");
-    let mut serve = Command::new(hark())
-        .args([
+    let sandbox = sandbox();
+    let mut serve = sandbox
+        .hark([
             "serve",
             "--prompter",
             "terminal",
@@ -498,23 +479,20 @@ fn the_terminal_prompter_asks_with_numbered_options() {
             "json",
             "--socket",
         ])
-        .arg(&socket)
-        .env("HARK_CONFIG", dir.path().join("none.toml"))
+        .arg(sandbox.socket())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let screen = Lines::follow(serve.stdout.take().unwrap());
-    let log = Lines::follow(serve.stderr.take().unwrap());
+    let screen = Lines::follow("the terminal", serve.stdout.take().unwrap());
+    let log = Lines::follow("hark serve", serve.stderr.take().unwrap());
     log.wait_event("hark is serving the operator", &[]);
-    let file = dir.path().join("q.json");
+    let file = sandbox.path("q.json");
     std::fs::write(&file, questions(&[db(), features()]).to_string()).unwrap();
-    let ask = Command::new(hark())
-        .args(["ask", "--file"])
+    let ask = sandbox
+        .hark(["ask", "--file"])
         .arg(&file)
-        .env("HARK_SOCKET", &socket)
-        .env("HARK_CONFIG", dir.path().join("none.toml"))
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -535,7 +513,7 @@ fn the_terminal_prompter_asks_with_numbered_options() {
     let got: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         got["answers"],
-        json!({"Which database?": "Postgres (Recommended)", "Which features?": ["Auth", "Search"]})
+        json!({"Which database?": "Postgres (Recommended)", "Which features?": ["Auth (Recommended)", "Search"]})
     );
     assert_eq!(got["defaulted"], json!(["Which database?"]));
     let _ = serve.kill();
@@ -546,10 +524,11 @@ fn the_terminal_prompter_asks_with_numbered_options() {
 fn another_user_cannot_ask_through_the_socket() {
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let daemon = serve(json!({"Which database?": "SQLite"}));
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode(&daemon.socket), 0o600);
-    assert_eq!(mode(daemon.socket.parent().unwrap()), 0o700);
+    let socket = daemon.sandbox.socket();
+    assert_eq!(mode(&socket), 0o600);
+    assert_eq!(mode(socket.parent().unwrap()), 0o700);
     if hark_core_uid() != 0 {
         eprintln!(
             "not root: cannot switch to a second user; the mode bits above and the unit test cover the peer check"
@@ -558,19 +537,19 @@ fn another_user_cannot_ask_through_the_socket() {
     }
     // Open the file permissions wide so only the peer-uid check stands in the way.
     for p in [
-        daemon.dir.path(),
-        daemon.socket.parent().unwrap(),
-        daemon.socket.as_path(),
+        daemon.sandbox.root(),
+        socket.parent().unwrap(),
+        socket.as_path(),
     ] {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
-    let file = daemon.dir.path().join("q.json");
+    let file = daemon.sandbox.path("q.json");
     std::fs::write(&file, questions(&[db()]).to_string()).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = Command::new(hark())
-        .args(["ask", "--no-wait", "--file"])
+    let out = daemon
+        .sandbox
+        .hark(["ask", "--no-wait", "--file"])
         .arg(&file)
-        .env("HARK_SOCKET", &daemon.socket)
         .env("HARK_CONFIG", "/nonexistent/hark.toml")
         .uid(65534)
         .gid(65534)
@@ -588,16 +567,20 @@ fn another_user_cannot_ask_through_the_socket() {
 }
 
 fn hark_core_uid() -> u32 {
-    let out = Command::new("id").arg("-u").output().unwrap();
+    let out = std::process::Command::new("id").arg("-u").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn under_strict_defaults_the_schema_requires_a_default_and_a_call_without_one_is_refused() {
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
-    let config = daemon.dir.path().join("strict.toml");
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let config = daemon.sandbox.path("strict.toml");
     std::fs::write(&config, "strict_defaults = true\n").unwrap();
-    let agent = agent(&daemon.socket, &[("HARK_CONFIG", config.to_str().unwrap())]).await;
+    let agent = agent(
+        &daemon.sandbox,
+        &[("HARK_CONFIG", config.to_str().unwrap())],
+    )
+    .await;
     let tools = agent.list_all_tools().await.unwrap();
     let schema = Value::Object((*tools[0].input_schema).clone());
     assert_eq!(
@@ -613,7 +596,10 @@ async fn under_strict_defaults_the_schema_requires_a_default_and_a_call_without_
         message.contains("questions[1]") && !message.contains("questions[0]"),
         "names the question without a default, only it: {message}"
     );
-    assert!(daemon.inbox().is_empty(), "a refused call parks nobody");
+    assert!(
+        inbox(&daemon.sandbox).is_empty(),
+        "a refused call parks nobody"
+    );
 
     let answered = ask(&agent, questions(&[db()])).await;
     assert_eq!(

@@ -2,20 +2,18 @@
 //! parses the real CLI's flags, speaks MCP to the servers in --mcp-config and
 //! prints stream-json, against a real `hark serve` with a scripted prompter.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::support::*;
 use serde_json::{Value, json};
-use support::*;
 
 #[test]
 fn an_attached_run_gets_the_bridge_and_the_answer_reaches_the_agent() {
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
-    let log = daemon.dir.path().join("fake.log");
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let log = daemon.sandbox.path("fake.log");
     let out = hark_run(
-        &daemon.socket,
+        &daemon.sandbox,
         &log,
         &["--session", "attached", "--", &ask_line()],
         "",
@@ -58,7 +56,7 @@ fn an_attached_run_gets_the_bridge_and_the_answer_reaches_the_agent() {
     let socket = run["env"]["HARK_ASK_SOCK"].as_str().unwrap();
     assert_ne!(
         socket,
-        daemon.socket.to_str().unwrap(),
+        daemon.sandbox.socket().to_str().unwrap(),
         "a per-call socket, not the app's"
     );
     assert_eq!(run["env"]["HARK_SESSION_ID"], "attached");
@@ -72,7 +70,7 @@ fn an_attached_run_gets_the_bridge_and_the_answer_reaches_the_agent() {
     assert!(!Path::new(&config).exists() && !Path::new(socket).exists());
     assert!(!Path::new(socket).parent().unwrap().exists());
 
-    let items = daemon.inbox();
+    let items = inbox(&daemon.sandbox);
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["session_id"], "attached");
     assert!(
@@ -83,14 +81,9 @@ fn an_attached_run_gets_the_bridge_and_the_answer_reaches_the_agent() {
 
 #[test]
 fn a_headless_run_gets_none_of_it_and_is_told_to_proceed() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("fake.log");
-    let out = hark_run(
-        &dir.path().join("nobody.sock"),
-        &log,
-        &["--", "SAY on my own"],
-        "",
-    );
+    let nobody = sandbox();
+    let log = nobody.path("fake.log");
+    let out = hark_run(&nobody, &log, &["--", "SAY on my own"], "");
     assert!(
         out.status.success(),
         "{}",
@@ -114,11 +107,11 @@ fn a_headless_run_gets_none_of_it_and_is_told_to_proceed() {
 
 #[test]
 fn a_timed_out_ask_reaches_the_agent_as_an_error_it_continues_past() {
-    let daemon = Daemon::start(json!({}));
-    let log = daemon.dir.path().join("fake.log");
+    let daemon = serve(json!({}));
+    let log = daemon.sandbox.path("fake.log");
     let prompt = format!("{}\nSAY carried on", ask_line());
     let out = hark_run(
-        &daemon.socket,
+        &daemon.sandbox,
         &log,
         &["--timeout", "0.3", "--", &prompt],
         "",
@@ -138,15 +131,14 @@ fn a_timed_out_ask_reaches_the_agent_as_an_error_it_continues_past() {
 
 #[test]
 fn a_killed_agent_cancels_its_question_and_leaves_nothing_behind() {
-    let daemon = Daemon::start(json!({}));
-    let log = daemon.dir.path().join("fake.log");
+    let daemon = serve(json!({}));
+    let log = daemon.sandbox.path("fake.log");
     let prompt = format!("{}\nHANG", ask_line());
-    let run = Command::new(hark())
-        .args(["run", "--session", "killed", "--agent"])
+    let run = daemon
+        .sandbox
+        .hark(["run", "--session", "killed", "--agent"])
         .arg(fake_claude())
         .args(["--", &prompt])
-        .env("HARK_SOCKET", &daemon.socket)
-        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
         .env("FAKE_CLAUDE_LOG", &log)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -187,15 +179,16 @@ fn a_killed_agent_cancels_its_question_and_leaves_nothing_behind() {
 
 #[test]
 fn wrap_merges_the_users_flags_without_duplicating_them() {
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
-    let log = daemon.dir.path().join("fake.log");
-    let theirs = daemon.dir.path().join("theirs.json");
-    let other = json!({"mcpServers": {"other": {"command": hark(), "args": ["mcp-operator-ask"]}}});
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let log = daemon.sandbox.path("fake.log");
+    let theirs = daemon.sandbox.path("theirs.json");
+    let other = json!({"mcpServers": {"other": {"command": bin_dir().join("hark"), "args": ["mcp-operator-ask"]}}});
     std::fs::write(&theirs, other.to_string()).unwrap();
     let fake = fake_claude();
     let prompt = ask_line();
-    let out = Command::new(hark())
-        .args(["run", "--wrap", "--"])
+    let out = daemon
+        .sandbox
+        .hark(["run", "--wrap", "--"])
         .arg(&fake)
         .args(["-p", &prompt, "--output-format", "stream-json", "--verbose"])
         .args([
@@ -206,8 +199,6 @@ fn wrap_merges_the_users_flags_without_duplicating_them() {
             "--mcp-config",
         ])
         .arg(&theirs)
-        .env("HARK_SOCKET", &daemon.socket)
-        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
         .env("FAKE_CLAUDE_LOG", &log)
         .output()
         .unwrap();
@@ -242,10 +233,10 @@ fn wrap_merges_the_users_flags_without_duplicating_them() {
 
 #[test]
 fn converse_resumes_the_agents_session_turn_after_turn() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("fake.log");
+    let nobody = sandbox();
+    let log = nobody.path("fake.log");
     let out = hark_run(
-        &dir.path().join("nobody.sock"),
+        &nobody,
         &log,
         &["--verb", "converse", "--", "SAY first turn"],
         "SAY second turn\n",
@@ -266,23 +257,18 @@ fn converse_resumes_the_agents_session_turn_after_turn() {
 
 #[test]
 fn the_agents_exit_status_is_passed_through() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = hark_run(
-        &dir.path().join("nobody.sock"),
-        &dir.path().join("fake.log"),
-        &["--", "EXIT 7"],
-        "",
-    );
+    let nobody = sandbox();
+    let out = hark_run(&nobody, &nobody.path("fake.log"), &["--", "EXIT 7"], "");
     assert_eq!(out.status.code(), Some(7));
 }
 
 #[test]
 fn a_nested_sub_agents_question_arrives_through_the_same_run() {
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
-    let log = daemon.dir.path().join("fake.log");
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let log = daemon.sandbox.path("fake.log");
     let prompt = format!("NESTED {}", questions(&[db()]));
     let out = hark_run(
-        &daemon.socket,
+        &daemon.sandbox,
         &log,
         &["--session", "nested", "--", &prompt],
         "",
@@ -299,7 +285,7 @@ fn a_nested_sub_agents_question_arrives_through_the_same_run() {
         runs[0]["env"]["HARK_ASK_SOCK"],
         runs[1]["env"]["HARK_ASK_SOCK"]
     );
-    let items = daemon.inbox();
+    let items = inbox(&daemon.sandbox);
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["session_id"], "nested");
     assert!(items[0]["run_id"].is_string());
@@ -307,7 +293,7 @@ fn a_nested_sub_agents_question_arrives_through_the_same_run() {
 
 /// `hark runs --json` against the daemon, parsed.
 fn runs(daemon: &Daemon) -> Vec<Value> {
-    let out = daemon.hark(&["runs", "--json"]);
+    let out = hark(&daemon.sandbox, &["runs", "--json"]);
     assert!(
         out.status.success(),
         "{}",
@@ -329,11 +315,11 @@ fn run_of(daemon: &Daemon, session: &str) -> Value {
 
 #[test]
 fn runs_are_recorded_waiting_finished_or_failed_with_their_items() {
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
-    let log = daemon.dir.path().join("fake.log");
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let log = daemon.sandbox.path("fake.log");
     let prompt = format!("{}\nEXIT 4", ask_line());
     let out = hark_run(
-        &daemon.socket,
+        &daemon.sandbox,
         &log,
         &["--session", "s-failed", "--", &prompt],
         "",
@@ -357,14 +343,13 @@ fn runs_are_recorded_waiting_finished_or_failed_with_their_items() {
     // A question the script leaves to the operator: the run waits on them.
     let region = question("Which region?", "Region", &["eu", "us"], false);
     let prompt = format!("ASK {}", questions(&[region]));
-    let waiting = spawn_run(&daemon.socket, &["--session", "s-waiting"], &prompt);
+    let waiting = spawn_run(&daemon.sandbox, &["--session", "s-waiting"], &prompt);
     let id = daemon.log.question_id("s-waiting");
     let run = run_of(&daemon, "s-waiting");
     assert_eq!(run["status"], "waiting");
     assert_eq!(run["pending"], 1);
     assert!(
-        daemon
-            .hark(&["answer", &id, "--pick", "eu"])
+        hark(&daemon.sandbox, &["answer", &id, "--pick", "eu"])
             .status
             .success()
     );
@@ -376,7 +361,7 @@ fn runs_are_recorded_waiting_finished_or_failed_with_their_items() {
     assert_eq!(finished["pending"], 0);
 
     // A `hark run` killed mid-question is not left "running" for ever.
-    let mut killed = spawn_run(&daemon.socket, &["--session", "s-killed"], &prompt);
+    let mut killed = spawn_run(&daemon.sandbox, &["--session", "s-killed"], &prompt);
     daemon.log.question_id("s-killed");
     killed.kill().unwrap();
     killed.wait().unwrap();
@@ -387,15 +372,14 @@ fn runs_are_recorded_waiting_finished_or_failed_with_their_items() {
 
 /// `hark run --detach ARGS -- PROMPT` with the fake agent, against `daemon`.
 fn detach(daemon: &Daemon, args: &[&str], prompt: &str) -> std::process::Output {
-    Command::new(hark())
-        .args(["run", "--detach", "--agent"])
+    daemon
+        .sandbox
+        .hark(["run", "--detach", "--agent"])
         .arg(fake_claude())
         .args(args)
         .args(["--", prompt])
-        .env("HARK_SOCKET", &daemon.socket)
-        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
         // The run gets the caller's environment, not the daemon's.
-        .env("FAKE_CLAUDE_LOG", daemon.dir.path().join("fake.log"))
+        .env("FAKE_CLAUDE_LOG", daemon.sandbox.path("fake.log"))
         .env("FAKE_MARKER", "the caller's")
         .output()
         .unwrap()
@@ -417,7 +401,7 @@ fn run_and_end(daemon: &Daemon, detached: &std::process::Output) -> (String, Val
 
 #[test]
 fn a_detached_run_is_the_daemons_and_its_answer_reaches_the_agent() {
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let daemon = serve(json!({"Which database?": "SQLite"}));
     let work = tempfile::tempdir().unwrap();
     let out = detach(
         &daemon,
@@ -439,19 +423,19 @@ fn a_detached_run_is_the_daemons_and_its_answer_reaches_the_agent() {
     assert_eq!(run["cwd"], work.path().to_str().unwrap());
     assert_eq!(run["items"], 1);
     assert_eq!(run["result"], r#"{"answers":{"Which database?":"SQLite"}}"#);
-    let items = daemon.inbox();
+    let items = inbox(&daemon.sandbox);
     assert_eq!(items[0]["run_id"], run_id.as_str());
     assert_eq!(items[0]["session_id"], "detached");
 
     // The agent ran in the caller's environment (the daemon has no marker).
-    let agents = invocations(&daemon.dir.path().join("fake.log"));
+    let agents = invocations(&daemon.sandbox.path("fake.log"));
     assert_eq!(agents[0]["env"]["FAKE_MARKER"], "the caller's");
 
     // What the run printed is kept, for the operator only.
     let log = daemon
-        .dir
-        .path()
-        .join("data/runs")
+        .sandbox
+        .data_dir()
+        .join("runs")
         .join(format!("{run_id}.log"));
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("the operator is attached"), "{text}");
@@ -468,9 +452,9 @@ fn a_detached_run_is_the_daemons_and_its_answer_reaches_the_agent() {
 
 #[test]
 fn only_the_newest_dispatched_runs_keep_their_logs() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("no-config.toml"), "run_log_limit = 1\n").unwrap();
-    let daemon = Daemon::start_in(dir, json!({}), &[]);
+    let sandbox = sandbox();
+    std::fs::write(sandbox.config(), "run_log_limit = 1\n").unwrap();
+    let daemon = serve_in(&sandbox, json!({}), &[]);
     let mut ids = Vec::new();
     for n in 0..3 {
         let session = format!("run-{n}");
@@ -479,7 +463,7 @@ fn only_the_newest_dispatched_runs_keep_their_logs() {
         assert_eq!(ended["exit_code"], 0);
         ids.push(run_id);
     }
-    let logs = daemon.dir.path().join("data/runs");
+    let logs = daemon.sandbox.data_dir().join("runs");
     let kept = |id: &str| logs.join(format!("{id}.log")).exists();
     // Starting the third found the first older than the newest one.
     assert!(!kept(&ids[0]), "the oldest run's log is removed");
@@ -490,7 +474,7 @@ fn only_the_newest_dispatched_runs_keep_their_logs() {
 
 #[test]
 fn a_dispatch_the_daemon_cannot_start_is_refused_plainly() {
-    let daemon = Daemon::start(json!({}));
+    let daemon = serve(json!({}));
     let refused = |args: &[&str], prompt: &str, says: &str| {
         let out = detach(&daemon, args, prompt);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -503,7 +487,7 @@ fn a_dispatch_the_daemon_cannot_start_is_refused_plainly() {
         "hello",
         "/no/such/dir is not an existing",
     );
-    let intake = daemon.dir.path().join("intake.json");
+    let intake = daemon.sandbox.path("intake.json");
     std::fs::write(
         &intake,
         json!({"questions": [{"id": "scope", "prompt": "Scope?", "options": [{"value": "a", "label": "A"}]}]})
@@ -518,12 +502,7 @@ fn a_dispatch_the_daemon_cannot_start_is_refused_plainly() {
     assert!(runs(&daemon).is_empty(), "nothing started");
 
     // With nobody serving, the caller is told how to get someone.
-    let socket = daemon.dir.path().join("nobody.sock");
-    let out = Command::new(hark())
-        .args(["run", "--detach", "--", "hello"])
-        .env("HARK_SOCKET", &socket)
-        .output()
-        .unwrap();
+    let out = hark(&sandbox(), &["run", "--detach", "--", "hello"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("hint: start `hark app`"));
 }
@@ -531,7 +510,7 @@ fn a_dispatch_the_daemon_cannot_start_is_refused_plainly() {
 #[test]
 fn a_detached_conversation_asks_the_operator_for_each_next_message() {
     let said = |text: &str| format!("The agent said: {text}\n\nYour next message to the agent?");
-    let daemon = Daemon::start(json!({
+    let daemon = serve(json!({
         said("first turn"): {"text": "SAY second turn"},
         said("second turn"): "End the conversation",
     }));
@@ -544,7 +523,7 @@ fn a_detached_conversation_asks_the_operator_for_each_next_message() {
     assert_eq!(ended["exit_code"], 0);
 
     // The operator's message started the second turn, resuming the agent's session.
-    let turns = invocations(&daemon.dir.path().join("fake.log"));
+    let turns = invocations(&daemon.sandbox.path("fake.log"));
     assert_eq!(turns.len(), 2, "{turns:?}");
     assert_eq!(
         flag(&turns[1], "--resume"),
@@ -559,10 +538,10 @@ fn a_detached_conversation_asks_the_operator_for_each_next_message() {
 
 #[test]
 fn a_dispatched_run_that_dies_before_it_starts_is_recorded_failed_with_why() {
-    let daemon = Daemon::start(json!({}));
+    let daemon = serve(json!({}));
     // The operator breaks the config after the daemon read it: the run's own
     // `hark run` cannot start, and says why in its log.
-    std::fs::write(daemon.dir.path().join("no-config.toml"), "ask_timeout = [").unwrap();
+    std::fs::write(daemon.sandbox.config(), "ask_timeout = [").unwrap();
     let out = detach(&daemon, &["--session", "broken"], "hello");
     let (run_id, ended) = run_and_end(&daemon, &out);
     assert_eq!(ended["exit_code"], 1);

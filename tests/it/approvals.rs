@@ -5,12 +5,10 @@
 //! files it is allowed to, so each test checks the disk, the stored items
 //! and the audit events.
 
-mod support;
-
 use std::path::Path;
 
+use crate::support::*;
 use serde_json::{Value, json};
-use support::*;
 
 /// A `TOOL Write` line writing `content` to `path`.
 fn write(path: &Path, content: &str) -> String {
@@ -22,10 +20,10 @@ fn write(path: &Path, content: &str) -> String {
 
 /// `hark run --read-only` in `session` with the script `lines`.
 fn read_only_run(daemon: &Daemon, session: &str, lines: &[String]) -> std::process::Output {
-    let log = daemon.dir.path().join("fake.log");
+    let log = daemon.sandbox.path("fake.log");
     let prompt = lines.join("\n");
     hark_run(
-        &daemon.socket,
+        &daemon.sandbox,
         &log,
         &["--read-only", "--session", session, "--", &prompt],
         "",
@@ -34,8 +32,7 @@ fn read_only_run(daemon: &Daemon, session: &str, lines: &[String]) -> std::proce
 
 /// The approval items, oldest first.
 fn approvals(daemon: &Daemon) -> Vec<Value> {
-    let mut items: Vec<Value> = daemon
-        .inbox()
+    let mut items: Vec<Value> = inbox(&daemon.sandbox)
         .into_iter()
         .filter(|i| i["kind"] == "approval")
         .collect();
@@ -50,7 +47,7 @@ fn audit(daemon: &Daemon, n: usize) -> Vec<Value> {
         .wait_until(&format!("{n} write-mode audit events"), |lines| {
             let events: Vec<Value> = lines
                 .iter()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter_map(|l| serde_json::from_str::<Value>(&l.text).ok())
                 .filter(|e| e["message"] == "machine.write_mode_granted")
                 .collect();
             (events.len() >= n).then_some(events)
@@ -67,7 +64,7 @@ fn outcome(item: &Value) -> (&str, &str) {
 
 #[test]
 fn a_read_passes_unasked_and_an_action_grant_covers_one_write_only() {
-    let daemon = Daemon::start(json!({"approval:Write": "action"}));
+    let daemon = serve(json!({"approval:Write": "action"}));
     let dir = tempfile::tempdir().unwrap();
     let (one, two) = (dir.path().join("one.txt"), dir.path().join("two.txt"));
     let read = format!("TOOL Read {}", json!({"file_path": one}));
@@ -124,7 +121,7 @@ fn a_read_passes_unasked_and_an_action_grant_covers_one_write_only() {
 
 #[test]
 fn a_turn_grant_covers_the_rest_of_the_run_and_not_the_next() {
-    let daemon = Daemon::start(json!({"approval:Write": "turn"}));
+    let daemon = serve(json!({"approval:Write": "turn"}));
     let dir = tempfile::tempdir().unwrap();
     let file = |n: &str| dir.path().join(n);
     let out = read_only_run(
@@ -158,7 +155,7 @@ fn a_turn_grant_covers_the_rest_of_the_run_and_not_the_next() {
 
 #[test]
 fn a_session_grant_covers_later_runs_of_that_session_only() {
-    let daemon = Daemon::start(json!({"approval:Write": "session"}));
+    let daemon = serve(json!({"approval:Write": "session"}));
     let dir = tempfile::tempdir().unwrap();
     let file = |n: &str| dir.path().join(n);
     assert!(
@@ -185,7 +182,7 @@ fn a_session_grant_covers_later_runs_of_that_session_only() {
 
 #[test]
 fn deny_keeps_the_agent_read_only_and_it_is_told_why() {
-    let daemon = Daemon::start(json!({"approval:Write": "deny"}));
+    let daemon = serve(json!({"approval:Write": "deny"}));
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("nope.txt");
     let out = read_only_run(
@@ -213,7 +210,7 @@ fn deny_keeps_the_agent_read_only_and_it_is_told_why() {
 
 #[test]
 fn an_external_effect_asks_every_time_and_never_offers_a_grant() {
-    let daemon = Daemon::start(json!({"approval:Write": "turn", "approval:Bash": "action"}));
+    let daemon = serve(json!({"approval:Write": "turn", "approval:Bash": "action"}));
     let dir = tempfile::tempdir().unwrap();
     let push = format!("TOOL Bash {}", json!({"command": "git push origin main"}));
     let lines = [write(&dir.path().join("a"), "a"), push.clone(), push];
@@ -240,12 +237,11 @@ fn an_external_effect_asks_every_time_and_never_offers_a_grant() {
 
 #[test]
 fn headless_a_write_is_denied_with_the_reason() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("nobody.sock");
-    let log = dir.path().join("fake.log");
-    let target = dir.path().join("nope.txt");
+    let nobody = sandbox();
+    let log = nobody.path("fake.log");
+    let target = nobody.path("nope.txt");
     let prompt = write(&target, "x");
-    let out = hark_run(&socket, &log, &["--read-only", "--", &prompt], "");
+    let out = hark_run(&nobody, &log, &["--read-only", "--", &prompt], "");
     assert!(
         out.status.success(),
         "{}",
@@ -273,7 +269,7 @@ fn headless_a_write_is_denied_with_the_reason() {
 #[test]
 fn an_approval_takes_a_verdict_never_answers_and_one_from_the_cli_lets_the_write_through() {
     // The script has no verdict for Edit: the item waits for the CLI.
-    let daemon = Daemon::start(json!({}));
+    let daemon = serve(json!({}));
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("main.rs");
     std::fs::write(&target, "fn main() {}\n").unwrap();
@@ -282,20 +278,20 @@ fn an_approval_takes_a_verdict_never_answers_and_one_from_the_cli_lets_the_write
         json!({"file_path": target, "old_string": "fn main() {}", "new_string": "fn main() { run() }"})
     );
     let run = spawn_run(
-        &daemon.socket,
+        &daemon.sandbox,
         &["--read-only", "--session", "s-cli"],
         &edit,
     );
     let id = daemon.log.question_id("s-cli");
 
-    let answered = daemon.hark(&["answer", &id, "--pick", "Deny"]);
+    let answered = hark(&daemon.sandbox, &["answer", &id, "--pick", "Deny"]);
     assert!(!answered.status.success());
     assert!(
         String::from_utf8_lossy(&answered.stderr).contains("approval and takes approve or deny"),
         "{}",
         String::from_utf8_lossy(&answered.stderr)
     );
-    assert!(!daemon.hark(&["skip", &id]).status.success());
+    assert!(!hark(&daemon.sandbox, &["skip", &id]).status.success());
     let pending = approvals(&daemon);
     assert!(
         pending[0]["outcome"].is_null(),
@@ -310,7 +306,7 @@ fn an_approval_takes_a_verdict_never_answers_and_one_from_the_cli_lets_the_write
         pending[0]["approval"]
     );
 
-    let approved = daemon.hark(&["approve", &id[..8], "--scope", "action"]);
+    let approved = hark(&daemon.sandbox, &["approve", &id[..8], "--scope", "action"]);
     assert!(
         approved.status.success(),
         "{}",

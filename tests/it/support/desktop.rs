@@ -1,18 +1,22 @@
 //! Drives the real desktop app the way a person would, on a headless X
-//! display (run the tests under `xvfb-run`): each test gets a private D-Bus
-//! session with a real notification server (dunst) and a `dbus-monitor`
-//! watching it, and the app started by `tauri-driver` + `WebKitWebDriver`,
-//! driven through WebDriver (fantoccini).
+//! display (run the tests under `xvfb-run`): each test gets the harness's
+//! private session (a D-Bus session bus with a real notification server,
+//! dunst, and a `dbus-monitor` watching it), a tray host when it clicks the
+//! tray, and the app started by `tauri-driver` + `WebKitWebDriver`, driven
+//! through WebDriver (fantoccini).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
+use hark_harness::desktop::installed;
+use hark_harness::process::{self, EXIT_PATIENCE, Started};
+use hark_harness::{Lines, PATIENCE, Sandbox, Session, TrayHost};
 use serde_json::{Value, json};
 
-use super::{Lines, PATIENCE, hark};
+use super::{bin_dir, sandbox};
 
 /// One desktop at a time: the tests share an X display and two cores.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -28,65 +32,17 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn need(tool: &str) {
-    let found = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .unwrap();
-    assert!(
-        found.status.success(),
-        "{tool} is not installed: run the tests with ./scripts/test, which installs it"
-    );
-}
-
-/// Starts dunst on `bus` and waits until it owns the notification name. A
-/// dunst that has not within 5 s is stopped and started again (twice at
-/// most), its output shown: it is the tests' notification server, not
-/// what they test.
-fn start_dunst(bus: &str, notifications: &Lines) -> Child {
-    for attempt in 1..=3 {
-        let mut dunst = Command::new("dunst")
-            .env("DBUS_SESSION_BUS_ADDRESS", bus)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let output = Lines::follow(dunst.stderr.take().unwrap());
-        let serving = notifications.wait_within(Duration::from_secs(5), |lines| {
-            lines
-                .iter()
-                .any(|l| l.contains("string \"org.freedesktop.Notifications\""))
-                .then_some(())
-        });
-        if serving.is_some() {
-            return dunst;
-        }
-        kill(&mut dunst);
-        eprintln!(
-            "dunst did not serve notifications within 5 s (attempt {attempt}); it said:\n{}",
-            output.all().join("\n")
-        );
-    }
-    panic!("dunst never served notifications (see its output above)");
-}
-
-fn kill(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
 pub struct Desktop {
-    pub dir: tempfile::TempDir,
-    pub socket: PathBuf,
-    pub bus: String,
-    bus_daemon: Child,
-    dunst: Child,
-    tray_host: Option<Child>,
-    monitor: Child,
+    /// The test's sandbox, on the session's bus: the app's socket, store
+    /// and config, and what the test runs besides the app.
+    pub sandbox: Sandbox,
+    /// Kept until the desktop drops; declared before the session, so it
+    /// stops first.
+    _tray_host: Option<TrayHost>,
+    _session: Session,
     /// What crossed the bus to the notification server.
     pub notifications: Lines,
-    driver: Child,
+    driver: Started,
     /// The app's log (JSON lines), which reaches us through tauri-driver.
     pub log: Lines,
     pub client: Client,
@@ -98,7 +54,7 @@ impl Desktop {
         Desktop::start_with(&[], false).await
     }
 
-    /// Starts a private bus, dunst, a tray host when `tray`, and the app;
+    /// Starts a private session, a tray host when `tray`, and the app;
     /// `env` is added to the app's environment.
     pub async fn start_with(env: &[(&str, &str)], tray: bool) -> Desktop {
         let turn = ONE_AT_A_TIME.lock().await;
@@ -106,89 +62,25 @@ impl Desktop {
             std::env::var_os("DISPLAY").is_some(),
             "the desktop tests need an X display: run them under xvfb-run (see scripts/test)"
         );
-        for tool in [
-            "dbus-daemon",
-            "dbus-monitor",
-            "dunst",
-            "tauri-driver",
-            "WebKitWebDriver",
-            "gdbus",
-        ] {
-            need(tool);
+        let tools = ["tauri-driver", "WebKitWebDriver", "gdbus"];
+        for tool in hark_harness::desktop::TOOLS.into_iter().chain(tools) {
+            assert!(
+                installed(tool),
+                "{tool} is not installed: run the tests with ./scripts/test, which installs it"
+            );
         }
-        let app = Path::new(hark()).with_file_name("hark-app");
+        let app = bin_dir().join("hark-app");
         assert!(
             app.exists(),
             "{} is missing: run `cargo build -p hark-app` first",
             app.display()
         );
-        let dir = tempfile::tempdir().unwrap();
-        let mut bus_daemon = Command::new("dbus-daemon")
-            .args(["--session", "--nofork", "--print-address=1"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let bus_lines = Lines::follow(bus_daemon.stdout.take().unwrap());
-        let bus = bus_lines
-            .wait_for("the bus address", |l| l.starts_with("unix:"))
-            .trim()
-            .to_owned();
-        let mut monitor = Command::new("dbus-monitor")
-            .args([
-                "--address",
-                &bus,
-                "interface='org.freedesktop.Notifications'",
-                "interface='org.freedesktop.DBus',member='NameOwnerChanged'",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let notifications = Lines::follow(monitor.stdout.take().unwrap());
-        notifications.wait_for("the monitor to attach", |l| l.starts_with("signal"));
-        let dunst = start_dunst(&bus, &notifications);
-        let tray_host = tray.then(|| {
-            // trayer is a system-tray panel at the top right; it must be up before the app.
-            Command::new("trayer")
-                .args([
-                    "--edge",
-                    "top",
-                    "--align",
-                    "right",
-                    "--widthtype",
-                    "pixel",
-                    "--width",
-                    "96",
-                    "--height",
-                    "32",
-                ])
-                .env("DBUS_SESSION_BUS_ADDRESS", &bus)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
-        });
-        if tray_host.is_some() {
-            // Up means its panel is mapped, owning the tray selection: an icon
-            // made before that may never be embedded.
-            let status = Command::new("timeout")
-                .arg(PATIENCE.as_secs().to_string())
-                .args([
-                    "xdotool",
-                    "search",
-                    "--sync",
-                    "--onlyvisible",
-                    "--name",
-                    "^panel$",
-                ])
-                .stdout(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(status.success(), "trayer never showed its panel");
-        }
+        let session = Session::start(&sandbox()).unwrap_or_else(|e| panic!("{e}"));
+        let sandbox = session.sandbox.clone();
+        let tray_host =
+            tray.then(|| TrayHost::start(&session, PATIENCE).unwrap_or_else(|e| panic!("{e}")));
         let (port, native) = (free_port(), free_port());
-        let socket = dir.path().join("run").join("hark.sock");
-        let mut driver = Command::new("tauri-driver");
+        let mut driver = sandbox.command("tauri-driver");
         driver
             .args([
                 "--port",
@@ -196,20 +88,19 @@ impl Desktop {
                 "--native-port",
                 &native.to_string(),
             ])
-            .env("DBUS_SESSION_BUS_ADDRESS", &bus)
-            .env("HARK_SOCKET", &socket)
-            .env("HARK_DATA_DIR", dir.path().join("data"))
-            .env("HARK_CONFIG", dir.path().join("no-config.toml"))
             .env("HARK_LOG_FORMAT", "json")
-            .env_remove("HARK_LOG")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for (k, v) in env {
             driver.env(k, v);
         }
-        let mut driver = driver.spawn().unwrap();
-        let log = Lines::follow(driver.stderr.take().unwrap());
-        let _stdout = Lines::follow(driver.stdout.take().unwrap());
+        let mut driver =
+            Started::spawn("tauri-driver", &mut driver).unwrap_or_else(|e| panic!("{e}"));
+        let log = Lines::follow(
+            "the app, through tauri-driver",
+            driver.child.stderr.take().unwrap(),
+        );
+        let _stdout = Lines::follow("tauri-driver", driver.child.stdout.take().unwrap());
         let capabilities = json!({
             "browserName": "wry",
             "tauri:options": {"application": app},
@@ -239,14 +130,10 @@ impl Desktop {
         };
         log.wait_event("hark is serving the operator", &[]);
         Desktop {
-            dir,
-            socket,
-            bus,
-            bus_daemon,
-            dunst,
-            tray_host,
-            monitor,
-            notifications,
+            sandbox,
+            _tray_host: tray_host,
+            notifications: session.monitor.clone(),
+            _session: session,
             driver,
             log,
             client,
@@ -346,12 +233,12 @@ impl Desktop {
                 lines
                     .iter()
                     .enumerate()
-                    .filter(|(_, l)| l.contains("member=Notify"))
+                    .filter(|(_, l)| l.text.contains("member=Notify"))
                     .find_map(|(at, _)| {
                         let call: Vec<String> = lines[at + 1..]
                             .iter()
+                            .map(|l| l.text.clone())
                             .take_while(|l| !l.starts_with("method") && !l.starts_with("signal"))
-                            .cloned()
                             .collect();
                         // Whole once its last argument (the expiry, an int32
                         // at the top level) is printed: the actions come after
@@ -364,7 +251,9 @@ impl Desktop {
 
     /// Invokes a notification's action as the notification server would.
     pub fn invoke_action(&self, notification_id: u64, action: &str) {
-        let status = Command::new("gdbus")
+        let status = self
+            .sandbox
+            .command("gdbus")
             .args([
                 "emit",
                 "--session",
@@ -375,7 +264,6 @@ impl Desktop {
                 &format!("uint32 {notification_id}"),
                 &format!("'{action}'"),
             ])
-            .env("DBUS_SESSION_BUS_ADDRESS", &self.bus)
             .status()
             .unwrap();
         assert!(status.success(), "gdbus emit failed");
@@ -388,7 +276,7 @@ impl Desktop {
         self.notifications
             .wait_until(&format!("CloseNotification({notification_id})"), |lines| {
                 lines.windows(2).find_map(|pair| {
-                    (pair[0].contains("member=CloseNotification") && pair[1].trim() == id)
+                    (pair[0].text.contains("member=CloseNotification") && pair[1].text.trim() == id)
                         .then_some(())
                 })
             });
@@ -405,14 +293,7 @@ impl Desktop {
     /// Runs a second `hark app`, which hands over to this one: the inbox
     /// window comes forward.
     pub fn open_inbox(&self) {
-        let out = Command::new(hark())
-            .arg("app")
-            .env("DBUS_SESSION_BUS_ADDRESS", &self.bus)
-            .env("HARK_SOCKET", &self.socket)
-            .env("HARK_DATA_DIR", self.dir.path().join("data"))
-            .env("HARK_CONFIG", self.dir.path().join("no-config.toml"))
-            .output()
-            .unwrap();
+        let out = self.sandbox.hark(["app"]).output().unwrap();
         assert!(
             out.status.success(),
             "second hark app: {}",
@@ -536,31 +417,18 @@ impl Drop for Desktop {
         };
         // SIGTERM, not SIGKILL: the app settles what is pending, and a killed
         // driver leaves WebKitWebDriver running.
-        let app = app.filter(|pid| still_ours(*pid));
-        for pid in app.into_iter().chain([u64::from(self.driver.id())]) {
-            let _ = Command::new("kill").arg(pid.to_string()).status();
-        }
-        let _ = self.driver.wait();
-        // The app is not our child: `tail --pid` waits for it to be gone, so
-        // the next test starts on a display it no longer holds.
+        let app = app
+            .filter(|pid| still_ours(*pid))
+            .and_then(|pid| u32::try_from(pid).ok());
         if let Some(pid) = app {
-            let _ = Command::new("timeout")
-                .args([
-                    "10",
-                    "tail",
-                    "-s",
-                    "0.1",
-                    &format!("--pid={pid}"),
-                    "-f",
-                    "/dev/null",
-                ])
-                .status();
+            let _ = process::terminate(pid);
         }
-        if let Some(tray) = &mut self.tray_host {
-            kill(tray);
-        }
-        for child in [&mut self.dunst, &mut self.monitor, &mut self.bus_daemon] {
-            kill(child);
+        self.driver.stop();
+        // The app is not our child: wait for it to be gone, so the next test
+        // starts on a display it no longer holds. The tray host and the
+        // session stop after this, as the fields drop.
+        if let Some(pid) = app {
+            process::wait_gone(&[pid], EXIT_PATIENCE);
         }
     }
 }
@@ -599,14 +467,4 @@ fn xpath_literal(text: &str) -> String {
     } else {
         format!("concat('{}')", text.replace('\'', "', \"'\", '"))
     }
-}
-
-/// Runs `hark` against the desktop's socket.
-pub fn hark_at(desktop: &Desktop, args: &[&str]) -> std::process::Output {
-    Command::new(hark())
-        .args(args)
-        .env("HARK_SOCKET", &desktop.socket)
-        .env("HARK_CONFIG", desktop.dir.path().join("no-config.toml"))
-        .output()
-        .unwrap()
 }

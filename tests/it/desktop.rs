@@ -2,16 +2,17 @@
 //! D-Bus session and dunst, driven through tauri-driver + WebKitWebDriver,
 //! while real MCP clients ask through `hark mcp-operator-ask`.
 
-mod support;
-
 use std::process::Command;
 
+use crate::support::desktop::{Desktop, ENTER, ESCAPE};
+use crate::support::*;
 use fantoccini::Locator;
 use serde_json::{Value, json};
-use support::desktop::{Desktop, ENTER, ESCAPE, hark_at};
-use support::*;
 
-fn features() -> Value {
+/// The multi-select question the desktop tests show, in the screenshots
+/// too: worded as an agent would ask it, each option described (the shared
+/// [`features`] describes each as "pick X").
+fn features_to_ship() -> Value {
     json!({
         "question": "Which features should ship first?",
         "header": "Features",
@@ -30,7 +31,7 @@ async fn ask_from_agent(
     session: &str,
     args: Value,
 ) -> (Agent, tokio::task::JoinHandle<rmcp::model::CallToolResult>) {
-    let agent = agent(&desktop.socket, &[("HARK_SESSION_ID", session)]).await;
+    let agent = agent(&desktop.sandbox, &[("HARK_SESSION_ID", session)]).await;
     let peer = agent.peer().clone();
     let call = tokio::spawn(async move {
         let Value::Object(args) = args else {
@@ -93,7 +94,8 @@ async fn a_notification_click_opens_the_modal_on_its_item_and_the_picks_reach_th
 #[tokio::test(flavor = "multi_thread")]
 async fn multiselect_with_other_text_and_enter_on_the_default() {
     let desktop = Desktop::start().await;
-    let (agent, call) = ask_from_agent(&desktop, "multi", questions(&[db(), features()])).await;
+    let (agent, call) =
+        ask_from_agent(&desktop, "multi", questions(&[db(), features_to_ship()])).await;
     desktop.view("modal").await;
     desktop.wait_for_question("Which database?").await;
     assert_eq!(desktop.text("#progress").await, "Question 1 of 2");
@@ -135,7 +137,7 @@ async fn multiselect_with_other_text_and_enter_on_the_default() {
 #[tokio::test(flavor = "multi_thread")]
 async fn digits_pick_several_options_of_a_multiselect() {
     let desktop = Desktop::start().await;
-    let (agent, call) = ask_from_agent(&desktop, "digits", questions(&[features()])).await;
+    let (agent, call) = ask_from_agent(&desktop, "digits", questions(&[features_to_ship()])).await;
     desktop.view("modal").await;
     desktop
         .wait_for_question("Which features should ship first?")
@@ -171,7 +173,7 @@ async fn escape_skips_and_the_agent_is_told() {
 async fn a_timed_out_item_shows_in_the_inbox_and_the_agent_got_the_error() {
     let desktop = Desktop::start().await;
     let agent = agent(
-        &desktop.socket,
+        &desktop.sandbox,
         &[("HARK_SESSION_ID", "too-late"), ("HARK_ASK_TIMEOUT", "1")],
     )
     .await;
@@ -261,7 +263,7 @@ async fn a_notification_button_answers_directly() {
     desktop.invoke_action(desktop.notification_id(&id), "pick:1");
     let result = call.await.unwrap();
     assert_eq!(text(&result), r#"{"answers":{"Which database?":"SQLite"}}"#);
-    let items = hark_at(&desktop, &["inbox", "--all", "--json"]);
+    let items = hark(&desktop.sandbox, &["inbox", "--all", "--json"]);
     let items: Value = serde_json::from_slice(&items.stdout).unwrap();
     assert_eq!(items[0]["replied_by"], "notification");
     agent.cancel().await.unwrap();
@@ -275,7 +277,7 @@ async fn an_item_answered_elsewhere_moves_the_modal_on() {
     let id = desktop.log.question_id("elsewhere");
     desktop.view("modal").await;
     desktop.wait_for_question("Which database?").await;
-    let out = hark_at(&desktop, &["answer", &id, "--pick", "SQLite"]);
+    let out = hark(&desktop.sandbox, &["answer", &id, "--pick", "SQLite"]);
     assert!(
         out.status.success(),
         "{}",
@@ -296,7 +298,8 @@ async fn an_item_answered_elsewhere_moves_the_modal_on() {
 async fn the_tray_lists_pending_items() {
     let desktop = Desktop::start_with(&[], true).await;
     let (agent_a, call_a) = ask_from_agent(&desktop, "tray-a", questions(&[db()])).await;
-    let (agent_b, call_b) = ask_from_agent(&desktop, "tray-b", questions(&[features()])).await;
+    let (agent_b, call_b) =
+        ask_from_agent(&desktop, "tray-b", questions(&[features_to_ship()])).await;
     let updated = desktop.log.wait_for("the tray to list both items", |l| {
         l.contains("tray.updated")
             && l.contains("[Database] Which database?")
@@ -314,7 +317,10 @@ async fn the_tray_lists_pending_items() {
         .wait_for_question("Which features should ship first?")
         .await;
     for session in ["tray-a", "tray-b"] {
-        let out = hark_at(&desktop, &["skip", &desktop.log.question_id(session)]);
+        let out = hark(
+            &desktop.sandbox,
+            &["skip", &desktop.log.question_id(session)],
+        );
         assert!(out.status.success());
     }
     call_a.await.unwrap();
@@ -322,10 +328,10 @@ async fn the_tray_lists_pending_items() {
     desktop.log.wait_until("the tray to empty", |lines| {
         let listed = lines
             .iter()
-            .position(|l| l.contains("tray.updated") && l.contains("\"pending\":2"))?;
+            .position(|l| l.text.contains("tray.updated") && l.text.contains("\"pending\":2"))?;
         lines[listed..]
             .iter()
-            .find(|l| l.contains("tray.updated") && l.contains("\"pending\":0"))
+            .find(|l| l.text.contains("tray.updated") && l.text.contains("\"pending\":0"))
             .cloned()
     });
     agent_a.cancel().await.unwrap();
@@ -351,7 +357,7 @@ async fn an_approval_shows_the_diff_and_action_allows_one_edit_then_asks_again()
     ]
     .join("\n");
     let run = spawn_run(
-        &desktop.socket,
+        &desktop.sandbox,
         &["--read-only", "--session", "gate"],
         &prompt,
     );
@@ -410,7 +416,7 @@ async fn an_approval_shows_the_diff_and_action_allows_one_edit_then_asks_again()
         "let x = 10;\nlet y = 2;\n",
         "Esc denied the second edit"
     );
-    let items = hark_at(&desktop, &["inbox", "--all", "--json"]);
+    let items = hark(&desktop.sandbox, &["inbox", "--all", "--json"]);
     let items: Value = serde_json::from_slice(&items.stdout).unwrap();
     let mut outcomes: Vec<(String, String)> = items
         .as_array()
@@ -472,7 +478,8 @@ async fn a_terminated_app_cancels_every_pending_item_at_once() {
     let started = desktop.log.wait_event("desktop app started", &[]);
     let pid = started["pid"].as_u64().unwrap().to_string();
     let (agent_a, call_a) = ask_from_agent(&desktop, "term-a", questions(&[db()])).await;
-    let (agent_b, call_b) = ask_from_agent(&desktop, "term-b", questions(&[features()])).await;
+    let (agent_b, call_b) =
+        ask_from_agent(&desktop, "term-b", questions(&[features_to_ship()])).await;
     desktop.log.question_id("term-a");
     desktop.log.question_id("term-b");
     assert!(
@@ -490,7 +497,7 @@ async fn an_external_effect_is_denied_from_its_notification_button() {
     let desktop = Desktop::start().await;
     let push = format!("TOOL Bash {}", json!({"command": "git push origin main"}));
     let run = spawn_run(
-        &desktop.socket,
+        &desktop.sandbox,
         // A bounded wait: were the button not taken, the run ends (denied by the timeout) and the test fails.
         &["--read-only", "--session", "push", "--timeout", "20"],
         &push,
@@ -511,7 +518,7 @@ async fn an_external_effect_is_denied_from_its_notification_button() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let items = hark_at(&desktop, &["inbox", "--all", "--json"]);
+    let items = hark(&desktop.sandbox, &["inbox", "--all", "--json"]);
     let items: Value = serde_json::from_slice(&items.stdout).unwrap();
     assert_eq!(items[0]["outcome"]["outcome"], "denied");
     assert_eq!(items[0]["replied_by"], "notification");
@@ -524,7 +531,7 @@ fn wait_for_tray(desktop: &Desktop, pending: u64, dnd: bool) {
         &format!("the tray to list {pending} (dnd {dnd})"),
         |lines| {
             lines.iter().find_map(|l| {
-                let event: Value = serde_json::from_str(l).ok()?;
+                let event: Value = serde_json::from_str(&l.text).ok()?;
                 (event["message"] == "tray.updated"
                     && event["pending"] == pending
                     && event["dnd"] == dnd)
@@ -538,7 +545,8 @@ fn wait_for_tray(desktop: &Desktop, pending: u64, dnd: bool) {
 async fn quit_from_the_tray_cancels_every_pending_item_at_once() {
     let desktop = Desktop::start_with(&[], true).await;
     let (agent_a, call_a) = ask_from_agent(&desktop, "quit-a", questions(&[db()])).await;
-    let (agent_b, call_b) = ask_from_agent(&desktop, "quit-b", questions(&[features()])).await;
+    let (agent_b, call_b) =
+        ask_from_agent(&desktop, "quit-b", questions(&[features_to_ship()])).await;
     wait_for_tray(&desktop, 2, false);
     desktop.tray_menu(&["Up", "Return"]);
     quits_cancelling(desktop, vec![(agent_a, call_a), (agent_b, call_b)]).await;
@@ -553,7 +561,7 @@ async fn quiet_then_loud(desktop: &Desktop) -> Vec<String> {
     let (agent_a, call_a) = ask_from_agent(desktop, "quiet", questions(&[db()])).await;
     let quiet = desktop.log.question_id("quiet");
     wait_for_tray(desktop, 1, true);
-    let listed = hark_at(desktop, &["inbox", "--json"]);
+    let listed = hark(&desktop.sandbox, &["inbox", "--json"]);
     assert!(
         String::from_utf8_lossy(&listed.stdout).contains(&quiet),
         "the inbox still fills"
@@ -575,7 +583,7 @@ async fn quiet_then_loud(desktop: &Desktop) -> Vec<String> {
         "no notification while do-not-disturb was on"
     );
     for id in [quiet, desktop.log.question_id("loud")] {
-        assert!(hark_at(desktop, &["skip", &id]).status.success());
+        assert!(hark(&desktop.sandbox, &["skip", &id]).status.success());
     }
     call_a.await.unwrap();
     call_b.await.unwrap();
@@ -622,8 +630,8 @@ async fn the_config_sets_how_new_items_are_announced() {
 
 #[test]
 fn without_a_display_hark_app_says_so_and_points_to_the_terminal() {
-    let out = Command::new(hark())
-        .arg("app")
+    let out = sandbox()
+        .hark(["app"])
         .env_remove("DISPLAY")
         .env_remove("WAYLAND_DISPLAY")
         .output()
@@ -642,7 +650,7 @@ fn without_a_display_hark_app_says_so_and_points_to_the_terminal() {
 async fn inbox_with_the_fake_agent(env: &[(&str, &str)]) -> Desktop {
     let desktop = Desktop::start_with(env, false).await;
     std::fs::write(
-        desktop.dir.path().join("no-config.toml"),
+        desktop.sandbox.config(),
         format!(
             "agent_command = {:?}\n",
             fake_claude().display().to_string()
@@ -694,7 +702,7 @@ async fn a_run_dispatched_from_the_inbox_asks_through_the_modal_and_is_recorded(
     desktop.pick("SQLite").await;
     desktop.click("#submit").await;
     ended_well(&desktop, &run_id);
-    let runs = hark_at(&desktop, &["runs", "--json"]);
+    let runs = hark(&desktop.sandbox, &["runs", "--json"]);
     let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
     assert_eq!(runs[0]["id"], run_id.as_str());
     assert_eq!(runs[0]["session_id"], "from-the-app");
@@ -780,7 +788,7 @@ async fn a_conversation_from_the_inbox_takes_each_next_message_in_the_modal() {
     desktop.keys(ENTER).await;
 
     ended_well(&desktop, &run_id);
-    let runs = hark_at(&desktop, &["runs", "--json"]);
+    let runs = hark(&desktop.sandbox, &["runs", "--json"]);
     let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
     assert_eq!(runs[0]["id"], run_id.as_str());
     assert_eq!(runs[0]["status"], "finished");

@@ -3,12 +3,10 @@
 //! prompt text) before the fake `claude -p` starts, and puts the answers
 //! into its prompt; headless it does not start the agent.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
+use crate::support::*;
 use serde_json::{Value, json};
-use support::*;
 
 fn intake_file(dir: &Path, when: &str) -> PathBuf {
     let path = dir.join("intake.json");
@@ -35,8 +33,7 @@ fn prompts(log: &Path) -> Vec<String> {
 }
 
 fn intake_items(daemon: &Daemon) -> Vec<Value> {
-    daemon
-        .inbox()
+    inbox(&daemon.sandbox)
         .into_iter()
         .filter(|i| i["asker"]["command"] == "hark run (intake)")
         .collect()
@@ -44,11 +41,11 @@ fn intake_items(daemon: &Daemon) -> Vec<Value> {
 
 #[test]
 fn the_agent_starts_after_the_intake_with_its_answers_in_the_prompt() {
-    let daemon = Daemon::start(json!({"Which environment?": "Production", "Tell the team?": "No"}));
-    let intake = intake_file(daemon.dir.path(), "thread-start");
-    let log = daemon.dir.path().join("fake.log");
+    let daemon = serve(json!({"Which environment?": "Production", "Tell the team?": "No"}));
+    let intake = intake_file(daemon.sandbox.root(), "thread-start");
+    let log = daemon.sandbox.path("fake.log");
     let out = hark_run(
-        &daemon.socket,
+        &daemon.sandbox,
         &log,
         &[
             "--intake",
@@ -94,13 +91,13 @@ fn the_agent_starts_after_the_intake_with_its_answers_in_the_prompt() {
 
 #[test]
 fn every_turn_asks_again_before_the_next_converse_turn_and_thread_start_does_not() {
-    let daemon = Daemon::start(json!({"Which environment?": "Staging", "Tell the team?": "Yes"}));
+    let daemon = serve(json!({"Which environment?": "Staging", "Tell the team?": "Yes"}));
     for (when, expected) in [("every-turn", 2), ("thread-start", 1)] {
-        let intake = intake_file(daemon.dir.path(), when);
-        let log = daemon.dir.path().join(format!("{when}.log"));
+        let intake = intake_file(daemon.sandbox.root(), when);
+        let log = daemon.sandbox.path(format!("{when}.log"));
         let before = intake_items(&daemon).len();
         let out = hark_run(
-            &daemon.socket,
+            &daemon.sandbox,
             &log,
             &[
                 "--verb",
@@ -131,12 +128,11 @@ fn every_turn_asks_again_before_the_next_converse_turn_and_thread_start_does_not
 
 #[test]
 fn headless_the_agent_does_not_start_and_hark_reports_not_answered() {
-    let dir = tempfile::tempdir().unwrap();
-    let intake = intake_file(dir.path(), "thread-start");
-    let log = dir.path().join("fake.log");
-    let socket = dir.path().join("nobody.sock");
+    let nobody = sandbox();
+    let intake = intake_file(nobody.root(), "thread-start");
+    let log = nobody.path("fake.log");
     let out = hark_run(
-        &socket,
+        &nobody,
         &log,
         &["--intake", intake.to_str().unwrap(), "--", "go"],
         "",
@@ -155,10 +151,9 @@ fn headless_the_agent_does_not_start_and_hark_reports_not_answered() {
 
 #[test]
 fn answers_on_the_command_line_start_the_agent_with_nobody_attached() {
-    let dir = tempfile::tempdir().unwrap();
-    let intake = intake_file(dir.path(), "thread-start");
-    let log = dir.path().join("fake.log");
-    let socket = dir.path().join("nobody.sock");
+    let nobody = sandbox();
+    let intake = intake_file(nobody.root(), "thread-start");
+    let log = nobody.path("fake.log");
     let path = intake.to_str().unwrap();
     let args = [
         "--intake",
@@ -170,7 +165,7 @@ fn answers_on_the_command_line_start_the_agent_with_nobody_attached() {
         "--",
         "go",
     ];
-    let out = hark_run(&socket, &log, &args, "");
+    let out = hark_run(&nobody, &log, &args, "");
     assert!(
         out.status.success(),
         "{}",
@@ -180,7 +175,7 @@ fn answers_on_the_command_line_start_the_agent_with_nobody_attached() {
     assert!(prompts[0].contains("(env): prod") && prompts[0].contains("(notify): yes"));
 
     let bad = hark_run(
-        &socket,
+        &nobody,
         &log,
         &["--intake", path, "--answer", "env=moon", "--", "go"],
         "",

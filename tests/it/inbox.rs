@@ -1,33 +1,21 @@
 //! The inbox that loses nothing: the store through the real binary, one set
 //! of reply rules for every surface, the feed, and the terminal surface.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
+use crate::support::*;
 use serde_json::{Value, json};
-use support::*;
-
-fn features() -> Value {
-    question(
-        "Which features?",
-        "Features",
-        &["Auth (Recommended)", "Billing", "Search"],
-        true,
-    )
-}
 
 /// Starts `hark ask` in the background against the daemon.
 fn ask_in_background(daemon: &Daemon, session: &str, qs: Value) -> std::process::Child {
-    let file = daemon.dir.path().join(format!("{session}.json"));
+    let file = daemon.sandbox.path(format!("{session}.json"));
     std::fs::write(&file, qs.to_string()).unwrap();
-    Command::new(hark())
-        .args(["ask", "--session", session, "--file"])
+    daemon
+        .sandbox
+        .hark(["ask", "--session", session, "--file"])
         .arg(&file)
-        .env("HARK_SOCKET", &daemon.socket)
-        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -55,7 +43,7 @@ fn by_session<'a>(items: &'a [Value], session: &str) -> &'a Value {
 
 /// Sends one raw frame to the daemon and reads one frame back.
 fn exchange(daemon: &Daemon, frame: Value) -> Value {
-    let mut stream = UnixStream::connect(&daemon.socket).unwrap();
+    let mut stream = UnixStream::connect(daemon.sandbox.socket()).unwrap();
     stream.write_all(format!("{frame}\n").as_bytes()).unwrap();
     let mut line = String::new();
     BufReader::new(stream).read_line(&mut line).unwrap();
@@ -64,22 +52,22 @@ fn exchange(daemon: &Daemon, frame: Value) -> Value {
 
 #[test]
 fn a_killed_daemon_loses_no_settled_outcome_and_closes_out_pending_ones() {
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let daemon = serve(json!({"Which database?": "SQLite"}));
     let answered = ask_in_background(&daemon, "answered", questions(&[db()]));
     assert!(answered.wait_with_output().unwrap().status.success());
     let mut waiting = ask_in_background(&daemon, "waiting", questions(&[features()]));
     daemon
         .log
         .wait_event("operator.question.asked", &[("session_id", "waiting")]);
-    let before = daemon.inbox();
+    let before = inbox(&daemon.sandbox);
 
-    let dir = daemon.kill9();
+    let sandbox = daemon.kill9();
     // The asker's socket closed with the daemon: it got its error at once.
     let status = waiting.wait().unwrap();
     assert_ne!(status.code(), Some(0));
 
-    let daemon = Daemon::start_in(dir, json!({}), &[]);
-    let after = daemon.inbox();
+    let daemon = serve_in(&sandbox, json!({}), &[]);
+    let after = inbox(&daemon.sandbox);
     assert_eq!(after.len(), 2);
     assert_eq!(
         by_session(&after, "answered"),
@@ -95,7 +83,7 @@ fn a_killed_daemon_loses_no_settled_outcome_and_closes_out_pending_ones() {
         json!({"outcome": "cancelled", "reason": "hark restarted before it was answered"})
     );
     assert_eq!(closed["request"], by_session(&before, "waiting")["request"]);
-    let pending = daemon.hark(&["inbox", "--json"]);
+    let pending = hark(&daemon.sandbox, &["inbox", "--json"]);
     assert_eq!(
         serde_json::from_slice::<Value>(&pending.stdout).unwrap(),
         json!([])
@@ -104,14 +92,13 @@ fn a_killed_daemon_loses_no_settled_outcome_and_closes_out_pending_ones() {
 
 #[test]
 fn two_racing_replies_exactly_one_wins() {
-    let daemon = Daemon::start(json!({}));
+    let daemon = serve(json!({}));
     let asker = ask_in_background(&daemon, "raced", questions(&[db()]));
     let id = daemon.log.question_id("raced");
     let racer = |label: &'static str| {
-        let mut cmd = Command::new(hark());
-        cmd.args(["answer", &id, "--json", "--pick", label])
-            .env("HARK_SOCKET", &daemon.socket)
-            .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"));
+        let mut cmd = daemon
+            .sandbox
+            .hark(["answer", &id, "--json", "--pick", label]);
         cmd.stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -136,7 +123,7 @@ fn two_racing_replies_exactly_one_wins() {
         got["answers"], won["outcome"]["answers"],
         "the asker got the winner's answer"
     );
-    let items = daemon.inbox();
+    let items = inbox(&daemon.sandbox);
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["outcome"]["answers"], won["outcome"]["answers"]);
     assert_eq!(items[0]["replied_by"], "cli");
@@ -144,32 +131,32 @@ fn two_racing_replies_exactly_one_wins() {
 
 #[test]
 fn a_verdict_on_a_question_set_is_refused_and_changes_nothing() {
-    let daemon = Daemon::start(json!({}));
+    let daemon = serve(json!({}));
     let asker = ask_in_background(&daemon, "mismatch", questions(&[db()]));
     let asked = daemon
         .log
         .wait_event("operator.question.asked", &[("session_id", "mismatch")]);
-    let before = daemon.inbox();
+    let before = inbox(&daemon.sandbox);
     let refused = exchange(
         &daemon,
         json!({"type": "reply", "id": asked["question_id"], "reply": {"action": "approve"}}),
     );
     assert_eq!(refused["type"], "error");
     assert_eq!(refused["code"], "human_reply_mismatch");
-    assert_eq!(daemon.inbox(), before, "no row changed");
+    assert_eq!(inbox(&daemon.sandbox), before, "no row changed");
     assert!(before[0]["outcome"].is_null(), "still pending");
     reap(asker);
 }
 
 #[test]
 fn defaults_and_skips_are_stored_as_what_they_were() {
-    let daemon = Daemon::start(json!({}));
+    let daemon = serve(json!({}));
     let defaulted = ask_in_background(&daemon, "defaulted", questions(&[db(), features()]));
     let asked = daemon
         .log
         .wait_event("operator.question.asked", &[("session_id", "defaulted")]);
     let id = asked["question_id"].as_str().unwrap();
-    let out = daemon.hark(&["answer", &id[..8], "--pick", "SQLite"]);
+    let out = hark(&daemon.sandbox, &["answer", &id[..8], "--pick", "SQLite"]);
     assert!(
         out.status.success(),
         "{}",
@@ -185,7 +172,10 @@ fn defaults_and_skips_are_stored_as_what_they_were() {
     let asked = daemon
         .log
         .wait_event("operator.question.asked", &[("session_id", "skipped")]);
-    let out = daemon.hark(&["skip", asked["question_id"].as_str().unwrap()]);
+    let out = hark(
+        &daemon.sandbox,
+        &["skip", asked["question_id"].as_str().unwrap()],
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -193,7 +183,7 @@ fn defaults_and_skips_are_stored_as_what_they_were() {
     );
     assert_eq!(skipped.wait_with_output().unwrap().status.code(), Some(3));
 
-    let items = daemon.inbox();
+    let items = inbox(&daemon.sandbox);
     assert_eq!(
         by_session(&items, "defaulted")["outcome"],
         json!({"outcome": "answered",
@@ -208,7 +198,7 @@ fn defaults_and_skips_are_stored_as_what_they_were() {
 
 #[test]
 fn a_late_subscriber_lists_what_it_missed_and_follows_the_rest() {
-    let daemon = Daemon::start(json!({}));
+    let daemon = serve(json!({}));
     let asker = ask_in_background(&daemon, "late", questions(&[db()]));
     let id = daemon.log.question_id("late");
 
@@ -218,7 +208,7 @@ fn a_late_subscriber_lists_what_it_missed_and_follows_the_rest() {
     );
     assert_eq!(listed["items"][0]["id"], id.as_str());
 
-    let mut feed = UnixStream::connect(&daemon.socket).unwrap();
+    let mut feed = UnixStream::connect(daemon.sandbox.socket()).unwrap();
     feed.write_all(b"{\"type\":\"subscribe\"}\n").unwrap();
     let mut events = BufReader::new(feed.try_clone().unwrap()).lines();
     let mut next = || serde_json::from_str::<Value>(&events.next().unwrap().unwrap()).unwrap();
@@ -228,7 +218,7 @@ fn a_late_subscriber_lists_what_it_missed_and_follows_the_rest() {
         (Some("added"), Some(id.as_str()))
     );
 
-    let out = daemon.hark(&["answer", &id, "--defaults"]);
+    let out = hark(&daemon.sandbox, &["answer", &id, "--defaults"]);
     assert!(
         out.status.success(),
         "{}",
@@ -247,17 +237,16 @@ fn a_late_subscriber_lists_what_it_missed_and_follows_the_rest() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn inbox_watch_shows_an_agents_question_and_hark_answer_settles_it() {
-    let daemon = Daemon::start(json!({}));
-    let mut watch = Command::new(hark())
-        .args(["inbox", "--watch", "--json"])
-        .env("HARK_SOCKET", &daemon.socket)
-        .env("HARK_CONFIG", daemon.dir.path().join("no-config.toml"))
+    let daemon = serve(json!({}));
+    let mut watch = daemon
+        .sandbox
+        .hark(["inbox", "--watch", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let seen = Lines::follow(watch.stdout.take().unwrap());
-    let agent = agent(&daemon.socket, &[("HARK_SESSION_ID", "watched")]).await;
+    let seen = Lines::follow("hark inbox --watch", watch.stdout.take().unwrap());
+    let agent = agent(&daemon.sandbox, &[("HARK_SESSION_ID", "watched")]).await;
     let call = tokio::spawn({
         let peer = agent.peer().clone();
         async move {
@@ -274,7 +263,7 @@ async fn inbox_watch_shows_an_agents_question_and_hark_answer_settles_it() {
     });
     let added: Value = serde_json::from_str(&added).unwrap();
     let id = added["item"]["id"].as_str().unwrap().to_owned();
-    let out = daemon.hark(&["answer", &id, "--pick", "SQLite"]);
+    let out = hark(&daemon.sandbox, &["answer", &id, "--pick", "SQLite"]);
     assert!(
         out.status.success(),
         "{}",
@@ -292,18 +281,18 @@ async fn inbox_watch_shows_an_agents_question_and_hark_answer_settles_it() {
 
 #[test]
 fn clear_settled_empties_the_history_and_keeps_what_is_pending() {
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let daemon = serve(json!({"Which database?": "SQLite"}));
     ask_answered(&daemon, "done");
     let pending = ask_in_background(&daemon, "open", questions(&[features()]));
     daemon
         .log
         .wait_event("operator.question.asked", &[("session_id", "open")]);
-    let out = daemon.hark(&["inbox", "--clear-settled", "--json"]);
+    let out = hark(&daemon.sandbox, &["inbox", "--clear-settled", "--json"]);
     assert_eq!(
         serde_json::from_slice::<Value>(&out.stdout).unwrap(),
         json!({"removed": 1})
     );
-    let items = daemon.inbox();
+    let items = inbox(&daemon.sandbox);
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["session_id"], "open");
     reap(pending);
@@ -311,7 +300,7 @@ fn clear_settled_empties_the_history_and_keeps_what_is_pending() {
 
 #[test]
 fn hark_sessions_sums_up_each_session_waiting_ones_first() {
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let daemon = serve(json!({"Which database?": "SQLite"}));
     let waiting = ask_in_background(&daemon, "open", questions(&[features()]));
     daemon
         .log
@@ -319,7 +308,7 @@ fn hark_sessions_sums_up_each_session_waiting_ones_first() {
     ask_answered(&daemon, "done");
     ask_answered(&daemon, "done");
 
-    let out = daemon.hark(&["sessions", "--json"]);
+    let out = hark(&daemon.sandbox, &["sessions", "--json"]);
     assert!(
         out.status.success(),
         "{}",
@@ -344,7 +333,7 @@ fn hark_sessions_sums_up_each_session_waiting_ones_first() {
     assert_eq!(sessions[1]["alive"], false, "its `hark ask` has exited");
     assert_eq!(sessions[1]["asker"]["command"], "hark ask");
 
-    let text = stdout(&daemon.hark(&["sessions"]));
+    let text = stdout(&hark(&daemon.sandbox, &["sessions"]));
     assert!(
         text.contains("WAITING   open — 1 item(s), 1 pending"),
         "{text}"
@@ -358,18 +347,21 @@ fn hark_sessions_sums_up_each_session_waiting_ones_first() {
 
 #[test]
 fn answering_a_settled_or_unknown_item_says_why() {
-    let daemon = Daemon::start(json!({"Which database?": "SQLite"}));
+    let daemon = serve(json!({"Which database?": "SQLite"}));
     ask_answered(&daemon, "done");
-    let id = daemon.inbox()[0]["id"].as_str().unwrap().to_owned();
-    let again = daemon.hark(&["answer", &id, "--pick", "Postgres (Recommended)"]);
+    let id = inbox(&daemon.sandbox)[0]["id"].as_str().unwrap().to_owned();
+    let again = hark(
+        &daemon.sandbox,
+        &["answer", &id, "--pick", "Postgres (Recommended)"],
+    );
     assert_eq!(again.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&again.stderr).contains("already settled (answered by script)")
     );
-    let unknown = daemon.hark(&["skip", "ffffffff"]);
+    let unknown = hark(&daemon.sandbox, &["skip", "ffffffff"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert_eq!(
-        daemon.inbox()[0]["outcome"]["answers"]["Which database?"],
+        inbox(&daemon.sandbox)[0]["outcome"]["answers"]["Which database?"],
         "SQLite"
     );
 }
