@@ -1,0 +1,176 @@
+//! Cold start: how long after spawn a stdio MCP server answers `initialize`,
+//! and then `tools/list` (what an agent waits for before it can call a tool),
+//! its peak RSS, and whether it keeps stdout to the protocol.
+//!
+//! `hark mcp-operator-ask` and `bare-ask-server` are run side by side,
+//! interleaved run by run (alternating which goes first), so drift in the
+//! machine's load hits both alike.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::rpc::Peer;
+use crate::stats::Summary;
+use hark_harness::{Lines, Sandbox};
+
+/// How long any one response may take before the run is a failure.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Runs per server before the measured ones (page cache, dynamic loader).
+pub const WARMUP_RUNS: usize = 2;
+
+/// One server under test.
+#[derive(Debug)]
+pub struct Subject {
+    pub label: &'static str,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// Where its stderr goes, for the report when something fails.
+    pub stderr_log: PathBuf,
+}
+
+/// One measured run.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    initialize: Duration,
+    tools_list: Duration,
+    peak_rss_kib: Option<u64>,
+    stdout_clean: bool,
+}
+
+/// All runs of one server.
+#[derive(Debug, Default)]
+pub struct Results {
+    initialize: Vec<Duration>,
+    tools_list: Vec<Duration>,
+    /// The largest VmHWM seen over the runs, in KiB.
+    pub peak_rss_kib: Option<u64>,
+    /// Every run wrote nothing but JSON-RPC on stdout.
+    pub stdout_clean: bool,
+    /// The first offending stdout line, if any.
+    pub bad_line: Option<String>,
+    /// The tool names `tools/list` returned (from the last run).
+    pub tools: Vec<String>,
+}
+
+impl Results {
+    pub fn initialize(&self) -> Option<Summary> {
+        Summary::of_durations(&self.initialize)
+    }
+
+    pub fn tools_list(&self) -> Option<Summary> {
+        Summary::of_durations(&self.tools_list)
+    }
+}
+
+/// Runs `hark` and `bare` `runs` times each, interleaved.
+pub fn measure(
+    sandbox: &Sandbox,
+    hark: &Subject,
+    bare: &Subject,
+    runs: usize,
+) -> Result<(Results, Results), String> {
+    let mut results = (
+        Results {
+            stdout_clean: true,
+            ..Results::default()
+        },
+        Results {
+            stdout_clean: true,
+            ..Results::default()
+        },
+    );
+    for i in 0..WARMUP_RUNS + runs {
+        let measured = i >= WARMUP_RUNS;
+        let order = if i % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for is_hark in order {
+            let (subject, into) = if is_hark {
+                (hark, &mut results.0)
+            } else {
+                (bare, &mut results.1)
+            };
+            let run = run_once(sandbox, subject, &mut into.tools, &mut into.bad_line)
+                .map_err(|e| format!("{} (cold run {}): {e}", subject.label, i + 1))?;
+            if measured {
+                into.initialize.push(run.initialize);
+                into.tools_list.push(run.tools_list);
+                into.peak_rss_kib = into.peak_rss_kib.max(run.peak_rss_kib);
+                into.stdout_clean &= run.stdout_clean;
+            }
+        }
+    }
+    Ok(results)
+}
+
+fn run_once(
+    sandbox: &Sandbox,
+    subject: &Subject,
+    tools: &mut Vec<String>,
+    bad_line: &mut Option<String>,
+) -> Result<Run, String> {
+    let stderr = std::fs::File::create(&subject.stderr_log)
+        .map_err(|e| format!("cannot create {}: {e}", subject.stderr_log.display()))?;
+    let mut command = sandbox.command(&subject.program);
+    command.args(&subject.args).stderr(Stdio::from(stderr));
+
+    let mut peer = Peer::spawn(&mut command)?;
+    let with_log = |e: String| with_stderr(e, &subject.stderr_log);
+    let initialized = peer.initialize(1, RESPONSE_TIMEOUT).map_err(with_log)?;
+    peer.request(2, "tools/list", json!({})).map_err(with_log)?;
+    let (listed, response) = peer.response(2, RESPONSE_TIMEOUT).map_err(with_log)?;
+    *tools = response
+        .pointer("/result/tools")
+        .and_then(|t| t.as_array())
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t.get("name")?.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let peak_rss_kib = peer.peak_rss_kib();
+    let spawned = peer.spawned;
+    let finished = peer.close(RESPONSE_TIMEOUT).map_err(with_log)?;
+    if !finished.status.success() {
+        return Err(with_log(format!("exited with {}", finished.status)));
+    }
+    if bad_line.is_none() {
+        bad_line.clone_from(&finished.bad_line);
+    }
+    Ok(Run {
+        initialize: initialized - spawned,
+        tools_list: listed - spawned,
+        peak_rss_kib,
+        stdout_clean: finished.stdout_clean,
+    })
+}
+
+/// Appends the tail of a child's stderr, written to `log`, to an error.
+pub fn with_stderr(error: String, log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let tail: Vec<&str> = text.lines().rev().take(10).collect();
+    with_tail(error, tail.into_iter().rev())
+}
+
+/// Appends the tail of a followed stderr (the daemon's) to an error.
+pub fn with_log(error: String, log: &Lines) -> String {
+    let lines = log.since(log.len().saturating_sub(10));
+    with_tail(error, lines.iter().map(|l| l.text.as_str()))
+}
+
+fn with_tail<'a>(error: String, tail: impl Iterator<Item = &'a str>) -> String {
+    let tail: Vec<&str> = tail.collect();
+    if tail.is_empty() {
+        return error;
+    }
+    format!(
+        "{error}\n  its stderr ended with:\n    {}",
+        tail.join("\n    ")
+    )
+}

@@ -1,0 +1,103 @@
+//! Memory: the resident set of the app's whole process tree with 1 item
+//! pending, then with `pending` items pending (every connection held open,
+//! as waiting agents hold theirs), then after they are all cancelled. Each
+//! point is sampled as soon as the app shows it (the modal drew the first
+//! item; the tray counts them all and every notification is up), and again
+//! once the app has gone quiet.
+
+use std::time::Duration;
+
+use crate::asker::Ask;
+use crate::desktop::Desktop;
+use crate::idle::{QUIET_PATIENCE, QUIET_PERCENT};
+use crate::latency::PATIENCE;
+use crate::procs::{self, TreeSample};
+
+/// The bounded wait of the items held pending: longer than any run.
+const HOLD_SECS: u64 = 3600;
+
+/// The tree sampled at one point, as soon as the app showed it and once quiet.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub pending: usize,
+    pub shown: TreeSample,
+    pub quiet: TreeSample,
+    /// How long it took to get quiet; `None` if it never did (sampled anyway).
+    pub quiet_after: Option<Duration>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Results {
+    pub one: Point,
+    pub many: Point,
+    /// After every item was cancelled (the connections closed).
+    pub after: Point,
+    /// What the first point waited for.
+    pub one_waited_for: &'static str,
+}
+
+fn point(desktop: &Desktop, ticks_per_s: u64, pending: usize) -> Point {
+    let shown = TreeSample::take(desktop.app_pid);
+    let quiet_after =
+        procs::wait_quiet(desktop.app_pid, ticks_per_s, QUIET_PERCENT, QUIET_PATIENCE);
+    Point {
+        pending,
+        shown,
+        quiet: TreeSample::take(desktop.app_pid),
+        quiet_after,
+    }
+}
+
+/// Runs the three points. `modal_logs` says whether the app logs
+/// `modal.shown` (else the first point waits for the tray and the window).
+pub fn measure(
+    desktop: &Desktop,
+    ticks_per_s: u64,
+    pending: usize,
+    modal_logs: bool,
+) -> Result<Results, String> {
+    let socket = desktop.sandbox().socket();
+    let from = desktop.log.len();
+    let first = Ask::start(&socket, "Pending item 1?", HOLD_SECS, PATIENCE)?;
+    let of = |id: &str| {
+        let id = id.to_owned();
+        move |v: &serde_json::Value| v["question_id"] == id.as_str()
+    };
+    let one_waited_for = if modal_logs {
+        desktop.event(from, "modal.shown", PATIENCE, of(&first.id))?;
+        "modal.shown"
+    } else {
+        desktop.event(from, "tray.updated", PATIENCE, |v| v["pending"] == 1)?;
+        desktop.event(from, "window shown", PATIENCE, |v| v["window"] == "modal")?;
+        "tray.updated (1 pending) and window shown"
+    };
+    desktop.event(from, "notification shown", PATIENCE, of(&first.id))?;
+    let one = point(desktop, ticks_per_s, 1);
+
+    let from = desktop.log.len();
+    let mut held = vec![first];
+    for k in 2..=pending {
+        held.push(Ask::start(
+            &socket,
+            &format!("Pending item {k}?"),
+            HOLD_SECS,
+            PATIENCE,
+        )?);
+    }
+    desktop.event(from, "tray.updated", PATIENCE, |v| v["pending"] == pending)?;
+    for ask in &held[1..] {
+        desktop.event(from, "notification shown", PATIENCE, of(&ask.id))?;
+    }
+    let many = point(desktop, ticks_per_s, pending);
+
+    let from = desktop.log.len();
+    drop(held);
+    desktop.event(from, "tray.updated", PATIENCE, |v| v["pending"] == 0)?;
+    let after = point(desktop, ticks_per_s, 0);
+    Ok(Results {
+        one,
+        many,
+        after,
+        one_waited_for,
+    })
+}

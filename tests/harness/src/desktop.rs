@@ -1,0 +1,225 @@
+//! A private desktop session, on the X display `xvfb-run` provides: a
+//! session bus (`dbus-daemon`), a `dbus-monitor` watching the notification
+//! interface and the bus's name changes, a notification server (`dunst`),
+//! and, for a test that clicks the tray, a tray host (`trayer`). The app
+//! under test is started on it by its user (directly by the desktop
+//! benchmark, through WebDriver by the desktop tests), so it never meets the
+//! user's session or an already-running instance.
+//!
+//! Everything is stopped with SIGTERM (SIGKILL if it lingers) when dropped,
+//! last started first.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::lines::Lines;
+use crate::monitor;
+use crate::process::Started;
+use crate::sandbox::Sandbox;
+
+/// The tools a session needs.
+pub const TOOLS: [&str; 3] = ["dbus-daemon", "dbus-monitor", "dunst"];
+
+/// How long the bus or the monitor may take to start.
+const HELPER_PATIENCE: Duration = Duration::from_secs(15);
+/// How long one dunst may take to serve before it is started again.
+const DUNST_PATIENCE: Duration = Duration::from_secs(5);
+const DUNST_ATTEMPTS: usize = 3;
+
+/// Whether `tool` is on the `PATH`.
+pub fn installed(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// The bus, its monitor and dunst.
+#[derive(Debug)]
+pub struct Session {
+    /// The sandbox, on this session's bus: what runs on the session starts
+    /// from it.
+    pub sandbox: Sandbox,
+    /// The bus's address.
+    pub address: String,
+    /// `dbus-monitor`'s output: what crossed the bus to the notification
+    /// server, and who owns which name.
+    pub monitor: Lines,
+    /// The bus, the monitor and dunst, in the order they started.
+    helpers: Vec<Started>,
+}
+
+impl Session {
+    /// Starts the bus, the monitor and dunst, and waits until dunst owns
+    /// `org.freedesktop.Notifications`.
+    pub fn start(sandbox: &Sandbox) -> Result<Session, String> {
+        let mut bus_daemon = Started::spawn(
+            "dbus-daemon",
+            sandbox
+                .command("dbus-daemon")
+                .args(["--session", "--nofork", "--print-address=1"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null()),
+        )?;
+        let printed = Lines::follow("dbus-daemon", take(bus_daemon.child.stdout.take())?);
+        // From here on, a failure drops `session`, which stops what started.
+        let mut session = Session {
+            sandbox: sandbox.clone(),
+            address: String::new(),
+            monitor: Lines::follow("nothing", std::io::empty()),
+            helpers: vec![bus_daemon],
+        };
+        session.address = printed.wait("bus address", HELPER_PATIENCE, |lines| {
+            lines
+                .iter()
+                .find(|l| l.text.starts_with("unix:"))
+                .map(|l| l.text.trim().to_owned())
+        })?;
+        session.sandbox = sandbox.on_bus(&session.address);
+
+        let mut monitor = Started::spawn(
+            "dbus-monitor",
+            session
+                .sandbox
+                .command("dbus-monitor")
+                .args([
+                    "--address",
+                    &session.address,
+                    "interface='org.freedesktop.Notifications'",
+                    "interface='org.freedesktop.DBus',member='NameOwnerChanged'",
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null()),
+        )?;
+        session.monitor = Lines::follow("dbus-monitor", take(monitor.child.stdout.take())?);
+        session.helpers.push(monitor);
+        session
+            .monitor
+            .wait("dbus-monitor attaching", HELPER_PATIENCE, |lines| {
+                lines
+                    .iter()
+                    .find(|l| l.text.starts_with("signal "))
+                    .map(|_| ())
+            })?;
+
+        let dunst = session.start_dunst()?;
+        session.helpers.push(dunst);
+        Ok(session)
+    }
+
+    /// Starts dunst and waits until it owns the notification name. A dunst
+    /// that has not within [`DUNST_PATIENCE`] is stopped and started again
+    /// (twice at most), what it said shown: it is the notification server,
+    /// not what is tested or measured.
+    fn start_dunst(&self) -> Result<Started, String> {
+        let mut said = Vec::new();
+        for attempt in 1..=DUNST_ATTEMPTS {
+            let from = self.monitor.len();
+            let mut dunst = Started::spawn(
+                "dunst",
+                self.sandbox
+                    .command("dunst")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped()),
+            )?;
+            let output = Lines::follow("dunst", take(dunst.child.stderr.take())?);
+            let serving = self.monitor.wait(
+                "dunst owning org.freedesktop.Notifications",
+                DUNST_PATIENCE,
+                |lines| {
+                    let since = lines.get(from..).unwrap_or_default();
+                    monitor::name_owned(since, "org.freedesktop.Notifications").then_some(())
+                },
+            );
+            if serving.is_ok() {
+                return Ok(dunst);
+            }
+            drop(dunst);
+            let report = format!(
+                "dunst did not serve notifications within {DUNST_PATIENCE:?} (attempt {attempt}); it said:\n{}",
+                output.tail(25)
+            );
+            eprintln!("hark-harness: {report}");
+            said.push(report);
+        }
+        Err(said.join("\n"))
+    }
+
+    /// Stops dunst, the monitor and the bus, last started first; the names
+    /// of those that ignored SIGTERM and were killed.
+    pub fn stop(&mut self) -> Vec<&'static str> {
+        let mut killed = Vec::new();
+        while let Some(mut helper) = self.helpers.pop() {
+            if helper.stop().is_none() {
+                killed.push(helper.name);
+            }
+        }
+        killed
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A system-tray panel (`trayer`) at the top right of the screen.
+#[derive(Debug)]
+pub struct TrayHost {
+    _trayer: Started,
+}
+
+impl TrayHost {
+    /// Starts trayer on the session's bus, and waits up to `patience` until
+    /// its panel is mapped, owning the tray selection: an icon made before
+    /// that may never be embedded. Start it before the app.
+    pub fn start(session: &Session, patience: Duration) -> Result<TrayHost, String> {
+        let trayer = Started::spawn(
+            "trayer",
+            session
+                .sandbox
+                .command("trayer")
+                .args([
+                    "--edge",
+                    "top",
+                    "--align",
+                    "right",
+                    "--widthtype",
+                    "pixel",
+                    "--width",
+                    "96",
+                    "--height",
+                    "32",
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )?;
+        let shown = Command::new("timeout")
+            .arg(patience.as_secs().to_string())
+            .args([
+                "xdotool",
+                "search",
+                "--sync",
+                "--onlyvisible",
+                "--name",
+                "^panel$",
+            ])
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| format!("cannot run xdotool: {e}"))?;
+        if !shown.success() {
+            return Err("trayer never showed its panel".into());
+        }
+        Ok(TrayHost { _trayer: trayer })
+    }
+}
+
+fn take<T>(pipe: Option<T>) -> Result<T, String> {
+    pipe.ok_or_else(|| "a child's pipe is missing".to_owned())
+}

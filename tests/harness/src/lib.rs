@@ -1,0 +1,28 @@
+//! What hark's end-to-end tests (`tests/it`) and benchmarks (`bench/`)
+//! share: every child they start runs in a [`Sandbox`], whatever they wait
+//! for they wait for on a child's output ([`Lines`]), and the desktop app
+//! runs on a private [`Session`].
+//!
+//! # Layout
+//!
+//! - `sandbox`: the temp dir with hark's socket, config and store, and the
+//!   environment every child gets (none of the user's session).
+//! - `lines`: a child's output followed line by line, stamped; waits wake
+//!   on each new line. `clock` reads the times in it.
+//! - `process`: stopping children (SIGTERM, then SIGKILL), waiting for exits.
+//! - `daemon`: `hark serve` with a scripted operator, in a sandbox.
+//! - `desktop`: the private session bus, its `dbus-monitor`, dunst, and a
+//!   tray host; `monitor` reads what the monitor prints.
+
+pub mod clock;
+pub mod daemon;
+pub mod desktop;
+pub mod lines;
+pub mod monitor;
+pub mod process;
+pub mod sandbox;
+
+pub use daemon::Daemon;
+pub use desktop::{Session, TrayHost};
+pub use lines::{Event, Line, Lines, PATIENCE};
+pub use sandbox::Sandbox;

@@ -1,0 +1,134 @@
+//! Stopping what a test or a benchmark started, and waiting for exits: on
+//! the exit itself for a child, by looking at `/proc` for a process that is
+//! not ours.
+
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a process may take to exit after SIGTERM.
+pub const EXIT_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Waits up to `patience` for `child` to exit and returns its status. When
+/// it has not exited by then it is killed (SIGKILL) and `None` comes back:
+/// every caller treats a child that outstays its time as a failure.
+pub fn wait_or_kill(child: &mut Child, patience: Duration) -> Option<ExitStatus> {
+    let pid = child.id();
+    std::thread::scope(|scope| {
+        let (exited_tx, exited) = std::sync::mpsc::channel();
+        scope.spawn(move || {
+            let _ = exited_tx.send(child.wait());
+        });
+        match exited.recv_timeout(patience) {
+            Ok(Ok(status)) => Some(status),
+            _ => {
+                // The waiting thread returns once the child is gone.
+                let _ = signal("-KILL", pid);
+                None
+            }
+        }
+    })
+}
+
+/// Sends SIGTERM to one process, by id.
+pub fn terminate(pid: u32) -> Result<(), String> {
+    signal("-TERM", pid)
+}
+
+fn signal(signal: &str, pid: u32) -> Result<(), String> {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run kill: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("kill {signal} {pid} failed"))
+    }
+}
+
+/// Waits up to `patience` until none of `pids` is alive; whether they all
+/// went. They are not our children, so nothing reports their exit to us
+/// (short of `pidfd_open`, which needs unsafe code or another crate): this
+/// looks at `/proc` every 10 ms.
+pub fn wait_gone(pids: &[u32], patience: Duration) -> bool {
+    let deadline = Instant::now() + patience;
+    loop {
+        let alive = pids.iter().any(|pid| alive(*pid));
+        if !alive {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether process `pid` exists (a zombie still does).
+pub fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// A process we started, stopped with SIGTERM (SIGKILL if it lingers) when
+/// asked or when dropped.
+#[derive(Debug)]
+pub struct Started {
+    pub name: &'static str,
+    pub child: Child,
+}
+
+impl Started {
+    pub fn spawn(name: &'static str, command: &mut Command) -> Result<Started, String> {
+        let child = command
+            .spawn()
+            .map_err(|e| format!("cannot start {name}: {e}"))?;
+        Ok(Started { name, child })
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM, then waits for the exit; SIGKILL when it has not exited
+    /// within [`EXIT_PATIENCE`]. The status, when it exited of its own
+    /// accord (`None`: it was killed).
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            return Some(status);
+        }
+        let _ = terminate(self.child.id());
+        wait_or_kill(&mut self.child, EXIT_PATIENCE)
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exit_is_seen_and_an_overstay_is_killed() {
+        let mut quick = Command::new("true").spawn().unwrap();
+        assert!(wait_or_kill(&mut quick, Duration::from_secs(20)).is_some_and(|s| s.success()));
+        let mut slow = Command::new("sleep").arg("30").spawn().unwrap();
+        assert_eq!(wait_or_kill(&mut slow, Duration::from_millis(50)), None);
+        assert!(slow.try_wait().unwrap().is_some(), "killed and reaped");
+    }
+
+    #[test]
+    fn a_started_process_stops_on_sigterm() {
+        let mut sleeper = Started::spawn("sleep", Command::new("sleep").arg("30")).unwrap();
+        let pid = sleeper.id();
+        assert!(alive(pid));
+        let status = sleeper.stop().expect("it exits on SIGTERM");
+        assert!(!status.success());
+        assert!(wait_gone(&[pid], EXIT_PATIENCE));
+    }
+}

@@ -1,0 +1,610 @@
+//! The operator-ask bridge end to end: an MCP client spawns the real
+//! `hark mcp-operator-ask`, which carries the call to a real `hark serve`
+//! with a scripted prompter over a unix socket in a temp dir.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use crate::support::*;
+use serde_json::{Value, json};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_list_shows_ask_with_the_askuserquestion_schema() {
+    let daemon = serve(json!({}));
+    let agent = agent(&daemon.sandbox, &[]).await;
+    let info = agent.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "operator");
+    let tools = agent.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0].name, "ask");
+    let schema = Value::Object((*tools[0].input_schema).clone());
+    let qs = &schema["properties"]["questions"];
+    assert_eq!(qs["minItems"], 1);
+    assert_eq!(qs["maxItems"], 4);
+    assert_eq!(
+        qs["items"]["required"],
+        json!(["question", "header", "options", "multiSelect"])
+    );
+    assert_eq!(qs["items"]["properties"]["options"]["minItems"], 2);
+    assert_eq!(qs["items"]["properties"]["options"]["maxItems"], 4);
+    assert_eq!(
+        qs["items"]["properties"]["options"]["items"]["required"],
+        json!(["label", "description"])
+    );
+    assert_eq!(qs["items"]["properties"]["multiSelect"]["type"], "boolean");
+    assert_eq!(schema["required"], json!(["questions"]));
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_come_back_in_askuserquestion_shape() {
+    let daemon = serve(json!({
+        "Which database?": "SQLite",
+        "Which features?": ["Auth (Recommended)", "Search"],
+        "Project name?": {"text": "falcon"},
+    }));
+    let agent = agent(&daemon.sandbox, &[]).await;
+
+    let single = ask(&agent, questions(&[db()])).await;
+    assert_eq!(single.is_error, Some(false));
+    assert_eq!(text(&single), r#"{"answers":{"Which database?":"SQLite"}}"#);
+
+    let multi = ask(&agent, questions(&[features()])).await;
+    assert_eq!(
+        text(&multi),
+        r#"{"answers":{"Which features?":["Auth (Recommended)","Search"]}}"#
+    );
+
+    let name = question("Project name?", "Name", &["hawk", "owl"], false);
+    let free = ask(&agent, questions(&[name])).await;
+    assert_eq!(text(&free), r#"{"answers":{"Project name?":"falcon"}}"#);
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_omitted_question_takes_its_default_and_an_empty_multiselect_means_none() {
+    let daemon = serve(json!({"Which features?": []}));
+    let agent = agent(&daemon.sandbox, &[]).await;
+    let result = ask(&agent, questions(&[db(), features()])).await;
+    assert_eq!(result.is_error, Some(false));
+    let got: Value = serde_json::from_str(&text(&result)).unwrap();
+    assert_eq!(
+        got,
+        json!({"answers": {"Which database?": "Postgres (Recommended)", "Which features?": []}})
+    );
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_skip_is_a_tool_error_naming_the_unconfirmed_defaults() {
+    let daemon = serve(json!({"Which database?": {"skip": true}}));
+    let agent = agent(&daemon.sandbox, &[]).await;
+    let result = ask(&agent, questions(&[db()])).await;
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text(&result),
+        format!(
+            "{NOT_ANSWERED} (the operator skipped this question; proceed on your own judgement; \
+             the pre-picked defaults were NOT confirmed: {{\"Which database?\":\"Postgres (Recommended)\"}})"
+        )
+    );
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unanswered_question_times_out_with_the_exact_error() {
+    let daemon = serve_with(json!({}), &["--ask-timeout", "0.3"]);
+    let agent = agent(&daemon.sandbox, &[("HARK_SESSION_ID", "timeout-session")]).await;
+    let result = ask(&agent, questions(&[db()])).await;
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text(&result),
+        format!("{NOT_ANSWERED} (timed out after 0.3 s; no default was applied)")
+    );
+    let event = daemon.log.wait_event(
+        "operator.question.unanswered",
+        &[("session_id", "timeout-session")],
+    );
+    assert_eq!(event["outcome"], "timed_out");
+    assert!(event["duration_ms"].as_u64().unwrap() >= 300);
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_per_call_timeout_overrides_the_daemon_default() {
+    let daemon = serve(json!({}));
+    let agent = agent(&daemon.sandbox, &[("HARK_ASK_TIMEOUT", "0.2")]).await;
+    let result = ask(&agent, questions(&[db()])).await;
+    assert_eq!(
+        text(&result),
+        format!("{NOT_ANSWERED} (timed out after 0.2 s; no default was applied)")
+    );
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_operator_running_is_an_error_at_once() {
+    let agent = agent(&sandbox(), &[]).await;
+    let result = ask(&agent, questions(&[db()])).await;
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text(&result),
+        format!(
+            "{NOT_ANSWERED} (no operator is attached (hark is not running); decide on your own judgement)"
+        )
+    );
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_calls_list_their_issues_and_the_daemon_keeps_serving() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let agent = agent(&daemon.sandbox, &[]).await;
+    let five: Vec<Value> = (0..5)
+        .map(|i| question(&format!("Q{i}?"), "H", &["A", "B"], false))
+        .collect();
+    let huge = "x".repeat(2 << 20);
+    let cases = [
+        (
+            questions(&[]),
+            vec!["questions: must hold 1–4 questions, got 0"],
+        ),
+        (
+            questions(&five),
+            vec!["questions: must hold 1–4 questions, got 5"],
+        ),
+        (
+            questions(&[question("Q?", "H", &["only"], false)]),
+            vec!["questions[0].options: must hold 2–4 options, got 1"],
+        ),
+        (
+            questions(&[question("Q?", "Thirteen char", &["A", "B"], false)]),
+            vec!["questions[0].header: must be at most 12 characters, got 13"],
+        ),
+        (
+            questions(&[db(), db()]),
+            vec!["questions[1].question: duplicates an earlier question's text"],
+        ),
+        (
+            json!({"questions": [{"question": 7, "header": ["H"], "options": [{"label": "A"}, {"label": false}], "multiSelect": "no"}]}),
+            vec![
+                "questions[0].question: must be a string, got a number",
+                "questions[0].header: must be a string, got an array",
+                "questions[0].multiSelect: must be a boolean, got a string",
+                "questions[0].options[1].label: must be a string, got a boolean",
+            ],
+        ),
+        (
+            json!({"questions": "Which database?"}),
+            vec!["questions: must be an array, got a string"],
+        ),
+        (
+            questions(&[question(&format!("{huge}?"), "Big", &["A", "B"], false)]),
+            vec!["over the 1048576 byte limit"],
+        ),
+    ];
+    for (args, expected) in cases {
+        let result = ask(&agent, args).await;
+        assert_eq!(result.is_error, Some(true));
+        let message = text(&result);
+        assert!(message.starts_with("invalid ask call"), "{message}");
+        for want in expected {
+            assert!(message.contains(want), "expected {want:?} in:\n{message}");
+        }
+    }
+    // Nothing was parked for a person, and the daemon still answers.
+    assert!(
+        !daemon
+            .log
+            .all()
+            .iter()
+            .any(|l| l.contains("operator.question.asked"))
+    );
+    let ok = ask(&agent, questions(&[db()])).await;
+    assert_eq!(text(&ok), r#"{"answers":{"Which database?":"SQLite"}}"#);
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_daemon_refuses_oversized_and_malformed_frames_and_keeps_serving() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::net::UnixStream;
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let exchange = |bytes: &[u8]| -> Value {
+        let mut stream = UnixStream::connect(daemon.sandbox.socket()).unwrap();
+        // The daemon may answer and hang up before it has read everything.
+        let _ = stream.write_all(bytes);
+        let mut line = String::new();
+        BufReader::new(stream).read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    let mut big = br#"{"type":"ask","request":{"questions":[]},"pad":""#.to_vec();
+    big.extend(std::iter::repeat_n(b'x', 2 << 20));
+    big.extend(b"\"}\n");
+    let refused = exchange(&big);
+    assert_eq!(refused["type"], "error");
+    assert_eq!(refused["code"], "frame_too_large");
+
+    let garbage = exchange(b"{not json\n");
+    assert_eq!(garbage["code"], "bad_frame");
+
+    let invalid = exchange(
+        &[
+            serde_json::to_vec(&json!({"type": "ask", "request": {"questions": []}})).unwrap(),
+            b"\n".to_vec(),
+        ]
+        .concat(),
+    );
+    assert_eq!(invalid["code"], "invalid");
+    assert_eq!(invalid["issues"][0]["path"], "questions");
+
+    let frame = json!({"type": "ask", "session_id": "raw", "request": questions(&[db()])});
+    let mut stream = UnixStream::connect(daemon.sandbox.socket()).unwrap();
+    stream.write_all(format!("{frame}\n").as_bytes()).unwrap();
+    let mut lines = BufReader::new(stream).lines();
+    let accepted: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(accepted["type"], "accepted");
+    let settled: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(settled["type"], "settled");
+    assert_eq!(
+        settled["outcome"],
+        json!({"outcome": "answered", "answers": {"Which database?": "SQLite"}, "defaulted": []})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_cancellation_cancels_the_pending_item() {
+    let daemon = serve(json!({}));
+    let agent = agent(&daemon.sandbox, &[("HARK_SESSION_ID", "cancel-me")]).await;
+    let handle = ask_cancellable(&agent, questions(&[db()])).await;
+    daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "cancel-me")]);
+    handle
+        .cancel(Some("the user pressed Esc".into()))
+        .await
+        .unwrap();
+    let event = daemon.log.wait_event(
+        "operator.question.unanswered",
+        &[("session_id", "cancel-me")],
+    );
+    assert_eq!(event["outcome"], "cancelled");
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_vanished_agent_cancels_its_item() {
+    let daemon = serve(json!({}));
+    let agent = agent(&daemon.sandbox, &[("HARK_SESSION_ID", "vanishing")]).await;
+    let _handle = ask_cancellable(&agent, questions(&[db()])).await;
+    daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "vanishing")]);
+    agent.cancel().await.unwrap(); // closes stdin: the MCP server exits and hangs up
+    let event = daemon.log.wait_event(
+        "operator.question.unanswered",
+        &[("session_id", "vanishing")],
+    );
+    assert_eq!(event["outcome"], "cancelled");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_notifications_flow_while_the_operator_thinks() {
+    let daemon = serve(json!({"Which database?": {"delay_ms": 700, "answer": "SQLite"}}));
+    let agent = agent(&daemon.sandbox, &[("HARK_PROGRESS_INTERVAL_MS", "100")]).await;
+    let result = ask(&agent, questions(&[db()])).await;
+    assert_eq!(text(&result), r#"{"answers":{"Which database?":"SQLite"}}"#);
+    let progress = agent.service().progress.lock().unwrap().clone();
+    assert!(!progress.is_empty(), "no progress notification arrived");
+    assert!(
+        progress[0].starts_with("waiting for the operator"),
+        "{progress:?}"
+    );
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fifty_concurrent_agents_each_get_their_own_answer() {
+    let script: serde_json::Map<String, Value> = (0..50)
+        .map(|i| {
+            (
+                format!("Question {i}?"),
+                json!({"text": format!("answer {i}")}),
+            )
+        })
+        .collect();
+    let daemon = serve(Value::Object(script));
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..50 {
+        let sandbox = daemon.sandbox.clone();
+        tasks.spawn(async move {
+            let agent = agent(&sandbox, &[]).await;
+            let q = question(&format!("Question {i}?"), "Many", &["A", "B"], false);
+            let result = ask(&agent, questions(&[q])).await;
+            agent.cancel().await.unwrap();
+            (i, text(&result))
+        });
+    }
+    let mut seen = 0;
+    while let Some(joined) = tasks.join_next().await {
+        let (i, got) = joined.unwrap();
+        assert_eq!(
+            got,
+            format!(r#"{{"answers":{{"Question {i}?":"answer {i}"}}}}"#)
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, 50);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_events_carry_their_fields() {
+    let daemon = serve(json!({"Which database?": "SQLite", "Which features?": ["Billing"]}));
+    let agent = agent(&daemon.sandbox, &[("HARK_SESSION_ID", "traced")]).await;
+    ask(&agent, questions(&[db(), features()])).await;
+    let asked = daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "traced")]);
+    let answered = daemon
+        .log
+        .wait_event("operator.question.answered", &[("session_id", "traced")]);
+    for event in [&asked, &answered] {
+        for field in [
+            "question_id",
+            "session_id",
+            "headers",
+            "duration_ms",
+            "outcome",
+        ] {
+            assert!(!event[field].is_null(), "{field} missing from {event}");
+        }
+        assert_eq!(event["headers"], "Database, Features");
+    }
+    assert_eq!(asked["question_id"], answered["question_id"]);
+    assert_eq!(answered["outcome"], "answered");
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shutting_down_settles_pending_items_as_cancelled_at_once() {
+    let daemon = serve(json!({}));
+    let agent = agent(&daemon.sandbox, &[("HARK_SESSION_ID", "shutdown")]).await;
+    let pending = tokio::spawn({
+        let peer = agent.peer().clone();
+        async move {
+            let q = questions(&[db()]);
+            let Value::Object(args) = q else {
+                unreachable!()
+            };
+            peer.call_tool(rmcp::model::CallToolRequestParams::new("ask").with_arguments(args))
+                .await
+                .unwrap()
+        }
+    });
+    daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "shutdown")]);
+    daemon.terminate().unwrap();
+    let result = pending.await.unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text(&result),
+        format!("{NOT_ANSWERED} (cancelled: hark is shutting down)")
+    );
+    assert!(
+        !daemon.sandbox.socket().exists() || {
+            daemon.log.wait_for("the daemon to exit", |l| {
+                l.contains("hark is shutting down")
+            });
+            true
+        }
+    );
+    agent.cancel().await.unwrap();
+}
+
+#[test]
+fn hark_ask_reports_outcomes_with_exit_codes() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let file = daemon.sandbox.path("q.json");
+    std::fs::write(&file, questions(&[db()]).to_string()).unwrap();
+    let run = |sandbox: &Sandbox, extra: &[&str]| {
+        sandbox
+            .hark(["ask", "--file"])
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let answered = run(&daemon.sandbox, &[]);
+    assert_eq!(answered.status.code(), Some(0));
+    let out: Value = serde_json::from_slice(&answered.stdout).unwrap();
+    assert_eq!(
+        out,
+        json!({"outcome": "answered", "answers": {"Which database?": "SQLite"}, "defaulted": []})
+    );
+
+    let nobody = run(&sandbox(), &["--no-wait"]);
+    assert_eq!(nobody.status.code(), Some(3));
+    let out: Value = serde_json::from_slice(&nobody.stdout).unwrap();
+    assert_eq!(out["outcome"], "not_answered");
+
+    std::fs::write(&file, r#"{"questions":[]}"#).unwrap();
+    let invalid = run(&daemon.sandbox, &[]);
+    assert_eq!(invalid.status.code(), Some(2));
+    let out: Value = serde_json::from_slice(&invalid.stdout).unwrap();
+    assert_eq!(out["outcome"], "invalid");
+    assert_eq!(out["issues"][0]["path"], "questions");
+}
+
+#[test]
+fn hark_ask_times_out_with_exit_3() {
+    let daemon = serve(json!({}));
+    let file = daemon.sandbox.path("q.json");
+    std::fs::write(&file, questions(&[db()]).to_string()).unwrap();
+    let out = daemon
+        .sandbox
+        .hark(["ask", "--timeout", "0.2", "--file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["outcome"], "timed_out");
+}
+
+#[test]
+fn mcp_config_names_this_hark() {
+    let out = hark(&sandbox(), &["mcp-config"]);
+    assert!(out.status.success());
+    let config: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let server = &config["mcpServers"]["operator"];
+    assert_eq!(server["args"], json!(["mcp-operator-ask"]));
+    let command = std::path::PathBuf::from(server["command"].as_str().unwrap());
+    assert!(command.is_absolute());
+    assert_eq!(
+        command.canonicalize().unwrap(),
+        bin_dir().join("hark").canonicalize().unwrap()
+    );
+}
+
+#[test]
+fn the_terminal_prompter_asks_with_numbered_options() {
+    let sandbox = sandbox();
+    let mut serve = sandbox
+        .hark([
+            "serve",
+            "--prompter",
+            "terminal",
+            "--log-format",
+            "json",
+            "--socket",
+        ])
+        .arg(sandbox.socket())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let screen = Lines::follow("the terminal", serve.stdout.take().unwrap());
+    let log = Lines::follow("hark serve", serve.stderr.take().unwrap());
+    log.wait_event("hark is serving the operator", &[]);
+    let file = sandbox.path("q.json");
+    std::fs::write(&file, questions(&[db(), features()]).to_string()).unwrap();
+    let ask = sandbox
+        .hark(["ask", "--file"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    screen.wait_for("the first question", |l| {
+        l.contains("[Database] Which database?")
+    });
+    screen.wait_for("a numbered option", |l| {
+        l.contains("2) SQLite — pick SQLite")
+    });
+    let mut keys = serve.stdin.take().unwrap();
+    keys.write_all(b"\n").unwrap(); // Enter takes the default
+    screen.wait_for("the second question", |l| {
+        l.contains("[Features] Which features?")
+    });
+    keys.write_all(b"1,3\n").unwrap();
+    let out = ask.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        got["answers"],
+        json!({"Which database?": "Postgres (Recommended)", "Which features?": ["Auth (Recommended)", "Search"]})
+    );
+    assert_eq!(got["defaulted"], json!(["Which database?"]));
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
+
+#[test]
+fn another_user_cannot_ask_through_the_socket() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let socket = daemon.sandbox.socket();
+    assert_eq!(mode(&socket), 0o600);
+    assert_eq!(mode(socket.parent().unwrap()), 0o700);
+    if hark_core_uid() != 0 {
+        eprintln!(
+            "not root: cannot switch to a second user; the mode bits above and the unit test cover the peer check"
+        );
+        return;
+    }
+    // Open the file permissions wide so only the peer-uid check stands in the way.
+    for p in [
+        daemon.sandbox.root(),
+        socket.parent().unwrap(),
+        socket.as_path(),
+    ] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let file = daemon.sandbox.path("q.json");
+    std::fs::write(&file, questions(&[db()]).to_string()).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = daemon
+        .sandbox
+        .hark(["ask", "--no-wait", "--file"])
+        .arg(&file)
+        .env("HARK_CONFIG", "/nonexistent/hark.toml")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(
+        stderr.contains("this socket serves its owner only"),
+        "{stderr}"
+    );
+    daemon.log.wait_for("the refusal to be logged", |l| {
+        l.contains("refused a connection from another user")
+    });
+}
+
+fn hark_core_uid() -> u32 {
+    let out = std::process::Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_strict_defaults_the_schema_requires_a_default_and_a_call_without_one_is_refused() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let config = daemon.sandbox.path("strict.toml");
+    std::fs::write(&config, "strict_defaults = true\n").unwrap();
+    let agent = agent(
+        &daemon.sandbox,
+        &[("HARK_CONFIG", config.to_str().unwrap())],
+    )
+    .await;
+    let tools = agent.list_all_tools().await.unwrap();
+    let schema = Value::Object((*tools[0].input_schema).clone());
+    assert_eq!(
+        schema["properties"]["questions"]["items"]["required"],
+        json!(["question", "header", "options", "multiSelect", "default"])
+    );
+
+    let no_default = question("Which region?", "Region", &["eu", "us"], false);
+    let refused = ask(&agent, questions(&[db(), no_default])).await;
+    assert_eq!(refused.is_error, Some(true));
+    let message = text(&refused);
+    assert!(
+        message.contains("questions[1]") && !message.contains("questions[0]"),
+        "names the question without a default, only it: {message}"
+    );
+    assert!(
+        inbox(&daemon.sandbox).is_empty(),
+        "a refused call parks nobody"
+    );
+
+    let answered = ask(&agent, questions(&[db()])).await;
+    assert_eq!(
+        text(&answered),
+        r#"{"answers":{"Which database?":"SQLite"}}"#
+    );
+    agent.cancel().await.unwrap();
+}

@@ -1,0 +1,28 @@
+//! hark end to end, in one test binary: every test drives the real `hark`
+//! (and the desktop tests the real `hark-app`) as an agent host, an operator
+//! and a person would, each in its own sandbox (see `hark-harness`).
+//!
+//! # Layout
+//!
+//! - `bridge`: the operator-ask bridge; MCP clients (rmcp's) spawn `hark
+//!   mcp-operator-ask`, which carries each call to `hark serve` with a
+//!   scripted operator.
+//! - `inbox`: the store through the real binary, the reply rules, the feed,
+//!   the terminal surface.
+//! - `run`, `intake`, `approvals`: `hark run` dispatching the fake `claude
+//!   -p` (`tests/fake-claude`): the bridge it gets, intake questions before
+//!   it starts, the write-mode gate.
+//! - `desktop`: the app under Xvfb with a private D-Bus session and dunst,
+//!   driven through tauri-driver + WebKitWebDriver. Its tests take turns
+//!   (one desktop at a time); the others run beside them.
+//! - `support`: what they share beyond the harness: the build under test,
+//!   sandboxes and daemons, MCP clients, the questions, the fake agent's
+//!   record; `support::desktop` drives the app through WebDriver.
+
+mod approvals;
+mod bridge;
+mod desktop;
+mod inbox;
+mod intake;
+mod run;
+mod support;

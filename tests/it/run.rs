@@ -1,0 +1,560 @@
+//! `hark run` end to end with a fake `claude -p` (tests/fake-claude) that
+//! parses the real CLI's flags, speaks MCP to the servers in --mcp-config and
+//! prints stream-json, against a real `hark serve` with a scripted prompter.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::support::*;
+use serde_json::{Value, json};
+
+#[test]
+fn an_attached_run_gets_the_bridge_and_the_answer_reaches_the_agent() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let log = daemon.sandbox.path("fake.log");
+    let out = hark_run(
+        &daemon.sandbox,
+        &log,
+        &["--session", "attached", "--", &ask_line()],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout(&out).contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "{}",
+        stdout(&out)
+    );
+
+    let runs = invocations(&log);
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(
+        flag(run, "--allowedTools").as_deref(),
+        Some("mcp__operator__ask")
+    );
+    assert_eq!(
+        flag(run, "--disallowedTools").as_deref(),
+        Some("AskUserQuestion")
+    );
+    assert_eq!(flag(run, "--output-format").as_deref(), Some("stream-json"));
+    assert!(
+        run["argv"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("--verbose"))
+    );
+    assert!(
+        flag(run, "--append-system-prompt")
+            .unwrap()
+            .contains("mcp__operator__ask")
+    );
+    assert!(flag(run, "--permission-prompt-tool").is_none());
+    let socket = run["env"]["HARK_ASK_SOCK"].as_str().unwrap();
+    assert_ne!(
+        socket,
+        daemon.sandbox.socket().to_str().unwrap(),
+        "a per-call socket, not the app's"
+    );
+    assert_eq!(run["env"]["HARK_SESSION_ID"], "attached");
+    assert_eq!(run["env"]["MCP_TOOL_TIMEOUT"], "360000");
+    assert_eq!(
+        run["env"]["FAKE_MARKER"], "inherited",
+        "the caller's environment is inherited"
+    );
+    // The socket and the MCP config are gone with the run.
+    let config = flag(run, "--mcp-config").unwrap();
+    assert!(!Path::new(&config).exists() && !Path::new(socket).exists());
+    assert!(!Path::new(socket).parent().unwrap().exists());
+
+    let items = inbox(&daemon.sandbox);
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["session_id"], "attached");
+    assert!(
+        items[0]["run_id"].is_string(),
+        "the item is filed under the run"
+    );
+}
+
+#[test]
+fn a_headless_run_gets_none_of_it_and_is_told_to_proceed() {
+    let nobody = sandbox();
+    let log = nobody.path("fake.log");
+    let out = hark_run(&nobody, &log, &["--", "SAY on my own"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("on my own"));
+    let run = &invocations(&log)[0];
+    assert_eq!(flag(run, "--allowedTools"), None);
+    assert_eq!(flag(run, "--mcp-config"), None);
+    assert_eq!(
+        flag(run, "--disallowedTools").as_deref(),
+        Some("AskUserQuestion")
+    );
+    assert!(
+        flag(run, "--append-system-prompt")
+            .unwrap()
+            .contains("No operator is available")
+    );
+    assert!(run["env"]["HARK_ASK_SOCK"].is_null());
+}
+
+#[test]
+fn a_timed_out_ask_reaches_the_agent_as_an_error_it_continues_past() {
+    let daemon = serve(json!({}));
+    let log = daemon.sandbox.path("fake.log");
+    let prompt = format!("{}\nSAY carried on", ask_line());
+    let out = hark_run(
+        &daemon.sandbox,
+        &log,
+        &["--timeout", "0.3", "--", &prompt],
+        "",
+    );
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("? asks the operator: [Database] Which database?"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("! {NOT_ANSWERED} (timed out after 0.3 s")),
+        "{stderr}"
+    );
+    assert!(stdout(&out).contains("carried on"));
+}
+
+#[test]
+fn a_killed_agent_cancels_its_question_and_leaves_nothing_behind() {
+    let daemon = serve(json!({}));
+    let log = daemon.sandbox.path("fake.log");
+    let prompt = format!("{}\nHANG", ask_line());
+    let run = daemon
+        .sandbox
+        .hark(["run", "--session", "killed", "--agent"])
+        .arg(fake_claude())
+        .args(["--", &prompt])
+        .env("FAKE_CLAUDE_LOG", &log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    daemon.log.question_id("killed");
+    let agent = &invocations(&log)[0];
+    let socket = PathBuf::from(agent["env"]["HARK_ASK_SOCK"].as_str().unwrap());
+    assert!(socket.exists());
+    let killed = std::time::Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-9", &agent["pid"].to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let event = daemon
+        .log
+        .wait_event("operator.question.unanswered", &[("session_id", "killed")]);
+    assert_eq!(event["outcome"], "cancelled");
+    assert!(
+        killed.elapsed() < std::time::Duration::from_secs(1),
+        "settled {:?} after the kill",
+        killed.elapsed()
+    );
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(128 + 9),
+        "the agent's death is passed through"
+    );
+    assert!(
+        !socket.parent().unwrap().exists(),
+        "the run's directory is removed"
+    );
+}
+
+#[test]
+fn wrap_merges_the_users_flags_without_duplicating_them() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let log = daemon.sandbox.path("fake.log");
+    let theirs = daemon.sandbox.path("theirs.json");
+    let other = json!({"mcpServers": {"other": {"command": bin_dir().join("hark"), "args": ["mcp-operator-ask"]}}});
+    std::fs::write(&theirs, other.to_string()).unwrap();
+    let fake = fake_claude();
+    let prompt = ask_line();
+    let out = daemon
+        .sandbox
+        .hark(["run", "--wrap", "--"])
+        .arg(&fake)
+        .args(["-p", &prompt, "--output-format", "stream-json", "--verbose"])
+        .args([
+            "--allowedTools",
+            "Read,Edit",
+            "--disallowedTools",
+            "AskUserQuestion",
+            "--mcp-config",
+        ])
+        .arg(&theirs)
+        .env("FAKE_CLAUDE_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains(r#"{"answers":{"Which database?":"SQLite"}}"#));
+    let run = &invocations(&log)[0];
+    let argv = run["argv"].as_array().unwrap();
+    let count = |f: &str| argv.iter().filter(|a| *a == f).count();
+    assert_eq!(
+        (
+            count("--allowedTools"),
+            count("--disallowedTools"),
+            count("--mcp-config")
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        flag(run, "--allowedTools").as_deref(),
+        Some("Read,Edit,mcp__operator__ask")
+    );
+    assert_eq!(
+        flag(run, "--disallowedTools").as_deref(),
+        Some("AskUserQuestion")
+    );
+    assert_eq!(argv[0], "-p");
+    assert_eq!(argv[1], prompt.as_str());
+}
+
+#[test]
+fn converse_resumes_the_agents_session_turn_after_turn() {
+    let nobody = sandbox();
+    let log = nobody.path("fake.log");
+    let out = hark_run(
+        &nobody,
+        &log,
+        &["--verb", "converse", "--", "SAY first turn"],
+        "SAY second turn\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = invocations(&log);
+    assert_eq!(runs.len(), 2);
+    assert_eq!(flag(&runs[0], "--resume"), None);
+    let first_session = format!("fake-session-{}", runs[0]["pid"]);
+    assert_eq!(flag(&runs[1], "--resume"), Some(first_session));
+    assert_eq!(flag(&runs[1], "-p").as_deref(), Some("SAY second turn"));
+    assert!(stdout(&out).contains("first turn") && stdout(&out).contains("second turn"));
+}
+
+#[test]
+fn the_agents_exit_status_is_passed_through() {
+    let nobody = sandbox();
+    let out = hark_run(&nobody, &nobody.path("fake.log"), &["--", "EXIT 7"], "");
+    assert_eq!(out.status.code(), Some(7));
+}
+
+#[test]
+fn a_nested_sub_agents_question_arrives_through_the_same_run() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let log = daemon.sandbox.path("fake.log");
+    let prompt = format!("NESTED {}", questions(&[db()]));
+    let out = hark_run(
+        &daemon.sandbox,
+        &log,
+        &["--session", "nested", "--", &prompt],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains(r#"{"answers":{"Which database?":"SQLite"}}"#));
+    let runs = invocations(&log);
+    assert_eq!(runs.len(), 2, "the agent and its sub-agent");
+    assert_eq!(
+        runs[0]["env"]["HARK_ASK_SOCK"],
+        runs[1]["env"]["HARK_ASK_SOCK"]
+    );
+    let items = inbox(&daemon.sandbox);
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["session_id"], "nested");
+    assert!(items[0]["run_id"].is_string());
+}
+
+/// `hark runs --json` against the daemon, parsed.
+fn runs(daemon: &Daemon) -> Vec<Value> {
+    let out = hark(&daemon.sandbox, &["runs", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The run of `session`. Every state is settled by the time the test looks:
+/// `hark run` records its end before it exits, "waiting" follows from the
+/// pending item, and a killed run's process is gone once reaped.
+fn run_of(daemon: &Daemon, session: &str) -> Value {
+    let all = runs(daemon);
+    all.iter()
+        .find(|r| r["session_id"] == session)
+        .cloned()
+        .unwrap_or_else(|| panic!("no run of {session}: {all:?}"))
+}
+
+#[test]
+fn runs_are_recorded_waiting_finished_or_failed_with_their_items() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let log = daemon.sandbox.path("fake.log");
+    let prompt = format!("{}\nEXIT 4", ask_line());
+    let out = hark_run(
+        &daemon.sandbox,
+        &log,
+        &["--session", "s-failed", "--", &prompt],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(4));
+    let failed = run_of(&daemon, "s-failed");
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["exit_code"], 4);
+    assert_eq!(
+        (failed["items"].as_u64(), failed["pending"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert!(failed["command"].as_str().unwrap().contains("EXIT 4"));
+    // The agent's last result and the run's cost are kept on the record.
+    assert_eq!(
+        failed["result"],
+        r#"{"answers":{"Which database?":"SQLite"}}"#
+    );
+    assert_eq!(failed["cost_usd"], 0.0);
+
+    // A question the script leaves to the operator: the run waits on them.
+    let region = question("Which region?", "Region", &["eu", "us"], false);
+    let prompt = format!("ASK {}", questions(&[region]));
+    let waiting = spawn_run(&daemon.sandbox, &["--session", "s-waiting"], &prompt);
+    let id = daemon.log.question_id("s-waiting");
+    let run = run_of(&daemon, "s-waiting");
+    assert_eq!(run["status"], "waiting");
+    assert_eq!(run["pending"], 1);
+    assert!(
+        hark(&daemon.sandbox, &["answer", &id, "--pick", "eu"])
+            .status
+            .success()
+    );
+    let out = waiting.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let finished = run_of(&daemon, "s-waiting");
+    assert_eq!(finished["status"], "finished");
+    assert_eq!(finished["exit_code"], 0);
+    assert_eq!(finished["pending"], 0);
+
+    // A `hark run` killed mid-question is not left "running" for ever.
+    let mut killed = spawn_run(&daemon.sandbox, &["--session", "s-killed"], &prompt);
+    daemon.log.question_id("s-killed");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let gone = run_of(&daemon, "s-killed");
+    assert_eq!(gone["status"], "failed");
+    assert!(gone["exit_code"].is_null(), "it never reported an end");
+}
+
+/// `hark run --detach ARGS -- PROMPT` with the fake agent, against `daemon`.
+fn detach(daemon: &Daemon, args: &[&str], prompt: &str) -> std::process::Output {
+    daemon
+        .sandbox
+        .hark(["run", "--detach", "--agent"])
+        .arg(fake_claude())
+        .args(args)
+        .args(["--", prompt])
+        // The run gets the caller's environment, not the daemon's.
+        .env("FAKE_CLAUDE_LOG", daemon.sandbox.path("fake.log"))
+        .env("FAKE_MARKER", "the caller's")
+        .output()
+        .unwrap()
+}
+
+/// The id `hark run --detach` printed, and the daemon's event for its end.
+fn run_and_end(daemon: &Daemon, detached: &std::process::Output) -> (String, Value) {
+    assert!(
+        detached.status.success(),
+        "{}",
+        String::from_utf8_lossy(&detached.stderr)
+    );
+    let run_id = stdout(detached).trim().to_owned();
+    let ended = daemon
+        .log
+        .wait_event("dispatched run ended", &[("run_id", &run_id)]);
+    (run_id, ended)
+}
+
+#[test]
+fn a_detached_run_is_the_daemons_and_its_answer_reaches_the_agent() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let work = tempfile::tempdir().unwrap();
+    let out = detach(
+        &daemon,
+        &[
+            "--session",
+            "detached",
+            "--cwd",
+            work.path().to_str().unwrap(),
+        ],
+        &ask_line(),
+    );
+    // The caller is told the run's id at once and goes its way.
+    let (run_id, ended) = run_and_end(&daemon, &out);
+    assert_eq!(ended["exit_code"], 0);
+
+    let run = run_of(&daemon, "detached");
+    assert_eq!(run["id"], run_id.as_str());
+    assert_eq!(run["status"], "finished");
+    assert_eq!(run["cwd"], work.path().to_str().unwrap());
+    assert_eq!(run["items"], 1);
+    assert_eq!(run["result"], r#"{"answers":{"Which database?":"SQLite"}}"#);
+    let items = inbox(&daemon.sandbox);
+    assert_eq!(items[0]["run_id"], run_id.as_str());
+    assert_eq!(items[0]["session_id"], "detached");
+
+    // The agent ran in the caller's environment (the daemon has no marker).
+    let agents = invocations(&daemon.sandbox.path("fake.log"));
+    assert_eq!(agents[0]["env"]["FAKE_MARKER"], "the caller's");
+
+    // What the run printed is kept, for the operator only.
+    let log = daemon
+        .sandbox
+        .data_dir()
+        .join("runs")
+        .join(format!("{run_id}.log"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("the operator is attached"), "{text}");
+    assert!(
+        text.contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "{text}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn only_the_newest_dispatched_runs_keep_their_logs() {
+    let sandbox = sandbox();
+    std::fs::write(sandbox.config(), "run_log_limit = 1\n").unwrap();
+    let daemon = serve_in(&sandbox, json!({}), &[]);
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let session = format!("run-{n}");
+        let out = detach(&daemon, &["--session", &session], "SAY done");
+        let (run_id, ended) = run_and_end(&daemon, &out);
+        assert_eq!(ended["exit_code"], 0);
+        ids.push(run_id);
+    }
+    let logs = daemon.sandbox.data_dir().join("runs");
+    let kept = |id: &str| logs.join(format!("{id}.log")).exists();
+    // Starting the third found the first older than the newest one.
+    assert!(!kept(&ids[0]), "the oldest run's log is removed");
+    assert!(kept(&ids[1]) && kept(&ids[2]));
+    // The runs' records stay: the history has its own limit.
+    assert_eq!(runs(&daemon).len(), 3);
+}
+
+#[test]
+fn a_dispatch_the_daemon_cannot_start_is_refused_plainly() {
+    let daemon = serve(json!({}));
+    let refused = |args: &[&str], prompt: &str, says: &str| {
+        let out = detach(&daemon, args, prompt);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{says:?} not in {stderr}");
+    };
+    refused(&[], "  ", "the prompt is empty");
+    refused(
+        &["--cwd", "/no/such/dir"],
+        "hello",
+        "/no/such/dir is not an existing",
+    );
+    let intake = daemon.sandbox.path("intake.json");
+    std::fs::write(
+        &intake,
+        json!({"questions": [{"id": "scope", "prompt": "Scope?", "options": [{"value": "a", "label": "A"}]}]})
+            .to_string(),
+    )
+    .unwrap();
+    refused(
+        &["--intake", intake.to_str().unwrap()],
+        "hello",
+        "the intake is not valid",
+    );
+    assert!(runs(&daemon).is_empty(), "nothing started");
+
+    // With nobody serving, the caller is told how to get someone.
+    let out = hark(&sandbox(), &["run", "--detach", "--", "hello"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hint: start `hark app`"));
+}
+
+#[test]
+fn a_detached_conversation_asks_the_operator_for_each_next_message() {
+    let said = |text: &str| format!("The agent said: {text}\n\nYour next message to the agent?");
+    let daemon = serve(json!({
+        said("first turn"): {"text": "SAY second turn"},
+        said("second turn"): "End the conversation",
+    }));
+    let out = detach(
+        &daemon,
+        &["--verb", "converse", "--session", "talk"],
+        "SAY first turn",
+    );
+    let (_, ended) = run_and_end(&daemon, &out);
+    assert_eq!(ended["exit_code"], 0);
+
+    // The operator's message started the second turn, resuming the agent's session.
+    let turns = invocations(&daemon.sandbox.path("fake.log"));
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert_eq!(
+        flag(&turns[1], "--resume"),
+        Some(format!("fake-session-{}", turns[0]["pid"]))
+    );
+    assert_eq!(flag(&turns[1], "-p").as_deref(), Some("SAY second turn"));
+    let run = run_of(&daemon, "talk");
+    assert_eq!(run["status"], "finished");
+    assert_eq!(run["items"], 2, "one question per turn");
+    assert_eq!(run["result"], "second turn");
+}
+
+#[test]
+fn a_dispatched_run_that_dies_before_it_starts_is_recorded_failed_with_why() {
+    let daemon = serve(json!({}));
+    // The operator breaks the config after the daemon read it: the run's own
+    // `hark run` cannot start, and says why in its log.
+    std::fs::write(daemon.sandbox.config(), "ask_timeout = [").unwrap();
+    let out = detach(&daemon, &["--session", "broken"], "hello");
+    let (run_id, ended) = run_and_end(&daemon, &out);
+    assert_eq!(ended["exit_code"], 1);
+    let all = runs(&daemon);
+    let run = all
+        .iter()
+        .find(|r| r["id"] == run_id.as_str())
+        .unwrap_or_else(|| panic!("the run was not recorded: {all:?}"));
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["exit_code"], 1);
+    assert_eq!(run["session_id"], "broken");
+    assert!(
+        run["result"].as_str().unwrap().contains("no-config.toml"),
+        "the record says why: {run}"
+    );
+}
