@@ -21,7 +21,7 @@ use crate::sandbox::Sandbox;
 pub const TOOLS: [&str; 3] = ["dbus-daemon", "dbus-monitor", "dunst"];
 
 /// How long the bus or the monitor may take to start.
-const HELPER_PATIENCE: Duration = Duration::from_secs(15);
+const START_PATIENCE: Duration = Duration::from_secs(15);
 /// How long one dunst may take to serve before it is started again.
 const DUNST_PATIENCE: Duration = Duration::from_secs(5);
 const DUNST_ATTEMPTS: usize = 3;
@@ -47,7 +47,7 @@ pub struct Session {
     /// server, and who owns which name.
     pub monitor: Lines,
     /// The bus, the monitor and dunst, in the order they started.
-    helpers: Vec<Started>,
+    processes: Vec<Started>,
 }
 
 impl Session {
@@ -69,9 +69,9 @@ impl Session {
             sandbox: sandbox.clone(),
             address: String::new(),
             monitor: Lines::follow("nothing", std::io::empty()),
-            helpers: vec![bus_daemon],
+            processes: vec![bus_daemon],
         };
-        session.address = printed.wait("bus address", HELPER_PATIENCE, |lines| {
+        session.address = printed.wait("bus address", START_PATIENCE, |lines| {
             lines
                 .iter()
                 .find(|l| l.text.starts_with("unix:"))
@@ -95,10 +95,10 @@ impl Session {
                 .stderr(Stdio::null()),
         )?;
         session.monitor = Lines::follow("dbus-monitor", take(monitor.child.stdout.take())?);
-        session.helpers.push(monitor);
+        session.processes.push(monitor);
         session
             .monitor
-            .wait("dbus-monitor attaching", HELPER_PATIENCE, |lines| {
+            .wait("dbus-monitor attaching", START_PATIENCE, |lines| {
                 lines
                     .iter()
                     .find(|l| l.text.starts_with("signal "))
@@ -106,7 +106,7 @@ impl Session {
             })?;
 
         let dunst = session.start_dunst()?;
-        session.helpers.push(dunst);
+        session.processes.push(dunst);
         Ok(session)
     }
 
@@ -153,9 +153,9 @@ impl Session {
     /// of those that ignored SIGTERM and were killed.
     pub fn stop(&mut self) -> Vec<&'static str> {
         let mut killed = Vec::new();
-        while let Some(mut helper) = self.helpers.pop() {
-            if helper.stop().is_none() {
-                killed.push(helper.name);
+        while let Some(mut process) = self.processes.pop() {
+            if process.stop().is_none() {
+                killed.push(process.name);
             }
         }
         killed
