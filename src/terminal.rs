@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 
+use hark_core::model::ids::SessionId;
 use hark_core::model::item::{Item, Surface};
 use hark_core::model::resolve::{Pick, Picks};
 use hark_core::model::schema::Question;
@@ -191,7 +192,7 @@ impl OperatorPrompter for TerminalPrompter {
         Surface::Terminal
     }
 
-    fn ask(&self, _session_id: &str, item: Arc<Item>) -> PromptFuture {
+    fn ask(&self, _session_id: &SessionId, item: Arc<Item>) -> PromptFuture {
         let lines = self.lines.clone();
         Box::pin(async move {
             let mut lines = lines.lock().await;
@@ -285,7 +286,7 @@ mod tests {
             panic!("an edit asks")
         };
         let item = Item {
-            id: hark_core::model::item::ItemId::random(),
+            id: hark_core::model::ids::Ids::random().item(),
             session_id: "s".into(),
             run_id: None,
             asker: Default::default(),

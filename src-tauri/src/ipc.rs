@@ -4,13 +4,16 @@
 //! (`build.rs`) and the names the page calls them by come from that list.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
+use hark_core::bridge::views::{ItemView, RunView, SessionView};
 use hark_core::bridge::wire::{DispatchRequest, Dispatched};
 use hark_core::bridge::wire::{ErrorCode, WireError, WireReply};
-use hark_core::model::item::{ItemId, Outcome, Surface};
+use hark_core::daemon::operator::{self, InboxLimits};
+use hark_core::model::ids::{ItemId, RunId, SessionId};
+use hark_core::model::item::{Outcome, Surface};
+use hark_core::model::run::RunStatus;
 use hark_core::registry::ReplyError;
-use hark_core::store::{Filter, Record, RunRecord, RunStatus, SessionRecord, unix_ms};
+use hark_core::store::unix_ms;
 use serde::Serialize;
 use tauri::{AppHandle, Runtime, State};
 use ts_rs::TS;
@@ -62,13 +65,13 @@ impl From<ReplyError> for IpcError {
 #[derive(Debug, Clone, Serialize, TS)]
 pub struct InboxView {
     /// Waiting items, oldest first.
-    pub pending: Vec<Record>,
+    pub pending: Vec<ItemView>,
     /// Settled items not dismissed, newest first (empty when asked for pending only).
-    pub history: Vec<Record>,
+    pub history: Vec<ItemView>,
     /// The latest dispatched runs, newest first (empty when asked for pending only).
-    pub runs: Vec<RunRecord>,
+    pub runs: Vec<RunView>,
     /// The sessions that asked, waiting ones first (empty when asked for pending only).
-    pub sessions: Vec<SessionRecord>,
+    pub sessions: Vec<SessionView>,
     /// The item the modal should show first.
     pub focus: Option<ItemId>,
     /// What the window shows (`None` while it is hidden).
@@ -79,12 +82,12 @@ pub struct InboxView {
     pub now_ms: u64,
 }
 
-/// How many settled items the inbox window shows.
-const HISTORY_SHOWN: u32 = 200;
-/// How many runs it shows.
-const RUNS_SHOWN: u32 = 20;
-/// How many sessions it shows.
-const SESSIONS_SHOWN: u32 = 20;
+/// How much of the history, runs and sessions the inbox window shows.
+const SHOWN: InboxLimits = InboxLimits {
+    history: 200,
+    runs: 20,
+    sessions: 20,
+};
 
 /// The inbox; with `pending_only` (the modal's) without history, runs and sessions.
 #[tauri::command]
@@ -93,41 +96,18 @@ pub fn inbox(
     shown: State<'_, crate::windows::Shown>,
     pending_only: Option<bool>,
 ) -> Result<InboxView, IpcError> {
-    let everything = !pending_only.unwrap_or(false);
-    let pending = shell
-        .registry
-        .pending()
-        .iter()
-        .map(|item| Record::new(item, None, None))
-        .collect();
-    let unavailable =
-        |e: hark_core::store::StoreError| IpcError::new(ErrorCode::Unavailable, e.to_string());
-    let (history, runs, sessions) = match shell.registry.store() {
-        Some(store) if everything => (
-            store
-                .list(&Filter {
-                    pending: Some(false),
-                    limit: Some(HISTORY_SHOWN),
-                    ..Filter::default()
-                })
-                .map_err(unavailable)?
-                .into_iter()
-                .filter(|r| !r.dismissed)
-                .collect(),
-            store.runs(RUNS_SHOWN).map_err(unavailable)?,
-            store.sessions(SESSIONS_SHOWN).map_err(unavailable)?,
-        ),
-        _ => Default::default(),
-    };
+    let limits = (!pending_only.unwrap_or(false)).then_some(SHOWN);
+    let inbox = operator::inbox(&shell.registry, limits)
+        .map_err(|e| IpcError::new(ErrorCode::Unavailable, e.to_string()))?;
     Ok(InboxView {
-        pending,
-        history,
-        runs,
-        sessions,
+        pending: inbox.pending,
+        history: inbox.history,
+        runs: inbox.runs,
+        sessions: inbox.sessions,
         focus: shell.focus(),
         view: shown.view(),
         do_not_disturb: shell.do_not_disturb(),
-        now_ms: unix_ms(SystemTime::now()),
+        now_ms: unix_ms(shell.registry.clock().now()),
     })
 }
 
@@ -240,6 +220,8 @@ pub fn typescript() -> String {
     let cfg = ts_rs::Config::new().with_large_int("number");
     let decls = [
         ItemId::decl(&cfg),
+        RunId::decl(&cfg),
+        SessionId::decl(&cfg),
         Asker::decl(&cfg),
         QuestionOption::decl(&cfg),
         AnswerValue::decl(&cfg),
@@ -249,10 +231,10 @@ pub fn typescript() -> String {
         Scope::decl(&cfg),
         Approval::decl(&cfg),
         Outcome::decl(&cfg),
-        Record::decl(&cfg),
+        ItemView::decl(&cfg),
         RunStatus::decl(&cfg),
-        RunRecord::decl(&cfg),
-        SessionRecord::decl(&cfg),
+        RunView::decl(&cfg),
+        SessionView::decl(&cfg),
         Pick::decl(&cfg),
         WireReply::decl(&cfg),
         Issue::decl(&cfg),

@@ -26,6 +26,7 @@ pub mod windows;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use hark_core::bridge::socket::SocketError;
 use hark_core::daemon::serve;
 use hark_core::registry::Event;
 use hark_core::trace::{LogFormat, init_logging};
@@ -74,8 +75,8 @@ pub fn run() -> ExitCode {
         }));
     match run_app(builder) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("hark: {message}");
+        Err(e) => {
+            eprintln!("hark: {e}");
             ExitCode::FAILURE
         }
     }
@@ -88,12 +89,37 @@ macro_rules! invoke_handler {
     };
 }
 
+/// Why the app could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(
+        "another hark is already serving on {} (a `hark serve`, or the app under another session); stop it first",
+        .0.display()
+    )]
+    AlreadyRunning(std::path::PathBuf),
+    #[error(transparent)]
+    Serve(serve::ServeError),
+    #[error(transparent)]
+    Tauri(#[from] tauri::Error),
+}
+
+impl From<serve::ServeError> for AppError {
+    fn from(e: serve::ServeError) -> AppError {
+        match e {
+            serve::ServeError::Socket(SocketError::AlreadyRunning(path)) => {
+                AppError::AlreadyRunning(path)
+            }
+            other => AppError::Serve(other),
+        }
+    }
+}
+
 /// Builds and runs the app on any runtime (a smoke test can pass a mock one).
-pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), String> {
+pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), AppError> {
     let app = builder
         .invoke_handler(with_ipc_commands!(invoke_handler))
         .setup(|app| {
-            start_core(app.handle()).map_err(|e| -> Box<dyn std::error::Error> { e.into() })?;
+            start_core(app.handle())?;
             windows::prepare(app.handle());
             if let Err(e) = tray::create(app.handle()) {
                 tracing::warn!("no tray icon: {e}");
@@ -101,8 +127,7 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), String> {
             tray::refresh(app.handle());
             Ok(())
         })
-        .build(tauri::generate_context!())
-        .map_err(|e| e.to_string())?;
+        .build(tauri::generate_context!())?;
     app.run(|_app, event| {
         // Closing the last window keeps hark in the tray; only Quit exits.
         if let RunEvent::ExitRequested {
@@ -142,22 +167,17 @@ impl Changed {
 
 /// Binds the app socket, opens the store and serves the bridge with the
 /// desktop prompter; follows the registry to keep windows and tray current.
-fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), String> {
+fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), AppError> {
     let prompter = Arc::new(DesktopPrompter { app: app.clone() });
-    let prepared = tauri::async_runtime::block_on(async { serve::prepare(
+    let prepared = tauri::async_runtime::block_on(async {
+        serve::prepare(
             prompter,
             serve::ServeOptions {
                 own_env: rendering::set_by_the_app(),
                 ..Default::default()
             },
-        ) })
-        .map_err(|e| match e {
-            serve::ServeError::Socket(hark_core::bridge::socket::SocketError::AlreadyRunning(path)) => format!(
-                "another hark is already serving on {} (a `hark serve`, or the app under another session); stop it first",
-                path.display()
-            ),
-            other => other.to_string(),
-        })?;
+        )
+    })?;
     let registry = prepared.daemon.registry.clone();
     let notifications = prepared.config.notifications.clone();
     let notifier = Arc::new(Notifier::new(notifications.clone()));

@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use hark_core::config::Notifications;
-use hark_core::model::item::{Item, ItemId, Surface};
+use hark_core::model::ids::ItemId;
+use hark_core::model::item::{Item, Surface};
 use hark_core::model::resolve::{Pick, Picks};
 use hark_core::registry::Reply;
 use tauri::{AppHandle, Manager, Runtime};
@@ -43,7 +44,7 @@ fn title(item: &Item) -> String {
         .unwrap_or("an agent");
     format!(
         "{header} — {who} asks (session {})",
-        short(&item.session_id)
+        short(item.session_id.as_str())
     )
 }
 

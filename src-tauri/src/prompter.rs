@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use hark_core::model::ids::SessionId;
 use hark_core::model::item::{Item, Surface};
 use hark_core::prompter::{OperatorPrompter, PromptFuture};
 use tauri::{AppHandle, Manager, Runtime};
@@ -18,7 +19,7 @@ pub struct DesktopPrompter<R: Runtime> {
 }
 
 impl<R: Runtime> OperatorPrompter for DesktopPrompter<R> {
-    fn ask(&self, _session_id: &str, item: Arc<Item>) -> PromptFuture {
+    fn ask(&self, _session_id: &SessionId, item: Arc<Item>) -> PromptFuture {
         let app = self.app.clone();
         let quiet = app.state::<Arc<Shell>>().do_not_disturb();
         if !quiet {

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hark_core::daemon::dispatcher::Dispatcher;
-use hark_core::model::item::ItemId;
+use hark_core::model::ids::ItemId;
 use hark_core::registry::Registry;
 use tauri::{AppHandle, Emitter, Runtime};
 use tokio::sync::{Notify, oneshot};

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use hark_core::model::item::ItemId;
+use hark_core::model::ids::ItemId;
 use hark_core::text::clip;
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuId, MenuItem, PredefinedMenuItem};
@@ -146,8 +146,7 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     // in a private directory beside the app socket: by default it would go
     // to a directory in /tmp that every user and every instance shares.
     let icons = shell.dispatcher.socket.with_file_name("tray-icons");
-    hark_core::bridge::socket::ensure_private_dir(&icons)
-        .map_err(|e| tauri::Error::Anyhow(e.into()))?;
+    hark_core::files::ensure_private_dir(&icons).map_err(|e| tauri::Error::Anyhow(e.into()))?;
     TrayIconBuilder::with_id(TRAY_ID)
         .temp_dir_path(&icons)
         .icon(Image::from_bytes(IDLE_ICON)?)

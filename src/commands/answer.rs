@@ -7,23 +7,27 @@ use std::path::Path;
 use serde_json::json;
 
 use hark_core::bridge::client;
+use hark_core::bridge::views::ItemView;
 use hark_core::bridge::wire::{ClientFrame, ServerFrame, WireReply};
-use hark_core::model::item::{ItemId, Outcome};
-use hark_core::model::resolve::{Picks, picks_from_words};
+use hark_core::model::ids::ItemId;
+use hark_core::model::item::ItemFilter;
+use hark_core::model::item::Outcome;
+use hark_core::model::resolve::{Pick, Picks};
+use hark_core::model::schema::AskRequest;
+use hark_core::model::validate::Issue;
 use hark_core::model::validate::describe;
-use hark_core::store::{Filter, Record};
 
 use crate::cli::{AnswerArgs, ApproveArgs, ItemArgs};
 use crate::commands::query::{refused, socket_path, unreachable};
 use crate::exit::ExitStatus;
 
 /// Finds the pending item a full id or a unique id prefix names.
-async fn find_pending(socket: &Path, id: &str) -> Result<Record, ExitStatus> {
+async fn find_pending(socket: &Path, id: &str) -> Result<ItemView, ExitStatus> {
     let exact = id.parse().ok().map(ItemId);
-    let filter = Filter {
+    let filter = ItemFilter {
         pending: exact.is_none().then_some(true),
         id: exact,
-        ..Filter::default()
+        ..ItemFilter::default()
     };
     let items = match client::request(socket, &ClientFrame::List { filter }).await {
         Ok(ServerFrame::Items { items }) => items,
@@ -148,4 +152,120 @@ async fn reply_to(ItemArgs { id, json }: ItemArgs, reply: WireReply) -> ExitStat
         Err(code) => return code,
     };
     send_reply(&socket, record.id, reply, json).await
+}
+
+/// Builds picks from what a person typed on a command line: each `--pick`
+/// is an option label (matched to the one question that has it) or
+/// `QUESTION=LABEL`; `--text` is free text for the only question, or
+/// `QUESTION=TEXT`. Questions left out take their defaults when resolved.
+fn picks_from_words(
+    request: &AskRequest,
+    labels: &[String],
+    text: Option<&str>,
+) -> Result<Picks, Vec<Issue>> {
+    let mut picks = Picks::new();
+    let mut issues = Vec::new();
+    for word in labels {
+        let owners: Vec<&str> = request
+            .questions
+            .iter()
+            .filter(|q| q.has_option(word))
+            .map(|q| q.question.as_str())
+            .collect();
+        let (question, label) = match (owners.as_slice(), word.split_once('=')) {
+            ([one], _) => (request.question(one), word.as_str()),
+            ([], Some((q, label))) if request.question(q).is_some_and(|q| q.has_option(label)) => {
+                (request.question(q), label)
+            }
+            ([], _) => {
+                issues.push(Issue::new(
+                    format!("--pick {word:?}"),
+                    "is not an option of any question",
+                ));
+                continue;
+            }
+            (_, _) => {
+                issues.push(Issue::new(
+                    format!("--pick {word:?}"),
+                    "is an option of several questions: write QUESTION=LABEL",
+                ));
+                continue;
+            }
+        };
+        let Some(q) = question else { continue };
+        let entry = picks
+            .entry(q.question.clone())
+            .or_insert(Pick::Labels(Vec::new()));
+        if let Pick::Labels(list) = entry {
+            list.push(label.to_owned());
+        }
+    }
+    if let Some(text) = text {
+        let target = match text.split_once('=') {
+            Some((q, t)) if request.question(q).is_some() => Some((q.to_owned(), t.to_owned())),
+            _ if request.questions.len() == 1 => {
+                Some((request.questions[0].question.clone(), text.to_owned()))
+            }
+            _ => {
+                issues.push(Issue::new(
+                    "--text",
+                    "the item has several questions: write QUESTION=TEXT",
+                ));
+                None
+            }
+        };
+        if let Some((q, t)) = target {
+            picks.insert(q, Pick::Text { text: t });
+        }
+    }
+    if issues.is_empty() {
+        Ok(picks)
+    } else {
+        Err(issues)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hark_core::model::resolve::resolve;
+    use hark_core::model::validate::{Rules, validate};
+    use serde_json::json;
+
+    fn request() -> AskRequest {
+        validate(
+            &json!({"questions": [
+                {"question": "Which db?", "header": "DB", "multiSelect": false, "options": [
+                    {"label": "Postgres (Recommended)", "description": ""},
+                    {"label": "SQLite", "description": ""}]},
+                {"question": "Which features?", "header": "Features", "multiSelect": true, "default": ["Auth"], "options": [
+                    {"label": "Auth", "description": ""},
+                    {"label": "Billing", "description": ""},
+                    {"label": "Search", "description": ""}]},
+                {"question": "Name?", "header": "Name", "multiSelect": false, "options": [
+                    {"label": "foo", "description": ""},
+                    {"label": "bar", "description": ""}]}
+            ]}),
+            Rules::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn command_line_words_become_picks() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let picks = picks_from_words(
+            &request(),
+            &words(&["SQLite", "Auth", "Search"]),
+            Some("Name?=baz"),
+        )
+        .unwrap();
+        let r = resolve(&request(), &picks).unwrap();
+        assert_eq!(
+            serde_json::to_value(&r.answers).unwrap(),
+            json!({"Which db?": "SQLite", "Which features?": ["Auth", "Search"], "Name?": "baz"})
+        );
+        let issues = picks_from_words(&request(), &words(&["Nope"]), Some("x")).unwrap_err();
+        assert_eq!(issues.len(), 2);
+    }
 }

@@ -13,6 +13,7 @@ use hark_core::bridge::client::{AskError, Call};
 use hark_core::bridge::socket;
 use hark_core::bridge::wire::{Caller, ClientFrame};
 use hark_core::config::Config;
+use hark_core::model::ids::SessionId;
 use hark_core::model::item::{Asker, Outcome};
 use hark_core::model::validate::{describe, validate};
 
@@ -81,11 +82,11 @@ pub async fn run(options: AskArgs) -> ExitStatus {
     let timeout = options.timeout.unwrap_or_else(|| config.ask_timeout());
     let frame = ClientFrame::Ask {
         caller: Caller {
-            session_id: Some(
+            session_id: Some(SessionId::from(
                 options
                     .session
                     .unwrap_or_else(|| format!("hark-ask-{}", std::process::id())),
-            ),
+            )),
             run_id: None,
             asker: Asker::this_process("hark ask"),
             timeout_secs: Some(timeout.as_secs_f64()),

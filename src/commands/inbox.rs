@@ -7,9 +7,11 @@ use std::time::SystemTime;
 use serde_json::json;
 
 use hark_core::bridge::client::{self, Feed};
+use hark_core::bridge::views::ItemView;
 use hark_core::bridge::wire::{ClientFrame, FeedEvent, ServerFrame};
+use hark_core::model::item::ItemFilter;
 use hark_core::model::item::Outcome;
-use hark_core::store::{Filter, Record, unix_ms};
+use hark_core::store::unix_ms;
 
 use crate::cli::InboxArgs;
 use crate::commands::query::{refused, socket_path, unreachable};
@@ -70,18 +72,18 @@ async fn list_all(
     socket: &std::path::Path,
     pending_only: bool,
     limit: Option<u32>,
-) -> Result<Vec<Record>, ExitStatus> {
+) -> Result<Vec<ItemView>, ExitStatus> {
     let mut items = Vec::new();
     loop {
         let want = limit.map_or(PAGE, |l| l.saturating_sub(items.len() as u32).min(PAGE));
         if want == 0 {
             return Ok(items);
         }
-        let filter = Filter {
+        let filter = ItemFilter {
             pending: pending_only.then_some(true),
             limit: Some(want),
             offset: Some(items.len() as u32),
-            ..Filter::default()
+            ..ItemFilter::default()
         };
         let page = match client::request(socket, &ClientFrame::List { filter }).await {
             Ok(ServerFrame::Items { items }) => items,
@@ -118,7 +120,10 @@ async fn watch(socket: &std::path::Path, json: bool) -> ExitStatus {
                         FeedEvent::Added => "new",
                         FeedEvent::Settled => "settled",
                     };
-                    println!("{verb:>7}  {}", line(&item, unix_ms(SystemTime::now())));
+                    println!(
+                        "{verb:>7}  {}",
+                        line(item.as_ref(), unix_ms(SystemTime::now()))
+                    );
                 }
             }
             Ok(other) => return refused(other),
@@ -132,7 +137,7 @@ async fn watch(socket: &std::path::Path, json: bool) -> ExitStatus {
 
 /// One item as a line: status, short id, header and question, who asked, and
 /// either the time left or what happened.
-fn line(r: &Record, now_ms: u64) -> String {
+fn line(r: &ItemView, now_ms: u64) -> String {
     let short = &r.id.to_string()[..8];
     let questions: Vec<String> = r
         .request

@@ -42,7 +42,7 @@ pub async fn runs(ListArgs { limit, json }: ListArgs) -> ExitStatus {
             .unwrap_or_default();
         println!(
             "{status:<9} {}  session {} — {} item(s), {} pending — {took} s{exit}{cost} — {}",
-            &run.id[..run.id.len().min(8)],
+            run.id.short(),
             run.session_id,
             run.items,
             run.pending,

@@ -3,6 +3,10 @@
 
 export type ItemId = string;
 
+export type RunId = string;
+
+export type SessionId = string;
+
 export type Asker = { 
 /**
  * The agent's process id (the MCP server's parent).
@@ -74,11 +78,15 @@ external: boolean, };
 
 export type Outcome = { "outcome": "answered" } & Resolution | { "outcome": "skipped", unconfirmed_defaults: { [key in string]: AnswerValue }, } | { "outcome": "timed_out", after_ms: number, } | { "outcome": "cancelled", reason: string, } | { "outcome": "no_operator" } | { "outcome": "approved", scope: Scope, } | { "outcome": "denied" };
 
-export type Record = { id: ItemId, kind: string, session_id: string, 
+export type ItemView = { id: ItemId, 
+/**
+ * `question_set` or `approval`.
+ */
+kind: string, session_id: SessionId, 
 /**
  * The dispatched run that asked, if any.
  */
-run_id: string | null, asker: Asker, request: AskRequest, 
+run_id: RunId | null, asker: Asker, request: AskRequest, 
 /**
  * What a write-mode approval asks to allow (`kind` is then `approval`).
  */
@@ -88,7 +96,7 @@ approval?: Approval | null, created_ms: number, deadline_ms: number,
  */
 outcome: Outcome | null, 
 /**
- * Which surface replied (`script`, `terminal`, `cli`, `desktop`), when one did.
+ * Which surface replied (`script`, `terminal`, `cli`, `desktop`, `notification`), when one did.
  */
 replied_by: string | null, settled_ms: number | null, 
 /**
@@ -98,7 +106,7 @@ dismissed: boolean, };
 
 export type RunStatus = "running" | "waiting" | "finished" | "failed";
 
-export type RunRecord = { id: string, session_id: string, 
+export type RunView = { id: RunId, session_id: SessionId, 
 /**
  * The agent command line.
  */
@@ -116,7 +124,7 @@ result: string | null,
  */
 cost_usd: number | null, };
 
-export type SessionRecord = { session_id: string, 
+export type SessionView = { session_id: SessionId, 
 /**
  * Who asked last under it.
  */
@@ -152,19 +160,19 @@ export type InboxView = {
 /**
  * Waiting items, oldest first.
  */
-pending: Array<Record>, 
+pending: Array<ItemView>, 
 /**
  * Settled items not dismissed, newest first (empty when asked for pending only).
  */
-history: Array<Record>, 
+history: Array<ItemView>, 
 /**
  * The latest dispatched runs, newest first (empty when asked for pending only).
  */
-runs: Array<RunRecord>, 
+runs: Array<RunView>, 
 /**
  * The sessions that asked, waiting ones first (empty when asked for pending only).
  */
-sessions: Array<SessionRecord>, 
+sessions: Array<SessionView>, 
 /**
  * The item the modal should show first.
  */
@@ -215,7 +223,7 @@ intake?: unknown,
  */
 agent?: string, };
 
-export type Dispatched = { run_id: string, 
+export type Dispatched = { run_id: RunId, 
 /**
  * Where its output goes.
  */

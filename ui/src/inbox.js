@@ -4,7 +4,7 @@
 import * as ipc from './ipc.js';
 import { clip, coalesced } from './text.js';
 
-/** @typedef {import('./bindings').Record} Item */
+/** @typedef {import('./bindings').ItemView} Item */
 
 /** @param {string} id */
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));

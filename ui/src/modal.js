@@ -6,7 +6,7 @@
 import * as ipc from './ipc.js';
 import { clip, coalesced } from './text.js';
 
-/** @typedef {import('./bindings').Record} Item */
+/** @typedef {import('./bindings').ItemView} Item */
 /** @typedef {import('./bindings').Question} Question */
 /** @typedef {import('./bindings').Pick} Pick */
 

@@ -21,8 +21,9 @@
 //! - [`prompter`]: the `OperatorPrompter` seam and the scripted prompter
 //!   (the terminal's lives in the `hark` binary, the desktop's in
 //!   `src-tauri`).
-//! - [`env`], [`config`], [`trace`], [`text`]: the `HARK_*` variables, the
-//!   config file, trace events and logging, cutting text to a length.
+//! - [`env`], [`files`], [`config`], [`trace`], [`text`]: the `HARK_*`
+//!   variables, owner-only directories, the config file, trace events and
+//!   logging, cutting text to a length.
 //!
 //! Data flows one way: an asker's frame reaches the [`daemon`] through the
 //! [`bridge`], becomes an item in the [`registry`] (persisted by the
@@ -37,6 +38,7 @@ pub mod bridge;
 pub mod config;
 pub mod daemon;
 pub mod env;
+pub mod files;
 pub mod gate;
 pub mod model;
 pub mod prompter;

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use hark_core::bridge::client::{AskError, Call, Started};
 use hark_core::bridge::wire::{Caller, ClientFrame, MAX_FRAME};
 use hark_core::gate::policy::{Class, Policy, permission_result};
+use hark_core::model::ids::SessionId;
 use hark_core::model::item::{Asker, Outcome};
 use hark_core::model::schema::{
     MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS,
@@ -56,7 +57,7 @@ pub struct McpSettings {
     /// The bridge socket to dial.
     pub socket: PathBuf,
     /// The agent session the questions belong to.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The bounded wait to ask for (the server's default when `None`).
     pub timeout: Option<Duration>,
     pub rules: Rules,
@@ -217,11 +218,9 @@ impl OperatorServer {
                 allow, &input, message,
             ))])
         };
-        let approval = match self.settings.policy.classify(tool_name, &input) {
-            Class::ReadOnly => return verdict(true, ""),
-            Class::Write(approval) => approval,
-        };
-        let session = &self.settings.session_id;
+        // The daemon classifies the call (its policy, its grants); this
+        // server's own copy of the policy only decides when nobody is
+        // attached, so read-only steps still pass and every write is denied.
         let frame = ClientFrame::Approve {
             caller: self.caller(context),
             tool_name: tool_name.to_owned(),
@@ -231,8 +230,14 @@ impl OperatorServer {
             Ok(Started::Pending(call)) => call,
             Ok(Started::Decided { allow, .. }) => return verdict(allow, DENIED),
             Err(AskError::Unreachable { .. }) => {
-                trace::write_mode(&approval, session, session, None, "headless");
-                return verdict(false, HEADLESS);
+                return match self.settings.policy.classify(tool_name, &input) {
+                    Class::ReadOnly => verdict(true, ""),
+                    Class::Write(approval) => {
+                        let session = self.settings.session_id.as_str();
+                        trace::write_mode(&approval, session, session, None, "headless");
+                        verdict(false, HEADLESS)
+                    }
+                };
             }
             Err(e) => return verdict(false, &format!("{NOT_APPROVED} ({e})")),
         };
@@ -439,7 +444,9 @@ impl McpSettings {
         let parent = std::os::unix::process::parent_id();
         Ok(McpSettings {
             socket,
-            session_id: var(env::SESSION_ID).unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            session_id: SessionId::from(
+                var(env::SESSION_ID).unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            ),
             timeout: var(env::ASK_TIMEOUT)
                 .and_then(|s| s.parse::<f64>().ok())
                 .filter(|s| s.is_finite() && *s > 0.0)

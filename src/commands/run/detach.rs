@@ -24,7 +24,7 @@ pub async fn run(options: RunArgs) -> ExitStatus {
             println!("{}", run.run_id);
             eprintln!(
                 "hark: run {} started by the operator's daemon; its output goes to {}\nhint: `hark runs` shows how it goes",
-                &run.run_id[..8],
+                run.run_id.short(),
                 run.log.display()
             );
             ExitStatus::Success

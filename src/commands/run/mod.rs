@@ -23,7 +23,8 @@ use hark_core::bridge::socket::{self, SocketError};
 use hark_core::bridge::wire::ClientFrame;
 use hark_core::config::{Config, ConfigError};
 use hark_core::gate::intake::{Given, GivenError, Intake, IntakeError, When};
-use hark_core::store::RunStart;
+use hark_core::model::ids::{Ids, RunId, SessionId};
+use hark_core::model::run::RunStart;
 
 use crate::cli::RunArgs;
 use crate::exit::ExitStatus;
@@ -179,8 +180,8 @@ fn given(intake: &Intake, words: &[String]) -> Result<Given, RunError> {
 /// Everything a run needs before its first turn. Dropping it removes the
 /// run's socket and config files.
 struct Setup {
-    run_id: String,
-    session: String,
+    run_id: RunId,
+    session: SessionId,
     /// The daemon dispatched this run: it has no terminal, so a
     /// conversation asks in the app.
     dispatched: bool,
@@ -203,13 +204,14 @@ impl Setup {
         // told its caller).
         let dispatched_id = std::env::var(hark_core::env::RUN_ID)
             .ok()
-            .filter(|id| uuid::Uuid::parse_str(id).is_ok());
+            .and_then(|id| id.parse::<RunId>().ok());
         let dispatched = dispatched_id.is_some();
-        let run_id = dispatched_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let session = args
-            .session
-            .clone()
-            .unwrap_or_else(|| format!("run-{}", &run_id[..8]));
+        let run_id = dispatched_id.unwrap_or_else(|| Ids::random().run());
+        let session = SessionId::from(
+            args.session
+                .clone()
+                .unwrap_or_else(|| format!("run-{}", run_id.short())),
+        );
         let user_configs = if args.wrap {
             UserCommand::parse(&args.words)?.mcp_configs
         } else {
@@ -223,7 +225,7 @@ impl Setup {
                 .map_err(RunError::WriteConfig)
         };
         let bridge = if attached {
-            let relay = Relay::start(app_socket.clone(), run_id.clone(), session.clone())?;
+            let relay = Relay::start(app_socket.clone(), run_id, session.clone())?;
             let mcp_config = write_config(&relay.dir)?;
             let attach = Attached {
                 socket: relay.socket.clone(),
@@ -283,7 +285,7 @@ impl Setup {
     fn announce(&self, args: &RunArgs) {
         eprintln!(
             "hark: run {} ({}), {}",
-            &self.run_id[..8],
+            self.run_id.short(),
             self.session,
             match (self.bridge.is_some(), args.read_only) {
                 (true, false) => "the operator is attached: the agent can ask",
@@ -314,7 +316,7 @@ impl Setup {
         };
         let cwd = args.cwd.clone().or_else(|| std::env::current_dir().ok());
         RunStart {
-            id: self.run_id.clone(),
+            id: self.run_id,
             session_id: self.session.clone(),
             command,
             cwd: cwd.map(|d| d.display().to_string()),
@@ -357,7 +359,7 @@ async fn dispatch(args: RunArgs) -> Result<i32, Stop> {
     };
     setup
         .record(ClientFrame::RunFinished {
-            run_id: setup.run_id.clone(),
+            run_id: setup.run_id,
             exit_code,
             result: kept.last_result,
             cost_usd: Some(kept.cost_usd),

@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::model::ids::SessionId;
+
 /// The MCP server's name: the agent sees its tool as `mcp__operator__ask`.
 pub const SERVER: &str = "operator";
 /// The tool the agent asks through, as Claude Code names it.
@@ -89,7 +91,7 @@ pub struct Attached {
     pub socket: PathBuf,
     /// The MCP config file naming `hark mcp-operator-ask` (0600, removed after the run).
     pub mcp_config: PathBuf,
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The bounded wait for each question of this run.
     pub ask_timeout: Duration,
 }
@@ -251,7 +253,10 @@ pub fn compose(
                 crate::env::ASK_SOCK.to_owned(),
                 bridge.socket.display().to_string(),
             );
-            env.insert(crate::env::SESSION_ID.to_owned(), bridge.session_id.clone());
+            env.insert(
+                crate::env::SESSION_ID.to_owned(),
+                bridge.session_id.to_string(),
+            );
             env.insert(
                 crate::env::ASK_TIMEOUT.to_owned(),
                 bridge.ask_timeout.as_secs_f64().to_string(),

@@ -11,7 +11,8 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use crate::bridge::wire::{ClientFrame, ServerFrame, WireError, read_frame, write_frame};
 use crate::model::approval::{DecidedBy, Scope};
-use crate::model::item::{ItemId, Outcome};
+use crate::model::ids::ItemId;
+use crate::model::item::Outcome;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AskError {

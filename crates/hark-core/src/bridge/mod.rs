@@ -7,4 +7,5 @@
 pub mod client;
 pub mod relay;
 pub mod socket;
+pub mod views;
 pub mod wire;

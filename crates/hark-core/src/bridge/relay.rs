@@ -18,6 +18,7 @@ use crate::bridge::socket::{self, SocketError, peer_is_owner};
 use crate::bridge::wire::{
     ClientFrame, ErrorCode, ServerFrame, WireError, read_frame, write_frame,
 };
+use crate::model::ids::{RunId, SessionId};
 
 /// A private directory removed (with what is in it) when dropped.
 #[derive(Debug)]
@@ -29,7 +30,7 @@ impl RunDir {
     /// Creates `hark-run-<random>` (0700) in the temp dir.
     pub fn create() -> Result<RunDir, SocketError> {
         let path = std::env::temp_dir().join(format!("hark-run-{}", uuid::Uuid::new_v4().simple()));
-        socket::ensure_private_dir(&path)?;
+        crate::files::ensure_private_dir(&path)?;
         Ok(RunDir { path })
     }
 
@@ -79,8 +80,8 @@ impl Relay {
     /// `app_socket` as one of `run_id` in `session_id`.
     pub fn start(
         app_socket: PathBuf,
-        run_id: String,
-        session_id: String,
+        run_id: RunId,
+        session_id: SessionId,
     ) -> Result<Relay, SocketError> {
         let dir = RunDir::create()?;
         let socket = dir.path().join("ask.sock");
@@ -104,15 +105,15 @@ async fn accept_loop(
     listener: UnixListener,
     _socket_file: socket::SocketFile,
     app_socket: PathBuf,
-    run_id: String,
-    session_id: String,
+    run_id: RunId,
+    session_id: SessionId,
 ) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    connections.spawn(relay(stream, app_socket.clone(), run_id.clone(), session_id.clone()));
+                    connections.spawn(relay(stream, app_socket.clone(), run_id, session_id.clone()));
                 }
                 Err(e) => tracing::warn!("run socket: accept failed: {e}"),
             },
@@ -131,7 +132,7 @@ async fn refuse(stream: UnixStream, code: ErrorCode, message: &str) {
 }
 
 /// Carries one ask from the agent to the app and everything after it back.
-async fn relay(agent: UnixStream, app_socket: PathBuf, run_id: String, session_id: String) {
+async fn relay(agent: UnixStream, app_socket: PathBuf, run_id: RunId, session_id: SessionId) {
     if !peer_is_owner(&agent).unwrap_or(false) {
         return refuse(
             agent,

@@ -5,10 +5,12 @@
 //! The file is removed when its [`SocketFile`] guard drops, on every exit path.
 
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use tokio::net::{UnixListener, UnixStream};
+
+use crate::files::{PrivateDirError, ensure_private_dir, own_uid};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SocketError {
@@ -16,8 +18,8 @@ pub enum SocketError {
     AlreadyRunning(PathBuf),
     #[error("{} exists and is not a socket; refusing to replace it", .0.display())]
     NotASocket(PathBuf),
-    #[error("{} is owned by uid {owner}, not by this user (uid {me})", path.display())]
-    ForeignDir { path: PathBuf, owner: u32, me: u32 },
+    #[error(transparent)]
+    Dir(#[from] PrivateDirError),
     #[error("no place for the socket: set HARK_SOCKET or XDG_RUNTIME_DIR")]
     NoPath,
     #[error("{}: {source}", path.display())]
@@ -44,15 +46,6 @@ pub fn app_socket_path() -> Result<PathBuf, SocketError> {
     let dirs = directories::ProjectDirs::from("", "", "hark").ok_or(SocketError::NoPath)?;
     let dir = dirs.runtime_dir().unwrap_or_else(|| dirs.data_local_dir());
     Ok(dir.join("hark.sock"))
-}
-
-/// This process's effective uid.
-pub fn own_uid() -> u32 {
-    #[allow(unsafe_code)]
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe {
-        libc::geteuid()
-    }
 }
 
 /// Raises this process's soft limit on open files to its hard limit: every
@@ -94,29 +87,6 @@ impl SocketFile {
 impl Drop for SocketFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// Creates `dir` as 0700 if missing; an existing one must belong to this user.
-pub fn ensure_private_dir(dir: &Path) -> Result<(), SocketError> {
-    match std::fs::metadata(dir) {
-        Ok(meta) => {
-            let me = own_uid();
-            if meta.uid() != me {
-                return Err(SocketError::ForeignDir {
-                    path: dir.to_owned(),
-                    owner: meta.uid(),
-                    me,
-                });
-            }
-            Ok(())
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(io_err(dir)),
-        Err(e) => Err(io_err(dir)(e)),
     }
 }
 

@@ -38,11 +38,14 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::agent::Verb;
+use crate::bridge::views::{ItemView, RunView, SessionView};
 use crate::model::approval::{DecidedBy, Scope};
-use crate::model::item::{Asker, ItemId, Outcome};
+use crate::model::ids::{ItemId, RunId, SessionId};
+use crate::model::item::ItemFilter;
+use crate::model::item::{Asker, Outcome};
 use crate::model::resolve::Picks;
+use crate::model::run::RunStart;
 use crate::model::validate::Issue;
-use crate::store::{Filter, Record, RunRecord, RunStart, SessionRecord};
 
 /// The largest frame either side accepts (1 MiB).
 pub const MAX_FRAME: usize = 1 << 20;
@@ -75,7 +78,7 @@ pub enum ClientFrame {
     /// Lists items, pending and settled.
     List {
         #[serde(default)]
-        filter: Filter,
+        filter: ItemFilter,
     },
     /// Follows the inbox: the pending items, then every add and settle.
     Subscribe,
@@ -86,7 +89,7 @@ pub enum ClientFrame {
     /// `hark run` reports how the run ended, with the agent's last result
     /// and the run's cost (answered by `recorded`).
     RunFinished {
-        run_id: String,
+        run_id: RunId,
         exit_code: i32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<String>,
@@ -114,10 +117,10 @@ pub enum ClientFrame {
 pub struct Caller {
     /// The agent session the item is filed under ("unnamed" when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// The dispatched run the item belongs to (set by the run's socket).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     #[serde(default)]
     pub asker: Asker,
     /// This call's bounded wait; the server's default when absent.
@@ -137,8 +140,8 @@ impl ClientFrame {
 
 impl Caller {
     /// The session the item is filed under.
-    pub fn session(&self) -> String {
-        self.session_id.clone().unwrap_or_else(|| "unnamed".into())
+    pub fn session(&self) -> SessionId {
+        self.session_id.clone().unwrap_or_else(SessionId::unnamed)
     }
 }
 
@@ -199,17 +202,20 @@ pub enum ServerFrame {
     /// A reply was taken; the item settled with `outcome`.
     Replied { id: ItemId, outcome: Outcome },
     /// The answer to `list`.
-    Items { items: Vec<Record> },
+    Items { items: Vec<ItemView> },
     /// One inbox change, for a subscriber.
-    Event { event: FeedEvent, item: Box<Record> },
+    Event {
+        event: FeedEvent,
+        item: Box<ItemView>,
+    },
     /// The answer to `clear_settled`.
     Cleared { removed: usize },
     /// A run's start or end was recorded.
     Recorded,
     /// The answer to `list_runs`.
-    Runs { runs: Vec<RunRecord> },
+    Runs { runs: Vec<RunView> },
     /// The answer to `list_sessions`.
-    Sessions { sessions: Vec<SessionRecord> },
+    Sessions { sessions: Vec<SessionView> },
     /// The answer to `dispatch`: the run started.
     Dispatched(Dispatched),
     /// The frame was refused; nothing changed.
@@ -272,7 +278,7 @@ impl std::fmt::Debug for Environment {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dispatched {
-    pub run_id: String,
+    pub run_id: RunId,
     /// Where its output goes.
     #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub log: PathBuf,
@@ -448,7 +454,7 @@ mod tests {
 
     #[test]
     fn the_caller_fields_sit_beside_the_request_on_the_wire() {
-        let raw = json!({"type": "approve", "session_id": "s", "run_id": "r",
+        let raw = json!({"type": "approve", "session_id": "s", "run_id": "00000000-0000-0000-0000-000000000001",
             "asker": {"pid": 7}, "tool_name": "Write", "input": {"file_path": "/x"},
             "timeout_secs": 5.0});
         let frame: ClientFrame = serde_json::from_value(raw.clone()).unwrap();
@@ -459,7 +465,10 @@ mod tests {
             panic!("{frame:?}");
         };
         assert_eq!(caller.session(), "s");
-        assert_eq!(caller.run_id.as_deref(), Some("r"));
+        assert_eq!(
+            caller.run_id.map(|id| id.to_string()).as_deref(),
+            Some("00000000-0000-0000-0000-000000000001")
+        );
         assert_eq!(caller.asker.pid, Some(7));
         assert_eq!(caller.timeout_secs, Some(5.0));
         assert_eq!(tool_name, "Write");

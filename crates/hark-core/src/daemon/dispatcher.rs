@@ -16,8 +16,9 @@ use crate::bridge::relay::RunDir;
 use crate::bridge::socket::SocketError;
 use crate::bridge::wire::{DispatchRequest, Dispatched, Environment, ErrorCode, WireError};
 use crate::gate::intake::{Intake, IntakeError};
+use crate::model::ids::{Ids, RunId, SessionId};
+use crate::model::run::RunStart;
 use crate::registry::Registry;
-use crate::store::RunStart;
 use crate::text::tail;
 
 /// Starts runs for the daemon that owns `socket`.
@@ -36,6 +37,8 @@ pub struct Dispatcher {
     pub own_env: Vec<&'static str>,
     /// How many runs keep their log (the newest; see [`Dispatcher::prune_logs`]).
     pub log_limit: u64,
+    /// Where new runs' ids come from.
+    pub ids: Ids,
 }
 
 impl Dispatcher {
@@ -74,7 +77,7 @@ impl Dispatcher {
         }
         check(&request)?;
         self.prune_logs();
-        let run_id = uuid::Uuid::new_v4().to_string();
+        let run_id = self.ids.run();
         let io =
             |what: &'static str| move |source: std::io::Error| DispatchError::Io { what, source };
         let dir = RunDir::create()?;
@@ -82,17 +85,17 @@ impl Dispatcher {
         let stderr = log.try_clone().map_err(io("cannot share the run's log"))?;
         let mut command = self.command(&request, &dir)?;
         command
-            .env(crate::env::RUN_ID, &run_id)
+            .env(crate::env::RUN_ID, run_id.to_string())
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(stderr);
         let child = command.spawn().map_err(io("cannot start the run"))?;
         let log = self.logs.join(format!("{run_id}.log"));
-        tracing::info!(run_id, log = %log.display(), pid = child.id(), "run dispatched");
+        tracing::info!(%run_id, log = %log.display(), pid = child.id(), "run dispatched");
         // What the record says if the run dies before it reports itself.
         let fallback = RunStart {
-            id: run_id.clone(),
-            session_id: request.session.clone().unwrap_or_default(),
+            id: run_id,
+            session_id: SessionId::from(request.session.clone().unwrap_or_default()),
             command: format!("hark run -- {}", request.prompt.trim()),
             cwd: request.cwd.as_ref().map(|d| d.display().to_string()),
             pid: child.id().unwrap_or_default(),
@@ -172,13 +175,14 @@ impl Dispatcher {
                 .file_name()
                 .and_then(|n| n.to_str())
                 .and_then(|n| n.strip_suffix(".log"))
+                .and_then(|n| n.parse::<RunId>().ok())
             else {
                 continue;
             };
-            match store.run_is_past(id, self.log_limit) {
+            match store.run_is_past(&id, self.log_limit) {
                 Ok(true) => match std::fs::remove_file(&path) {
-                    Ok(()) => tracing::debug!(run_id = id, "removed an old run's log"),
-                    Err(e) => tracing::warn!(run_id = id, "cannot remove an old run's log: {e}"),
+                    Ok(()) => tracing::debug!(run_id = %id, "removed an old run's log"),
+                    Err(e) => tracing::warn!(run_id = %id, "cannot remove an old run's log: {e}"),
                 },
                 Ok(false) => {}
                 Err(e) => {
@@ -224,7 +228,7 @@ async fn watch(
     drop(dir);
     let code = status.as_ref().ok().and_then(|s| s.code()).unwrap_or(-1);
     tracing::info!(
-        run_id = fallback.id,
+        run_id = %fallback.id,
         exit_code = code,
         "dispatched run ended"
     );
@@ -304,14 +308,14 @@ fn record_if_unreported(registry: &Registry, run: RunStart, exit_code: i32, log:
     });
     match recorded {
         Ok(_) => registry.run_changed(),
-        Err(e) => tracing::warn!(run_id = run.id, "the failed run was not recorded: {e}"),
+        Err(e) => tracing::warn!(run_id = %run.id, "the failed run was not recorded: {e}"),
     }
 }
 
 /// Creates `<logs>/<run id>.log` (0600, in a 0700 directory).
-fn create_log(logs: &Path, run_id: &str) -> std::io::Result<std::fs::File> {
+fn create_log(logs: &Path, run_id: &RunId) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    crate::bridge::socket::ensure_private_dir(logs).map_err(std::io::Error::other)?;
+    crate::files::ensure_private_dir(logs).map_err(std::io::Error::other)?;
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

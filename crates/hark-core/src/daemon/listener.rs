@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio::io::BufReader;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -23,7 +23,8 @@ use crate::daemon::operator;
 use crate::gate::grants::Grants;
 use crate::gate::policy::{Class, Policy};
 use crate::model::approval::{Approval, DecidedBy};
-use crate::model::item::{Item, ItemId, Outcome, Surface};
+use crate::model::ids::{Clock, Ids};
+use crate::model::item::{Item, Outcome, Surface};
 use crate::model::resolve::Picks;
 use crate::model::schema::AskRequest;
 use crate::model::validate::{Rules, validate};
@@ -51,6 +52,10 @@ pub struct Daemon {
     pub gate: Arc<Gate>,
     /// Starts the runs the operator dispatches through this daemon.
     pub dispatcher: Dispatcher,
+    /// Where new items' ids come from.
+    pub ids: Ids,
+    /// What new items are stamped with.
+    pub clock: Clock,
 }
 
 /// The write-mode gate, as the daemon keeps it.
@@ -155,7 +160,7 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
     let answer = match frame {
         ClientFrame::Ask { caller, request } => match validate(&request, daemon.rules) {
             Ok(request) => {
-                let item = new_item(caller, request, None, daemon.default_timeout);
+                let item = daemon.new_item(caller, request, None);
                 let pending = daemon.registry.open(item);
                 wait_for_operator(pending, &daemon, reader, writer).await;
                 return;
@@ -219,9 +224,12 @@ async fn approve(
         Class::Write(approval) => approval,
     };
     // "This run": the dispatched run, else the agent's session.
-    let run = caller.run_id.clone().unwrap_or_else(|| session_id.clone());
-    if let Some(scope) = daemon.gate.grants.covering(&approval, &run, &session_id) {
-        trace::write_mode(&approval, &run, &session_id, Some(scope), "grant");
+    let run = caller
+        .run_id
+        .map_or_else(|| session_id.to_string(), |id| id.to_string());
+    let session = session_id.as_str();
+    if let Some(scope) = daemon.gate.grants.covering(&approval, &run, session) {
+        trace::write_mode(&approval, &run, session, Some(scope), "grant");
         let decided = ServerFrame::Decided {
             allow: true,
             scope: Some(scope),
@@ -230,17 +238,12 @@ async fn approve(
         let _ = write_frame(&mut writer, &decided).await;
         return;
     }
-    let item = new_item(
-        caller,
-        approval.request(),
-        Some(approval.clone()),
-        daemon.default_timeout,
-    );
+    let item = daemon.new_item(caller, approval.request(), Some(approval.clone()));
     let pending = daemon.registry.open(item);
     let outcome = wait_for_operator(pending, daemon, reader, writer).await;
     let verdict = match outcome {
         Some(Outcome::Approved { scope }) => {
-            daemon.gate.grants.grant(scope, &run, &session_id);
+            daemon.gate.grants.grant(scope, &run, session);
             Some(scope)
         }
         _ => None,
@@ -250,25 +253,22 @@ async fn approve(
         Some(other) => other.name(),
         None => "hang_up",
     };
-    trace::write_mode(&approval, &run, &session_id, verdict, by);
+    trace::write_mode(&approval, &run, session, verdict, by);
 }
 
-/// A new pending item for `caller`'s request.
-fn new_item(
-    caller: Caller,
-    request: AskRequest,
-    approval: Option<Approval>,
-    default_timeout: Duration,
-) -> Item {
-    Item {
-        id: ItemId::random(),
-        session_id: caller.session(),
-        run_id: caller.run_id,
-        asker: caller.asker,
-        request,
-        approval,
-        created_at: SystemTime::now(),
-        timeout: effective_timeout(caller.timeout_secs, default_timeout),
+impl Daemon {
+    /// A new pending item for `caller`'s request.
+    fn new_item(&self, caller: Caller, request: AskRequest, approval: Option<Approval>) -> Item {
+        Item {
+            id: self.ids.item(),
+            session_id: caller.session(),
+            run_id: caller.run_id,
+            asker: caller.asker,
+            request,
+            approval,
+            created_at: self.clock.now(),
+            timeout: effective_timeout(caller.timeout_secs, self.default_timeout),
+        }
     }
 }
 

@@ -6,12 +6,14 @@ use tokio::io::BufReader;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::bridge::views::{ItemView, RunView, SessionView, views};
 use crate::bridge::wire::{
     ClientFrame, ErrorCode, FeedEvent, ServerFrame, WireError, WireReply, read_frame, write_frame,
 };
-use crate::model::item::{ItemId, Surface};
+use crate::model::ids::ItemId;
+use crate::model::item::{ItemFilter, Surface};
 use crate::registry::{Event, Registry};
-use crate::store::{Filter, Record, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// Applies an operator's reply; the registry's rules decide.
 pub fn reply(registry: &Registry, id: ItemId, reply: WireReply, surface: Surface) -> ServerFrame {
@@ -22,31 +24,86 @@ pub fn reply(registry: &Registry, id: ItemId, reply: WireReply, surface: Surface
 }
 
 /// Lists items from the store, or the pending ones when there is no store.
-pub fn list(registry: &Registry, filter: &Filter) -> ServerFrame {
-    match registry.store() {
-        Some(store) => match store.list(filter) {
-            Ok(items) => ServerFrame::Items { items },
-            Err(e) => ServerFrame::Error(WireError::new(ErrorCode::Unavailable, e.to_string())),
-        },
-        None => {
-            let items = registry
-                .pending()
-                .iter()
-                .filter(|i| filter.id.is_none_or(|id| id == i.id))
-                .filter(|i| {
-                    filter
-                        .session_id
-                        .as_ref()
-                        .is_none_or(|s| *s == i.session_id)
-                })
-                .filter(|_| filter.pending != Some(false) && filter.outcome.is_none())
-                .skip(filter.offset.unwrap_or(0) as usize)
-                .take(filter.limit.unwrap_or(u32::MAX) as usize)
-                .map(|i| Record::new(i, None, None))
-                .collect();
-            ServerFrame::Items { items }
-        }
+pub fn list(registry: &Registry, filter: &ItemFilter) -> ServerFrame {
+    match items(registry, filter) {
+        Ok(items) => ServerFrame::Items { items },
+        Err(e) => ServerFrame::Error(WireError::new(ErrorCode::Unavailable, e.to_string())),
     }
+}
+
+/// The items `filter` selects: from the store, or (without one) the pending
+/// items the registry holds.
+pub fn items(registry: &Registry, filter: &ItemFilter) -> Result<Vec<ItemView>, StoreError> {
+    if let Some(store) = registry.store() {
+        return store.list(filter).map(views);
+    }
+    Ok(registry
+        .pending()
+        .iter()
+        .filter(|i| filter.id.is_none_or(|id| id == i.id))
+        .filter(|i| {
+            filter
+                .session_id
+                .as_ref()
+                .is_none_or(|s| *s == i.session_id)
+        })
+        .filter(|_| filter.pending != Some(false) && filter.outcome.is_none())
+        .skip(filter.offset.unwrap_or(0) as usize)
+        .take(filter.limit.unwrap_or(u32::MAX) as usize)
+        .map(|i| ItemView::pending(i))
+        .collect())
+}
+
+/// How much of the history, the runs and the sessions an inbox shows.
+#[derive(Debug, Clone, Copy)]
+pub struct InboxLimits {
+    pub history: u32,
+    pub runs: u32,
+    pub sessions: u32,
+}
+
+/// The inbox as a window draws it: what waits (live, from the registry),
+/// then the settled history the operator has not dismissed, the runs and
+/// the sessions (from the store).
+#[derive(Debug, Clone, Default)]
+pub struct Inbox {
+    /// Oldest first.
+    pub pending: Vec<ItemView>,
+    /// Newest first.
+    pub history: Vec<ItemView>,
+    pub runs: Vec<RunView>,
+    pub sessions: Vec<SessionView>,
+}
+
+/// The inbox; with no `limits`, what waits only.
+pub fn inbox(registry: &Registry, limits: Option<InboxLimits>) -> Result<Inbox, StoreError> {
+    let pending = registry
+        .pending()
+        .iter()
+        .map(|i| ItemView::pending(i))
+        .collect();
+    let (Some(store), Some(limits)) = (registry.store(), limits) else {
+        return Ok(Inbox {
+            pending,
+            ..Inbox::default()
+        });
+    };
+    let settled = ItemFilter {
+        pending: Some(false),
+        limit: Some(limits.history),
+        ..ItemFilter::default()
+    };
+    Ok(Inbox {
+        pending,
+        history: store
+            .list(&settled)?
+            .into_iter()
+            .filter(|r| !r.dismissed)
+            .map(ItemView::from)
+            .collect(),
+        runs: views(store.runs(limits.runs)?),
+        sessions: views(store.sessions(limits.sessions)?),
+    })
 }
 
 /// Records a run's start or end.
@@ -80,7 +137,7 @@ pub fn runs(registry: &Registry, limit: Option<u32>) -> ServerFrame {
     from_store(
         registry,
         |store| store.runs(limit.unwrap_or(100)),
-        |runs| ServerFrame::Runs { runs },
+        |runs| ServerFrame::Runs { runs: views(runs) },
     )
 }
 
@@ -89,7 +146,9 @@ pub fn sessions(registry: &Registry, limit: Option<u32>) -> ServerFrame {
     from_store(
         registry,
         |store| store.sessions(limit.unwrap_or(100)),
-        |sessions| ServerFrame::Sessions { sessions },
+        |sessions| ServerFrame::Sessions {
+            sessions: views(sessions),
+        },
     )
 }
 
@@ -127,7 +186,7 @@ pub async fn follow(
     for item in registry.pending() {
         let frame = ServerFrame::Event {
             event: FeedEvent::Added,
-            item: Box::new(Record::new(&item, None, None)),
+            item: Box::new(ItemView::pending(&item)),
         };
         if write_frame(&mut writer, &frame).await.is_err() {
             return;
@@ -139,10 +198,10 @@ pub async fn follow(
             event = events.recv() => match event {
                 // The terminal feed follows items; runs are listed with `hark runs`.
                 Ok(Event::RunChanged) => continue,
-                Ok(Event::Added(item)) => ServerFrame::Event { event: FeedEvent::Added, item: Box::new(Record::new(&item, None, None)) },
-                Ok(Event::Settled { item, outcome, replied_by }) => ServerFrame::Event {
+                Ok(Event::Added(item)) => ServerFrame::Event { event: FeedEvent::Added, item: Box::new(ItemView::pending(&item)) },
+                Ok(Event::Settled { item, outcome, replied_by, at }) => ServerFrame::Event {
                     event: FeedEvent::Settled,
-                    item: Box::new(Record::new(&item, Some(outcome), replied_by)),
+                    item: Box::new(ItemView::settled(&item, outcome, replied_by, at)),
                 },
                 Err(RecvError::Lagged(missed)) => ServerFrame::Error(WireError::new(
                     ErrorCode::Unavailable,

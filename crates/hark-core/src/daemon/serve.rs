@@ -10,6 +10,7 @@ use crate::bridge::socket::{self, SocketError};
 use crate::config::{Config, ConfigError};
 use crate::daemon::dispatcher::Dispatcher;
 use crate::daemon::listener::{Daemon, Gate};
+use crate::model::ids::{Clock, Ids};
 use crate::prompter::OperatorPrompter;
 use crate::registry::Registry;
 use crate::store::{Store, StoreError};
@@ -66,7 +67,7 @@ pub fn prepare(
     };
     let (listener, socket_file) = socket::bind(&path)?;
     let store_path = Store::default_path().ok_or(ServeError::NoStorePath)?;
-    let store = Arc::new(Store::open(&store_path)?);
+    let store = Arc::new(Store::open(&store_path, Clock::system())?);
     let mut rules = config.rules();
     rules.strict_defaults |= options.strict_defaults;
     let registry = Registry::with_store(Some(store));
@@ -84,7 +85,10 @@ pub fn prepare(
             registry: registry.clone(),
             own_env: options.own_env,
             log_limit: config.run_log_limit,
+            ids: Ids::random(),
         },
+        ids: Ids::random(),
+        clock: Clock::system(),
     };
     tracing::info!(
         socket = %socket_file.path().display(),

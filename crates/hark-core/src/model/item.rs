@@ -1,33 +1,14 @@
 //! A pending item (one ask call waiting on the operator) and the outcome it
 //! settles into (SPEC §4).
 
-use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use crate::model::approval::{Approval, Scope};
+use crate::model::ids::{ItemId, RunId, SessionId};
 use crate::model::resolve::Resolution;
 use crate::model::schema::{Answers, AskRequest};
-
-/// An item's id: a random UUID, so it cannot be guessed. (A newtype: it
-/// serializes as the bare UUID string.)
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct ItemId(pub Uuid);
-
-impl ItemId {
-    pub fn random() -> ItemId {
-        ItemId(Uuid::new_v4())
-    }
-}
-
-impl fmt::Display for ItemId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
 
 /// Who asked: shown to the operator so they know which agent wants them.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -61,15 +42,31 @@ impl Asker {
     }
 }
 
+/// Which items to list.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ItemFilter {
+    /// Only pending (`Some(true)`) or only settled (`Some(false)`) items.
+    pub pending: Option<bool>,
+    /// Only items with this outcome name (`answered`, `timed_out`, …).
+    pub outcome: Option<String>,
+    pub session_id: Option<SessionId>,
+    /// One item by id.
+    pub id: Option<ItemId>,
+    pub limit: Option<u32>,
+    pub offset: Option<u32>,
+}
+
 /// One ask call waiting on the operator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Item {
     pub id: ItemId,
     /// The agent session that asked (`HARK_SESSION_ID`, or one per MCP server).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The dispatched run that asked, if a dispatcher started the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     pub asker: Asker,
     pub request: AskRequest,
     /// Set when the item is a write-mode approval rather than a question

@@ -3,7 +3,9 @@
 //! and the items that wait on the operator ([`item`]).
 
 pub mod approval;
+pub mod ids;
 pub mod item;
 pub mod resolve;
+pub mod run;
 pub mod schema;
 pub mod validate;

@@ -119,77 +119,6 @@ pub fn resolve(request: &AskRequest, picks: &Picks) -> Result<Resolution, Vec<Is
     }
 }
 
-/// Builds picks from what a person typed on a command line: each `--pick`
-/// is an option label (matched to the one question that has it) or
-/// `QUESTION=LABEL`; `--text` is free text for the only question, or
-/// `QUESTION=TEXT`. Questions left out take their defaults when resolved.
-pub fn picks_from_words(
-    request: &AskRequest,
-    labels: &[String],
-    text: Option<&str>,
-) -> Result<Picks, Vec<Issue>> {
-    let mut picks = Picks::new();
-    let mut issues = Vec::new();
-    for word in labels {
-        let owners: Vec<&str> = request
-            .questions
-            .iter()
-            .filter(|q| q.has_option(word))
-            .map(|q| q.question.as_str())
-            .collect();
-        let (question, label) = match (owners.as_slice(), word.split_once('=')) {
-            ([one], _) => (request.question(one), word.as_str()),
-            ([], Some((q, label))) if request.question(q).is_some_and(|q| q.has_option(label)) => {
-                (request.question(q), label)
-            }
-            ([], _) => {
-                issues.push(Issue::new(
-                    format!("--pick {word:?}"),
-                    "is not an option of any question",
-                ));
-                continue;
-            }
-            (_, _) => {
-                issues.push(Issue::new(
-                    format!("--pick {word:?}"),
-                    "is an option of several questions: write QUESTION=LABEL",
-                ));
-                continue;
-            }
-        };
-        let Some(q) = question else { continue };
-        let entry = picks
-            .entry(q.question.clone())
-            .or_insert(Pick::Labels(Vec::new()));
-        if let Pick::Labels(list) = entry {
-            list.push(label.to_owned());
-        }
-    }
-    if let Some(text) = text {
-        let target = match text.split_once('=') {
-            Some((q, t)) if request.question(q).is_some() => Some((q.to_owned(), t.to_owned())),
-            _ if request.questions.len() == 1 => {
-                Some((request.questions[0].question.clone(), text.to_owned()))
-            }
-            _ => {
-                issues.push(Issue::new(
-                    "--text",
-                    "the item has several questions: write QUESTION=TEXT",
-                ));
-                None
-            }
-        };
-        if let Some((q, t)) = target {
-            picks.insert(q, Pick::Text { text: t });
-        }
-    }
-    if issues.is_empty() {
-        Ok(picks)
-    } else {
-        Err(issues)
-    }
-}
-
 /// The defaults a skip would have landed on: named to the agent as
 /// unconfirmed, never applied as answers.
 pub fn unconfirmed_defaults(request: &AskRequest) -> Answers {
@@ -298,24 +227,6 @@ mod tests {
                 "answers[\"Name?\"]"
             ]
         );
-    }
-
-    #[test]
-    fn command_line_words_become_picks() {
-        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let picks = picks_from_words(
-            &request(),
-            &words(&["SQLite", "Auth", "Search"]),
-            Some("Name?=baz"),
-        )
-        .unwrap();
-        let r = resolve(&request(), &picks).unwrap();
-        assert_eq!(
-            serde_json::to_value(&r.answers).unwrap(),
-            json!({"Which db?": "SQLite", "Which features?": ["Auth", "Search"], "Name?": "baz"})
-        );
-        let issues = picks_from_words(&request(), &words(&["Nope"]), Some("x")).unwrap_err();
-        assert_eq!(issues.len(), 2);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use crate::model::ids::SessionId;
 use crate::model::item::{Item, Surface};
 use crate::model::resolve::Picks;
 
@@ -37,7 +38,7 @@ pub type PromptFuture = Pin<Box<dyn Future<Output = Result<Picks, Unanswered>> +
 /// prompter should move on. Picks are resolved (defaults filled, labels
 /// checked) by the core, not here.
 pub trait OperatorPrompter: Send + Sync + 'static {
-    fn ask(&self, session_id: &str, item: Arc<Item>) -> PromptFuture;
+    fn ask(&self, session_id: &SessionId, item: Arc<Item>) -> PromptFuture;
 
     /// The surface's name, recorded as who replied (`desktop`, `terminal`, `script`).
     fn surface(&self) -> Surface;

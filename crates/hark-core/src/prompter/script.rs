@@ -26,6 +26,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::model::approval::{Approval, Scope, Verdict};
+use crate::model::ids::SessionId;
 use crate::model::item::{Item, Surface};
 use crate::model::resolve::{Pick, Picks};
 use crate::prompter::{OperatorPrompter, PromptFuture, Unanswered};
@@ -150,7 +151,7 @@ impl OperatorPrompter for ScriptedPrompter {
         Surface::Script
     }
 
-    fn ask(&self, _session_id: &str, item: Arc<Item>) -> PromptFuture {
+    fn ask(&self, _session_id: &SessionId, item: Arc<Item>) -> PromptFuture {
         let reaction = self.react(&item);
         Box::pin(async move {
             match reaction {

@@ -10,14 +10,15 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio::sync::{Notify, broadcast, oneshot};
 use tokio::time::Instant;
 
 use crate::model::approval::Scope;
 use crate::model::approval::{Approval, Verdict};
-use crate::model::item::{Item, ItemId, Outcome, Surface};
+use crate::model::ids::{Clock, ItemId};
+use crate::model::item::{Item, Outcome, Surface};
 use crate::model::resolve::{Pick, Picks, resolve, unconfirmed_defaults};
 use crate::model::validate::Issue;
 use crate::store::Store;
@@ -34,6 +35,8 @@ struct Shared {
     state: Mutex<State>,
     /// Where every item and outcome is recorded, when there is a store.
     store: Option<Arc<Store>>,
+    /// What settlements are stamped with: the store's clock, or the system's.
+    clock: Clock,
     /// Item added / settled, for surfaces that follow the inbox.
     events: broadcast::Sender<Event>,
     /// Wakes the expiry task when an earlier deadline arrives or on shutdown.
@@ -120,6 +123,8 @@ pub enum Event {
         item: Arc<Item>,
         outcome: Outcome,
         replied_by: Option<Surface>,
+        /// When it settled, by the registry's clock.
+        at: SystemTime,
     },
 }
 
@@ -193,7 +198,11 @@ impl Registry {
 
     /// Creates a registry that records every item and outcome in `store`.
     pub fn with_store(store: Option<Arc<Store>>) -> Registry {
+        let clock = store
+            .as_ref()
+            .map_or_else(Clock::system, |s| s.clock().clone());
         let shared = Arc::new(Shared {
+            clock,
             store,
             events: broadcast::channel(EVENT_BUFFER).0,
             state: Mutex::new(State::default()),
@@ -201,6 +210,11 @@ impl Registry {
         });
         tokio::spawn(expire_items(shared.clone()));
         Registry { shared }
+    }
+
+    /// The clock settlements are stamped with.
+    pub fn clock(&self) -> &Clock {
+        &self.shared.clock
     }
 
     /// Follows items being added and settled.
@@ -386,6 +400,7 @@ impl Registry {
             item: entry.item.clone(),
             outcome: outcome.clone(),
             replied_by: surface,
+            at: self.shared.clock.now(),
         });
         // The asker may be gone already; the outcome is still traced.
         let _ = entry.settle.send(outcome.clone());

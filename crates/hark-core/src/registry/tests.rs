@@ -1,6 +1,7 @@
 //! The registry's rules, on paused time.
 
 use super::*;
+use crate::model::ids::Ids;
 use crate::model::item::Asker;
 use crate::model::resolve::Pick;
 use crate::model::validate::{Rules, validate};
@@ -9,7 +10,7 @@ use std::time::SystemTime;
 
 fn item(timeout: Duration) -> Item {
     Item {
-        id: ItemId::random(),
+        id: Ids::random().item(),
         session_id: "s1".into(),
         run_id: None,
         asker: Asker::default(),

@@ -1,29 +1,24 @@
 //! The items: every question set and approval, pending or settled.
 
-use std::time::SystemTime;
-
 use rusqlite::{OptionalExtension, params};
-use serde::{Deserialize, Serialize};
 
 use super::{RESTARTED, Store, StoreError, sql_count, to_json, unix_ms};
 use crate::model::approval::Approval;
-use crate::model::item::{Asker, Item, ItemId, Outcome, Surface};
+use crate::model::ids::{ItemId, RunId, SessionId};
+use crate::model::item::{Asker, Item, ItemFilter, Outcome};
 use crate::model::schema::AskRequest;
 
 /// One stored item, pending or settled.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     pub id: ItemId,
     pub kind: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The dispatched run that asked, if any.
-    #[serde(default)]
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     pub asker: Asker,
     pub request: AskRequest,
     /// What a write-mode approval asks to allow (`kind` is then `approval`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Approval>,
     pub created_ms: u64,
     pub deadline_ms: u64,
@@ -33,46 +28,7 @@ pub struct Record {
     pub replied_by: Option<String>,
     pub settled_ms: Option<u64>,
     /// The operator dismissed it from the desktop inbox (it stays in the history).
-    #[serde(default)]
     pub dismissed: bool,
-}
-
-/// Which records to list.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Filter {
-    /// Only pending (`Some(true)`) or only settled (`Some(false)`) items.
-    pub pending: Option<bool>,
-    /// Only items with this outcome name (`answered`, `timed_out`, …).
-    pub outcome: Option<String>,
-    pub session_id: Option<String>,
-    /// One item by id.
-    pub id: Option<ItemId>,
-    pub limit: Option<u32>,
-    pub offset: Option<u32>,
-}
-
-impl Record {
-    /// The record of an item, pending or settled.
-    pub fn new(item: &Item, outcome: Option<Outcome>, replied_by: Option<Surface>) -> Record {
-        let settled_ms = outcome.as_ref().map(|_| unix_ms(SystemTime::now()));
-        Record {
-            id: item.id,
-            kind: item.kind().into(),
-            session_id: item.session_id.clone(),
-            run_id: item.run_id.clone(),
-            asker: item.asker.clone(),
-            request: item.request.clone(),
-            approval: item.approval.clone(),
-            created_ms: unix_ms(item.created_at),
-            deadline_ms: unix_ms(item.deadline()),
-            outcome,
-            replied_by: replied_by.map(|s| s.name().to_owned()),
-            settled_ms,
-            dismissed: false,
-        }
-    }
 }
 
 impl Store {
@@ -84,7 +40,7 @@ impl Store {
         self.lock()
             .execute(
                 "UPDATE items SET outcome = 'cancelled', detail = ?1, settled_ms = ?2 WHERE outcome IS NULL",
-                params![detail, unix_ms(SystemTime::now()) as i64],
+                params![detail, self.now_ms()],
             )
             .map_err(|e| self.sql(e))
     }
@@ -130,7 +86,7 @@ impl Store {
                     outcome.name(),
                     detail,
                     replied_by,
-                    unix_ms(SystemTime::now()) as i64
+                    self.now_ms()
                 ],
             )
             .map(|n| n == 1)
@@ -174,7 +130,7 @@ impl Store {
     }
 
     /// Lists records, newest first (pending ones before settled ones).
-    pub fn list(&self, filter: &Filter) -> Result<Vec<Record>, StoreError> {
+    pub fn list(&self, filter: &ItemFilter) -> Result<Vec<Record>, StoreError> {
         let mut clauses = Vec::new();
         let mut args: Vec<String> = Vec::new();
         match filter.pending {
@@ -187,7 +143,7 @@ impl Store {
             clauses.push(format!("outcome = ?{}", args.len()));
         }
         if let Some(session) = &filter.session_id {
-            args.push(session.clone());
+            args.push(session.to_string());
             clauses.push(format!("session_id = ?{}", args.len()));
         }
         if let Some(id) = filter.id {
@@ -221,8 +177,8 @@ const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, creat
 struct RawRow {
     id: String,
     kind: String,
-    session_id: String,
-    run_id: Option<String>,
+    session_id: SessionId,
+    run_id: Option<RunId>,
     asker: String,
     request: String,
     created_ms: i64,
@@ -261,7 +217,7 @@ impl RawRow {
             id: ItemId(self.id.parse().map_err(|e| bad("id", &e))?),
             kind: self.kind.clone(),
             session_id: self.session_id.clone(),
-            run_id: self.run_id.clone(),
+            run_id: self.run_id,
             asker: serde_json::from_str(&self.asker).map_err(|e| bad("asker", &e))?,
             request: serde_json::from_str(&self.request).map_err(|e| bad("request", &e))?,
             approval: match &self.approval {

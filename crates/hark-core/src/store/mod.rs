@@ -16,8 +16,8 @@ mod sessions;
 #[cfg(test)]
 mod tests;
 
-pub use items::{Filter, Record};
-pub use runs::{RunRecord, RunStart, RunStatus};
+pub use items::Record;
+pub use runs::RunRecord;
 pub use sessions::SessionRecord;
 
 use std::path::{Path, PathBuf};
@@ -25,7 +25,10 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
 use serde::Serialize;
+
+use crate::model::ids::{Clock, RunId, SessionId};
 
 /// The reason recorded for items a restart found pending.
 pub const RESTARTED: &str = "hark restarted before it was answered";
@@ -87,11 +90,8 @@ fn sql_count(n: u64) -> i64 {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot create the data directory {}: {source}", path.display())]
-    Dir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("the data directory: {0}")]
+    Dir(#[from] crate::files::PrivateDirError),
     #[error("the store {}: {source}", path.display())]
     Sqlite {
         path: PathBuf,
@@ -112,6 +112,8 @@ pub enum StoreError {
 pub struct Store {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// What rows are stamped with (settled, started, finished).
+    clock: Clock,
 }
 
 pub fn unix_ms(t: SystemTime) -> u64 {
@@ -131,12 +133,10 @@ impl Store {
 
     /// Opens (creating and migrating as needed) the store at `path`, and
     /// closes out items a previous run left pending.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
+    /// Opens (creating, migrating) the store at `path`; `clock` stamps its rows.
+    pub fn open(path: &Path, clock: Clock) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::bridge::socket::ensure_private_dir(dir).map_err(|e| StoreError::Dir {
-                path: dir.to_owned(),
-                source: std::io::Error::other(e.to_string()),
-            })?;
+            crate::files::ensure_private_dir(dir)?;
         }
         let sql = |source| StoreError::Sqlite {
             path: path.to_owned(),
@@ -169,6 +169,7 @@ impl Store {
         let store = Store {
             path: path.to_owned(),
             conn: Mutex::new(conn),
+            clock,
         };
         let closed = store.close_out_pending()?;
         if closed > 0 {
@@ -182,6 +183,16 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The clock its rows are stamped with.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Now, as the rows store it.
+    fn now_ms(&self) -> i64 {
+        unix_ms(self.clock.now()) as i64
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -207,5 +218,32 @@ fn process_alive(pid: u32) -> bool {
         Path::new(&format!("/proc/{pid}")).exists()
     } else {
         true
+    }
+}
+
+// Ids are stored as their text.
+impl rusqlite::ToSql for SessionId {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.as_str()))
+    }
+}
+
+impl FromSql for SessionId {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<SessionId> {
+        String::column_result(value).map(SessionId::from)
+    }
+}
+
+impl rusqlite::ToSql for RunId {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.to_string()))
+    }
+}
+
+impl FromSql for RunId {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<RunId> {
+        String::column_result(value)?
+            .parse()
+            .map_err(|e| FromSqlError::Other(Box::new(e)))
     }
 }

@@ -1,11 +1,10 @@
 //! The runs `hark run` dispatched, as they report themselves.
 
 use rusqlite::{named_params, params};
-use serde::{Deserialize, Serialize};
 
-use std::time::SystemTime;
-
-use super::{Store, StoreError, process_alive, sql_count, unix_ms};
+use super::{Store, StoreError, process_alive, sql_count};
+use crate::model::ids::{RunId, SessionId};
+use crate::model::run::{RunStart, RunStatus};
 use crate::text::clip;
 
 /// A run that ended and is not among the newest `:keep` runs.
@@ -15,26 +14,11 @@ const PAST_RUN: &str = "status != 'running' AND id NOT IN
 /// How much of an agent's final result a run's record keeps.
 const RESULT_KEPT: usize = 4000;
 
-/// A dispatched run's state, as the inbox shows it.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    Running,
-    /// Running, with an item waiting on the operator.
-    Waiting,
-    /// The agent exited 0.
-    Finished,
-    /// The agent exited otherwise, or its `hark run` vanished.
-    Failed,
-}
-
 /// One dispatched run (`hark run`), with the items it asked.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
-    pub id: String,
-    pub session_id: String,
+    pub id: RunId,
+    pub session_id: SessionId,
     /// The agent command line.
     pub command: String,
     pub cwd: Option<String>,
@@ -51,18 +35,6 @@ pub struct RunRecord {
     pub cost_usd: Option<f64>,
 }
 
-/// A run as `hark run` announces it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunStart {
-    pub id: String,
-    pub session_id: String,
-    pub command: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    /// The `hark run` process: a run whose process is gone is failed.
-    pub pid: u32,
-}
-
 impl Store {
     /// Deletes ended runs beyond the newest `keep` runs; a running run is
     /// kept. Returns how many were deleted.
@@ -77,7 +49,7 @@ impl Store {
 
     /// Whether run `id` is recorded as ended and is older than the newest
     /// `keep` runs (so its output log can go).
-    pub fn run_is_past(&self, id: &str, keep: u64) -> Result<bool, StoreError> {
+    pub fn run_is_past(&self, id: &RunId, keep: u64) -> Result<bool, StoreError> {
         self.lock()
             .query_row(
                 &format!("SELECT EXISTS (SELECT 1 FROM runs WHERE id = :id AND {PAST_RUN})"),
@@ -88,7 +60,7 @@ impl Store {
     }
 
     /// Whether a run with this id was recorded.
-    pub fn has_run(&self, id: &str) -> Result<bool, StoreError> {
+    pub fn has_run(&self, id: &RunId) -> Result<bool, StoreError> {
         self.lock()
             .query_row(
                 "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
@@ -109,7 +81,7 @@ impl Store {
                     run.session_id,
                     run.command,
                     run.cwd,
-                    unix_ms(SystemTime::now()) as i64,
+                    self.now_ms(),
                     run.pid
                 ],
             )
@@ -120,7 +92,7 @@ impl Store {
     /// Records how a run ended; false when no running run has that id.
     pub fn run_finished(
         &self,
-        id: &str,
+        id: &RunId,
         exit_code: i32,
         result: Option<&str>,
         cost_usd: Option<f64>,
@@ -135,7 +107,7 @@ impl Store {
                     id,
                     status,
                     exit_code,
-                    unix_ms(SystemTime::now()) as i64,
+                    self.now_ms(),
                     result,
                     cost_usd
                 ],

@@ -1,16 +1,14 @@
 //! The agent sessions that asked, summed up from their items.
 
-use serde::{Deserialize, Serialize};
-
 use super::{Store, StoreError, process_alive};
+use crate::model::ids::SessionId;
 use crate::model::item::Asker;
 
 /// An agent session as the inbox shows it: who asks under it, and how it
 /// stands.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRecord {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Who asked last under it.
     pub asker: Asker,
     /// Whether that agent's process is still there (`None` when unknown).
@@ -45,7 +43,7 @@ impl Store {
         let rows = statement
             .query_map([limit], |r| {
                 Ok((
-                    r.get::<_, String>(0)?,
+                    r.get::<_, SessionId>(0)?,
                     r.get::<_, u32>(1)?,
                     r.get::<_, u32>(2)?,
                     r.get::<_, i64>(3)?,

@@ -1,16 +1,22 @@
 //! The store against a real SQLite file in a temp dir.
 
 use super::*;
-use crate::model::item::{Asker, Item, ItemId, Outcome};
+use crate::model::ids::{Clock, Ids, RunId};
+use crate::model::item::ItemFilter;
+use crate::model::item::{Asker, Item, Outcome};
 use crate::model::resolve::Resolution;
+use crate::model::run::RunStart;
 use crate::model::validate::{Rules, validate};
 use serde_json::json;
 
+/// The run the test items belong to.
+const RUN: RunId = RunId(uuid::Uuid::from_u128(7));
+
 fn item(session: &str) -> Item {
     Item {
-        id: ItemId::random(),
+        id: Ids::random().item(),
         session_id: session.into(),
-        run_id: Some("run-1".into()),
+        run_id: Some(RUN),
         asker: Asker {
             pid: Some(42),
             cwd: Some("/repo".into()),
@@ -32,13 +38,13 @@ fn item(session: &str) -> Item {
 #[test]
 fn items_round_trip_and_settle_once() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("hark.db")).unwrap();
+    let store = Store::open(&dir.path().join("hark.db"), Clock::system()).unwrap();
     let a = item("s1");
     store.insert(&a).unwrap();
     let pending = store.get(a.id).unwrap().unwrap();
     assert_eq!(pending.outcome, None);
     assert_eq!(pending.asker.command.as_deref(), Some("claude -p"));
-    assert_eq!(pending.run_id.as_deref(), Some("run-1"));
+    assert_eq!(pending.run_id, Some(RUN));
     assert_eq!(pending.request, a.request);
 
     let answered = Outcome::Answered(Resolution {
@@ -68,14 +74,14 @@ fn a_reopen_closes_out_what_was_left_pending() {
     let path = dir.path().join("hark.db");
     let (left, done) = (item("s1"), item("s1"));
     {
-        let store = Store::open(&path).unwrap();
+        let store = Store::open(&path, Clock::system()).unwrap();
         store.insert(&left).unwrap();
         store.insert(&done).unwrap();
         store
             .settle(done.id, &Outcome::TimedOut { after_ms: 300_000 }, None)
             .unwrap();
     }
-    let store = Store::open(&path).unwrap();
+    let store = Store::open(&path, Clock::system()).unwrap();
     assert_eq!(
         store.get(left.id).unwrap().unwrap().outcome,
         Some(Outcome::Cancelled {
@@ -88,9 +94,9 @@ fn a_reopen_closes_out_what_was_left_pending() {
     );
     assert!(
         store
-            .list(&Filter {
+            .list(&ItemFilter {
                 pending: Some(true),
-                ..Filter::default()
+                ..ItemFilter::default()
             })
             .unwrap()
             .is_empty()
@@ -100,7 +106,7 @@ fn a_reopen_closes_out_what_was_left_pending() {
 #[test]
 fn lists_filter_and_page() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("hark.db")).unwrap();
+    let store = Store::open(&dir.path().join("hark.db"), Clock::system()).unwrap();
     let items: Vec<Item> = (0..5)
         .map(|i| item(if i < 3 { "a" } else { "b" }))
         .collect();
@@ -110,38 +116,38 @@ fn lists_filter_and_page() {
     store
         .settle(items[0].id, &Outcome::TimedOut { after_ms: 5 }, None)
         .unwrap();
-    let by = |f: Filter| store.list(&f).unwrap().len();
-    assert_eq!(by(Filter::default()), 5);
+    let by = |f: ItemFilter| store.list(&f).unwrap().len();
+    assert_eq!(by(ItemFilter::default()), 5);
     assert_eq!(
-        by(Filter {
+        by(ItemFilter {
             pending: Some(true),
-            ..Filter::default()
+            ..ItemFilter::default()
         }),
         4
     );
     assert_eq!(
-        by(Filter {
+        by(ItemFilter {
             outcome: Some("timed_out".into()),
-            ..Filter::default()
+            ..ItemFilter::default()
         }),
         1
     );
     assert_eq!(
-        by(Filter {
+        by(ItemFilter {
             session_id: Some("b".into()),
-            ..Filter::default()
+            ..ItemFilter::default()
         }),
         2
     );
     assert_eq!(
-        by(Filter {
+        by(ItemFilter {
             limit: Some(2),
             offset: Some(4),
-            ..Filter::default()
+            ..ItemFilter::default()
         }),
         1
     );
-    let all = store.list(&Filter::default()).unwrap();
+    let all = store.list(&ItemFilter::default()).unwrap();
     assert!(
         all[..4].iter().all(|r| r.outcome.is_none()),
         "pending items come first"
@@ -151,7 +157,7 @@ fn lists_filter_and_page() {
 #[test]
 fn pruning_keeps_the_newest_settled_items_and_every_pending_one() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("hark.db")).unwrap();
+    let store = Store::open(&dir.path().join("hark.db"), Clock::system()).unwrap();
     let items: Vec<Item> = (0..4).map(|_| item("s")).collect();
     for it in &items {
         store.insert(it).unwrap();
@@ -162,21 +168,22 @@ fn pruning_keeps_the_newest_settled_items_and_every_pending_one() {
             .unwrap();
     }
     assert_eq!(store.prune_settled(1).unwrap(), 2);
-    assert_eq!(store.list(&Filter::default()).unwrap().len(), 2);
+    assert_eq!(store.list(&ItemFilter::default()).unwrap().len(), 2);
     assert!(store.get(items[3].id).unwrap().is_some());
     assert_eq!(store.prune_settled(0).unwrap(), 1);
-    assert_eq!(store.list(&Filter::default()).unwrap().len(), 1);
+    assert_eq!(store.list(&ItemFilter::default()).unwrap().len(), 1);
 }
 
 #[test]
 fn pruning_runs_keeps_the_newest_and_every_running_one() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("hark.db")).unwrap();
-    let ids: Vec<String> = (0..5).map(|n| format!("run-{n}")).collect();
+    let store = Store::open(&dir.path().join("hark.db"), Clock::system()).unwrap();
+    let source = Ids::sequence();
+    let ids: Vec<RunId> = (0..5).map(|_| source.run()).collect();
     for id in &ids {
         store
             .run_started(&RunStart {
-                id: id.clone(),
+                id: *id,
                 session_id: "s".into(),
                 command: "hark run".into(),
                 cwd: None,
@@ -188,20 +195,23 @@ fn pruning_runs_keeps_the_newest_and_every_running_one() {
     for id in &ids[1..] {
         assert!(store.run_finished(id, 0, None, None).unwrap());
     }
-    assert!(store.run_is_past("run-1", 3).unwrap());
-    assert!(!store.run_is_past("run-2", 3).unwrap());
-    assert!(!store.run_is_past("run-0", 3).unwrap(), "still running");
-    assert!(!store.run_is_past("never-recorded", 0).unwrap());
+    assert!(store.run_is_past(&ids[1], 3).unwrap());
+    assert!(!store.run_is_past(&ids[2], 3).unwrap());
+    assert!(!store.run_is_past(&ids[0], 3).unwrap(), "still running");
+    assert!(
+        !store.run_is_past(&source.run(), 0).unwrap(),
+        "never recorded"
+    );
 
     assert_eq!(store.prune_runs(2).unwrap(), 2);
-    let left: Vec<String> = store.runs(10).unwrap().into_iter().map(|r| r.id).collect();
-    assert_eq!(left, ["run-4", "run-3", "run-0"]);
+    let left: Vec<RunId> = store.runs(10).unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(left, [ids[4], ids[3], ids[0]]);
 }
 
 #[test]
 fn sessions_sum_up_their_items_waiting_ones_first() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("hark.db")).unwrap();
+    let store = Store::open(&dir.path().join("hark.db"), Clock::system()).unwrap();
     let (a1, a2, b) = (item("a"), item("a"), item("b"));
     for it in [&a1, &a2, &b] {
         store.insert(it).unwrap();
@@ -238,7 +248,7 @@ fn a_store_from_a_newer_hark_is_refused() {
         .pragma_update(None, "user_version", 99)
         .unwrap();
     assert!(matches!(
-        Store::open(&path),
+        Store::open(&path, Clock::system()),
         Err(StoreError::TooNew { found: 99, .. })
     ));
 }

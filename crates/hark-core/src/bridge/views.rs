@@ -1,0 +1,176 @@
+//! What the socket and the desktop's IPC carry of the store's rows: the
+//! item, run and session as an operator surface shows them. Store rows never
+//! cross as they are; they are converted here (GitButler's way), so the
+//! store can change its rows without changing what clients read.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::approval::Approval;
+use crate::model::ids::{ItemId, RunId, SessionId};
+use crate::model::item::{Asker, Item, Outcome, Surface};
+use crate::model::run::RunStatus;
+use crate::model::schema::AskRequest;
+use crate::store::{Record, RunRecord, SessionRecord, unix_ms};
+
+/// One item, pending or settled.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ItemView {
+    pub id: ItemId,
+    /// `question_set` or `approval`.
+    pub kind: String,
+    pub session_id: SessionId,
+    /// The dispatched run that asked, if any.
+    #[serde(default)]
+    pub run_id: Option<RunId>,
+    pub asker: Asker,
+    pub request: AskRequest,
+    /// What a write-mode approval asks to allow (`kind` is then `approval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
+    pub created_ms: u64,
+    pub deadline_ms: u64,
+    /// `None` while pending.
+    pub outcome: Option<Outcome>,
+    /// Which surface replied (`script`, `terminal`, `cli`, `desktop`, `notification`), when one did.
+    pub replied_by: Option<String>,
+    pub settled_ms: Option<u64>,
+    /// The operator dismissed it from the desktop inbox (it stays in the history).
+    #[serde(default)]
+    pub dismissed: bool,
+}
+
+impl ItemView {
+    /// A pending item, as the registry holds it.
+    pub fn pending(item: &Item) -> ItemView {
+        ItemView {
+            id: item.id,
+            kind: item.kind().into(),
+            session_id: item.session_id.clone(),
+            run_id: item.run_id,
+            asker: item.asker.clone(),
+            request: item.request.clone(),
+            approval: item.approval.clone(),
+            created_ms: unix_ms(item.created_at),
+            deadline_ms: unix_ms(item.deadline()),
+            outcome: None,
+            replied_by: None,
+            settled_ms: None,
+            dismissed: false,
+        }
+    }
+
+    /// An item that just settled, `at` the registry's time.
+    pub fn settled(
+        item: &Item,
+        outcome: Outcome,
+        replied_by: Option<Surface>,
+        at: SystemTime,
+    ) -> ItemView {
+        ItemView {
+            outcome: Some(outcome),
+            replied_by: replied_by.map(|s| s.name().to_owned()),
+            settled_ms: Some(unix_ms(at)),
+            ..ItemView::pending(item)
+        }
+    }
+}
+
+impl From<Record> for ItemView {
+    fn from(r: Record) -> ItemView {
+        ItemView {
+            id: r.id,
+            kind: r.kind,
+            session_id: r.session_id,
+            run_id: r.run_id,
+            asker: r.asker,
+            request: r.request,
+            approval: r.approval,
+            created_ms: r.created_ms,
+            deadline_ms: r.deadline_ms,
+            outcome: r.outcome,
+            replied_by: r.replied_by,
+            settled_ms: r.settled_ms,
+            dismissed: r.dismissed,
+        }
+    }
+}
+
+/// One dispatched run (`hark run`), with the items it asked.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunView {
+    pub id: RunId,
+    pub session_id: SessionId,
+    /// The agent command line.
+    pub command: String,
+    pub cwd: Option<String>,
+    pub status: RunStatus,
+    pub created_ms: u64,
+    pub finished_ms: Option<u64>,
+    pub exit_code: Option<i32>,
+    /// Items it asked, and how many of them are still pending.
+    pub items: u32,
+    pub pending: u32,
+    /// The agent's last result text (its start, for a long one).
+    pub result: Option<String>,
+    /// What the run cost, as the agent reported it.
+    pub cost_usd: Option<f64>,
+}
+
+impl From<RunRecord> for RunView {
+    fn from(r: RunRecord) -> RunView {
+        RunView {
+            id: r.id,
+            session_id: r.session_id,
+            command: r.command,
+            cwd: r.cwd,
+            status: r.status,
+            created_ms: r.created_ms,
+            finished_ms: r.finished_ms,
+            exit_code: r.exit_code,
+            items: r.items,
+            pending: r.pending,
+            result: r.result,
+            cost_usd: r.cost_usd,
+        }
+    }
+}
+
+/// An agent session: who asks under it, and how it stands.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionView {
+    pub session_id: SessionId,
+    /// Who asked last under it.
+    pub asker: Asker,
+    /// Whether that agent's process is still there (`None` when unknown).
+    pub alive: Option<bool>,
+    /// Items it asked (those still kept), and how many wait on the operator.
+    pub items: u32,
+    pub pending: u32,
+    pub last_asked_ms: u64,
+    /// How its latest settled item ended (`answered`, `timed_out`, …).
+    pub last_outcome: Option<String>,
+}
+
+impl From<SessionRecord> for SessionView {
+    fn from(r: SessionRecord) -> SessionView {
+        SessionView {
+            session_id: r.session_id,
+            asker: r.asker,
+            alive: r.alive,
+            items: r.items,
+            pending: r.pending,
+            last_asked_ms: r.last_asked_ms,
+            last_outcome: r.last_outcome,
+        }
+    }
+}
+
+/// Converts a listing of store rows.
+pub fn views<R, V: From<R>>(rows: Vec<R>) -> Vec<V> {
+    rows.into_iter().map(V::from).collect()
+}

@@ -1,0 +1,32 @@
+//! A dispatched run, as the model knows it: how it announces itself, and
+//! how it stands.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::ids::{RunId, SessionId};
+
+/// A dispatched run's state, as the inbox shows it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    /// Running, with an item waiting on the operator.
+    Waiting,
+    /// The agent exited 0.
+    Finished,
+    /// The agent exited otherwise, or its `hark run` vanished.
+    Failed,
+}
+
+/// A run as `hark run` announces it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunStart {
+    pub id: RunId,
+    pub session_id: SessionId,
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The `hark run` process: a run whose process is gone is failed.
+    pub pid: u32,
+}
