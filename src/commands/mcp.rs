@@ -20,7 +20,7 @@ pub fn operator_ask(args: McpArgs) -> Result<ExitStatus, Failed> {
         .map_err(Failed::Runtime)?;
     runtime
         .block_on(hark_mcp::OperatorServer::new(settings).serve_stdio())
-        .map_err(|e| Failed::Mcp(e.to_string()))?;
+        .map_err(Failed::Mcp)?;
     Ok(ExitStatus::Success)
 }
 

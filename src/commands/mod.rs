@@ -36,7 +36,7 @@ pub enum Failed {
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),
     #[error("the MCP server stopped: {0}")]
-    Mcp(String),
+    Mcp(Box<dyn std::error::Error + Send + Sync>),
     #[error("cannot find this hark's path: {0}")]
     ThisHark(std::io::Error),
     #[error("the desktop app is not installed next to hark ({} is missing)", .0.display())]

@@ -35,8 +35,7 @@ impl Store {
     pub(super) fn close_out_pending(&self) -> Result<usize, StoreError> {
         let detail = serde_json::to_string(&Outcome::Cancelled {
             reason: RESTARTED.into(),
-        })
-        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        })?;
         self.lock()
             .execute(
                 "UPDATE items SET outcome = 'cancelled', detail = ?1, settled_ms = ?2 WHERE outcome IS NULL",
@@ -75,8 +74,7 @@ impl Store {
         outcome: &Outcome,
         replied_by: Option<&str>,
     ) -> Result<bool, StoreError> {
-        let detail =
-            serde_json::to_string(outcome).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let detail = serde_json::to_string(outcome)?;
         self.lock()
             .execute(
                 "UPDATE items SET outcome = ?2, detail = ?3, replied_by = ?4, settled_ms = ?5
@@ -210,8 +208,10 @@ fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
 
 impl RawRow {
     fn into_record(self) -> Result<Record, StoreError> {
-        let bad = |what: &str, e: &dyn std::fmt::Display| {
-            StoreError::Corrupt(format!("item {}: {what}: {e}", self.id))
+        let bad = |column: &'static str, e: &dyn std::fmt::Display| StoreError::Corrupt {
+            row: format!("item {}", self.id),
+            column,
+            reason: e.to_string(),
         };
         Ok(Record {
             id: ItemId(self.id.parse().map_err(|e| bad("id", &e))?),

@@ -103,8 +103,16 @@ pub enum StoreError {
         found: i64,
         known: usize,
     },
-    #[error("a stored row is unreadable: {0}")]
-    Corrupt(String),
+    /// A stored column does not read back (written by something else, or damaged).
+    #[error("the stored {row}'s {column} is unreadable: {reason}")]
+    Corrupt {
+        /// Which row: `item <id>`, `session <id>`.
+        row: String,
+        column: &'static str,
+        reason: String,
+    },
+    #[error("an outcome cannot be written: {0}")]
+    Encode(#[from] serde_json::Error),
 }
 
 /// A handle to the store file. One connection, used for short statements.

@@ -55,8 +55,11 @@ impl Store {
         rows.map(|row| {
             let (session_id, items, pending, last_ms, asker, last_outcome) =
                 row.map_err(|e| self.sql(e))?;
-            let asker: Asker = serde_json::from_str(&asker)
-                .map_err(|e| StoreError::Corrupt(format!("session {session_id}: asker: {e}")))?;
+            let asker: Asker = serde_json::from_str(&asker).map_err(|e| StoreError::Corrupt {
+                row: format!("session {session_id}"),
+                column: "asker",
+                reason: e.to_string(),
+            })?;
             Ok(SessionRecord {
                 alive: asker.pid.map(process_alive),
                 asker,
