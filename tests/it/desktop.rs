@@ -298,6 +298,9 @@ async fn an_item_answered_elsewhere_moves_the_modal_on() {
 async fn the_tray_lists_pending_items() {
     let desktop = Desktop::start_with(&[], true).await;
     let (agent_a, call_a) = ask_from_agent(&desktop, "tray-a", questions(&[db()])).await;
+    // The second is asked once the first is registered: asked together,
+    // the second could arrive first and be the modal's (and the tray's) first.
+    desktop.log.question_id("tray-a");
     let (agent_b, call_b) =
         ask_from_agent(&desktop, "tray-b", questions(&[features_to_ship()])).await;
     let updated = desktop.log.wait_for("the tray to list both items", |l| {

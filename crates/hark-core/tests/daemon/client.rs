@@ -1,0 +1,95 @@
+//! The client (`bridge::client`): `request` and `Call` against a listener
+//! that answers, and the errors a caller branches on.
+
+use hark_core::bridge::client::{AskError, Call, request};
+use hark_core::bridge::wire::{ClientFrame, ErrorCode, MAX_FRAME, ServerFrame};
+use hark_core::store::Filter;
+use serde_json::json;
+
+use crate::support::{Served, ask, db, operator, question};
+
+#[tokio::test(start_paused = true)]
+async fn request_returns_the_listeners_answer() {
+    let (operator, _prompts) = operator();
+    let served = Served::start(operator);
+    let call = Call::start(&served.socket, &ask("s1", db())).await.unwrap();
+    let listing = ClientFrame::List {
+        filter: Filter {
+            pending: Some(true),
+            ..Filter::default()
+        },
+    };
+    let ServerFrame::Items { items } = request(&served.socket, &listing).await.unwrap() else {
+        panic!("not a listing");
+    };
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].id, call.id);
+    assert_eq!(items[0].session_id, "s1");
+    assert_eq!(items[0].request.questions[0].question, "Which database?");
+    assert_eq!(items[0].outcome, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_with_nothing_listening_is_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("hark.sock");
+    let started = Call::start(&missing, &ask("s1", db())).await;
+    let Err(AskError::Unreachable { path, .. }) = started else {
+        panic!("{started:?}");
+    };
+    assert_eq!(path, missing);
+
+    // A socket file left by a daemon that died.
+    let stale = dir.path().join("stale.sock");
+    drop(tokio::net::UnixListener::bind(&stale).unwrap());
+    assert!(stale.exists());
+    let started = Call::start(&stale, &ask("s1", db())).await;
+    assert!(
+        matches!(started, Err(AskError::Unreachable { .. })),
+        "{started:?}"
+    );
+    let answered = request(&stale, &ClientFrame::Subscribe).await;
+    assert!(
+        matches!(answered, Err(AskError::Unreachable { .. })),
+        "{answered:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_call_is_refused_with_the_wire_error() {
+    let served = Served::start(operator().0);
+    let empty = ClientFrame::Ask {
+        caller: Default::default(),
+        request: json!({"questions": []}),
+    };
+    let Err(AskError::Refused(refusal)) = Call::start(&served.socket, &empty).await else {
+        panic!("an empty ask was not refused");
+    };
+    assert_eq!(refusal.code, ErrorCode::Invalid);
+    assert_eq!(refusal.issues.len(), 1);
+    assert_eq!(refusal.issues[0].path, "questions");
+
+    // Too large to read: refused whether the server stops reading mid-write
+    // or after it.
+    let huge = question(&"x".repeat(MAX_FRAME), "Huge", &["A", "B"]);
+    let Err(AskError::Refused(refusal)) = Call::start(&served.socket, &ask("s1", huge)).await
+    else {
+        panic!("an oversized ask was not refused");
+    };
+    assert_eq!(refusal.code, ErrorCode::FrameTooLarge);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_that_hangs_up_breaks_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("hark.sock");
+    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+    // Takes the connection and closes it without a word.
+    let hang_up = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        drop(stream);
+    });
+    let started = Call::start(&socket, &ask("s1", db())).await;
+    assert!(matches!(started, Err(AskError::Broken(_))), "{started:?}");
+    hang_up.await.unwrap();
+}
