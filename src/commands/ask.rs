@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use hark_core::bridge::client::{AskError, Call};
+use hark_core::bridge::client::{Call, ClientError};
 use hark_core::bridge::socket;
 use hark_core::bridge::wire::{Caller, ClientFrame};
 use hark_core::config::Config;
@@ -99,7 +99,7 @@ pub async fn run(options: AskArgs) -> ExitStatus {
     let mut call = loop {
         match Call::start(&socket, &frame).await {
             Ok(call) => break call,
-            Err(AskError::Unreachable { .. })
+            Err(ClientError::Unreachable { .. })
                 if !options.no_wait && tokio::time::Instant::now() < give_up =>
             {
                 if !hinted {
@@ -111,12 +111,12 @@ pub async fn run(options: AskArgs) -> ExitStatus {
                 }
                 retry.tick().await;
             }
-            Err(AskError::Unreachable { .. }) => {
+            Err(ClientError::Unreachable { .. }) => {
                 print(json!({"outcome": "not_answered", "reason": "no operator is attached"}));
                 eprintln!("hint: start `hark app` (desktop) or `hark serve --prompter terminal`");
                 return ExitStatus::NotAnswered;
             }
-            Err(AskError::Refused(refusal)) if !refusal.issues.is_empty() => {
+            Err(ClientError::Refused(refusal)) if !refusal.issues.is_empty() => {
                 eprintln!(
                     "hark: the questions are malformed:\n{}",
                     describe(&refusal.issues)

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use hark_core::bridge::client::{self, AskError};
+use hark_core::bridge::client::{self, ClientError};
 use hark_core::bridge::socket;
 use hark_core::bridge::wire::{ClientFrame, ErrorCode, ServerFrame};
 use hark_core::model::validate::describe;
@@ -17,9 +17,9 @@ pub fn socket_path() -> Result<PathBuf, ExitStatus> {
     })
 }
 
-pub fn unreachable(e: &AskError) -> ExitStatus {
+pub fn unreachable(e: &ClientError) -> ExitStatus {
     eprintln!("hark: {e}");
-    if matches!(e, AskError::Unreachable { .. }) {
+    if matches!(e, ClientError::Unreachable { .. }) {
         eprintln!("hint: start `hark app` (desktop) or `hark serve --prompter terminal`");
         ExitStatus::NotAnswered
     } else {

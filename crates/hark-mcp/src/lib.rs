@@ -21,7 +21,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use hark_core::bridge::client::{AskError, Call, Started};
+use hark_core::bridge::client::{Call, ClientError, Started};
 use hark_core::bridge::wire::{Caller, ClientFrame, MAX_FRAME};
 use hark_core::gate::policy::{Class, Policy, permission_result};
 use hark_core::model::ids::SessionId;
@@ -139,10 +139,10 @@ impl OperatorServer {
         }
         let mut call = match Call::start(&self.settings.socket, &frame).await {
             Ok(call) => call,
-            Err(AskError::Unreachable { .. }) => {
+            Err(ClientError::Unreachable { .. }) => {
                 return error_text(Outcome::NoOperator.unanswered_message().unwrap_or_default());
             }
-            Err(AskError::Refused(refusal)) if !refusal.issues.is_empty() => {
+            Err(ClientError::Refused(refusal)) if !refusal.issues.is_empty() => {
                 return error_text(format!(
                     "invalid ask call; fix these and call again:\n{}",
                     describe(&refusal.issues)
@@ -171,7 +171,7 @@ impl OperatorServer {
         &self,
         call: &mut Call,
         context: &RequestContext<RoleServer>,
-    ) -> Option<Result<Outcome, AskError>> {
+    ) -> Option<Result<Outcome, ClientError>> {
         let progress_token = context.meta.get_progress_token();
         // The first progress note is due one interval from now (a plain
         // `interval` would tick at once and delay a quick answer).
@@ -229,7 +229,7 @@ impl OperatorServer {
         let mut call = match Call::start_any(&self.settings.socket, &frame).await {
             Ok(Started::Pending(call)) => call,
             Ok(Started::Decided { allow, .. }) => return verdict(allow, DENIED),
-            Err(AskError::Unreachable { .. }) => {
+            Err(ClientError::Unreachable { .. }) => {
                 return match self.settings.policy.classify(tool_name, &input) {
                     Class::ReadOnly => verdict(true, ""),
                     Class::Write(approval) => {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use hark_core::daemon::dispatcher::Dispatcher;
 use hark_core::daemon::listener::{self, Daemon, Gate};
 use hark_core::gate::policy::Policy;
+use hark_core::model::ids::{Clock, Ids};
 use hark_core::model::item::{Asker, Item, NOT_ANSWERED, Outcome};
 use hark_core::model::resolve::Pick;
 use hark_core::model::validate::Rules;
@@ -54,7 +55,10 @@ impl Served {
                 registry: registry.clone(),
                 own_env: Vec::new(),
                 log_limit: 100,
+                ids: Ids::sequence(),
             },
+            ids: Ids::random(),
+            clock: Clock::system(),
         };
         tokio::spawn(listener::run(listener, daemon, std::future::pending()));
         Served {

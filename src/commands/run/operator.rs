@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use hark_core::bridge::client::{AskError, Call};
+use hark_core::bridge::client::{Call, ClientError};
 use hark_core::bridge::wire::{Caller, ClientFrame};
 use hark_core::daemon::listener::MAX_TIMEOUT;
 use hark_core::gate::intake::{Given, Intake};
@@ -18,7 +18,7 @@ use super::{RunError, Stop};
 
 /// Asks the operator through the run's socket, waiting as long as hark
 /// waits at most: the run does not go on without them.
-async fn ask_operator(socket: &Path, asker: &str, request: Value) -> Result<Outcome, AskError> {
+async fn ask_operator(socket: &Path, asker: &str, request: Value) -> Result<Outcome, ClientError> {
     let frame = ClientFrame::Ask {
         caller: Caller {
             asker: Asker::this_process(asker),

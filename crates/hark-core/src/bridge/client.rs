@@ -9,22 +9,34 @@ use tokio::io::BufReader;
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
-use crate::bridge::wire::{ClientFrame, ServerFrame, WireError, read_frame, write_frame};
+use crate::bridge::wire::{
+    ClientFrame, FrameError, ServerFrame, WireError, read_frame, write_frame,
+};
 use crate::model::approval::{DecidedBy, Scope};
 use crate::model::ids::ItemId;
 use crate::model::item::Outcome;
 
+/// Why a call to the operator service (an ask, a reply, a listing) did not go through.
 #[derive(Debug, thiserror::Error)]
-pub enum AskError {
+pub enum ClientError {
     /// Nothing listens on the socket: no operator is attached.
     #[error("no operator is reachable at {}: {source}", path.display())]
     Unreachable { path: PathBuf, source: io::Error },
     /// The server refused the call.
     #[error("{}", .0.message)]
     Refused(WireError),
-    /// The server broke off or spoke something else.
+    /// The server hung up before it answered.
+    #[error("the operator closed the connection")]
+    Closed,
+    /// The connection failed under the frames.
     #[error("the operator connection broke: {0}")]
-    Broken(String),
+    Frame(#[from] FrameError),
+    /// The server sent something that is not a hark frame.
+    #[error("the operator sent a frame hark cannot read: {0}")]
+    BadFrame(serde_json::Error),
+    /// The server answered with a frame that does not fit the call.
+    #[error("the operator answered out of turn: {0:?}")]
+    Unexpected(Box<ServerFrame>),
 }
 
 /// An ask call the server accepted, waiting for its outcome. Dropping it
@@ -51,17 +63,21 @@ pub enum Started {
 
 impl Call {
     /// Connects to `socket`, sends `frame` and waits until it is accepted.
-    pub async fn start(socket: &Path, frame: &ClientFrame) -> Result<Call, AskError> {
+    pub async fn start(socket: &Path, frame: &ClientFrame) -> Result<Call, ClientError> {
         match Call::start_any(socket, frame).await? {
             Started::Pending(call) => Ok(call),
-            Started::Decided { .. } => Err(AskError::Broken(
-                "the server decided an ask without asking".into(),
-            )),
+            Started::Decided { allow, scope, by } => {
+                Err(ClientError::Unexpected(Box::new(ServerFrame::Decided {
+                    allow,
+                    scope,
+                    by,
+                })))
+            }
         }
     }
 
     /// Like [`Call::start`], for a frame the server may also decide at once.
-    pub async fn start_any(socket: &Path, frame: &ClientFrame) -> Result<Started, AskError> {
+    pub async fn start_any(socket: &Path, frame: &ClientFrame) -> Result<Started, ClientError> {
         let mut feed = Feed::open(socket, frame).await?;
         match feed.next().await? {
             ServerFrame::Accepted { id, timeout_ms } => Ok(Started::Pending(Call {
@@ -70,30 +86,30 @@ impl Call {
                 feed,
             })),
             ServerFrame::Decided { allow, scope, by } => Ok(Started::Decided { allow, scope, by }),
-            ServerFrame::Error(refusal) => Err(AskError::Refused(refusal)),
-            other => Err(AskError::Broken(format!("unexpected frame {other:?}"))),
+            ServerFrame::Error(refusal) => Err(ClientError::Refused(refusal)),
+            other => Err(ClientError::Unexpected(Box::new(other))),
         }
     }
 
     /// Waits for the item to settle.
-    pub async fn outcome(&mut self) -> Result<Outcome, AskError> {
+    pub async fn outcome(&mut self) -> Result<Outcome, ClientError> {
         match self.feed.next().await? {
             ServerFrame::Settled { outcome, .. } => Ok(outcome),
-            ServerFrame::Error(refusal) => Err(AskError::Refused(refusal)),
-            other => Err(AskError::Broken(format!("unexpected frame {other:?}"))),
+            ServerFrame::Error(refusal) => Err(ClientError::Refused(refusal)),
+            other => Err(ClientError::Unexpected(Box::new(other))),
         }
     }
 
     /// Asks the server to cancel the item; the outcome still follows.
-    pub async fn cancel(&mut self) -> Result<(), AskError> {
+    pub async fn cancel(&mut self) -> Result<(), ClientError> {
         write_frame(&mut self.feed.writer, &ClientFrame::Cancel)
             .await
-            .map_err(|e| AskError::Broken(e.to_string()))
+            .map_err(|e| ClientError::Frame(FrameError::Io(e)))
     }
 }
 
 /// Sends one operator frame (reply, list, clear) and returns the answer.
-pub async fn request(socket: &Path, frame: &ClientFrame) -> Result<ServerFrame, AskError> {
+pub async fn request(socket: &Path, frame: &ClientFrame) -> Result<ServerFrame, ClientError> {
     let mut feed = Feed::open(socket, frame).await?;
     feed.next().await
 }
@@ -108,20 +124,21 @@ pub struct Feed {
 }
 
 impl Feed {
-    pub async fn open(socket: &Path, frame: &ClientFrame) -> Result<Feed, AskError> {
-        let stream = UnixStream::connect(socket)
-            .await
-            .map_err(|source| AskError::Unreachable {
-                path: socket.to_owned(),
-                source,
-            })?;
+    pub async fn open(socket: &Path, frame: &ClientFrame) -> Result<Feed, ClientError> {
+        let stream =
+            UnixStream::connect(socket)
+                .await
+                .map_err(|source| ClientError::Unreachable {
+                    path: socket.to_owned(),
+                    source,
+                })?;
         let (reader, mut writer) = stream.into_split();
         let mut reader = BufReader::new(reader);
         send(&mut reader, &mut writer, frame).await?;
         Ok(Feed { reader, writer })
     }
 
-    pub async fn next(&mut self) -> Result<ServerFrame, AskError> {
+    pub async fn next(&mut self) -> Result<ServerFrame, ClientError> {
         next_frame(&mut self.reader).await
     }
 }
@@ -132,25 +149,21 @@ async fn send(
     reader: &mut BufReader<OwnedReadHalf>,
     writer: &mut OwnedWriteHalf,
     frame: &ClientFrame,
-) -> Result<(), AskError> {
+) -> Result<(), ClientError> {
     let Err(e) = write_frame(writer, frame).await else {
         return Ok(());
     };
     match next_frame(reader).await {
-        Ok(ServerFrame::Error(refusal)) => Err(AskError::Refused(refusal)),
-        _ => Err(AskError::Broken(e.to_string())),
+        Ok(ServerFrame::Error(refusal)) => Err(ClientError::Refused(refusal)),
+        _ => Err(ClientError::Frame(FrameError::Io(e))),
     }
 }
 
-async fn next_frame(reader: &mut BufReader<OwnedReadHalf>) -> Result<ServerFrame, AskError> {
+async fn next_frame(reader: &mut BufReader<OwnedReadHalf>) -> Result<ServerFrame, ClientError> {
     let mut buf = Vec::new();
     match read_frame(reader, &mut buf).await {
-        Ok(true) => {
-            serde_json::from_slice(&buf).map_err(|e| AskError::Broken(format!("bad frame: {e}")))
-        }
-        Ok(false) => Err(AskError::Broken(
-            "the operator closed the connection".into(),
-        )),
-        Err(e) => Err(AskError::Broken(e.to_string())),
+        Ok(true) => serde_json::from_slice(&buf).map_err(ClientError::BadFrame),
+        Ok(false) => Err(ClientError::Closed),
+        Err(e) => Err(ClientError::Frame(e)),
     }
 }

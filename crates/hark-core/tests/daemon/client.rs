@@ -1,9 +1,9 @@
 //! The client (`bridge::client`): `request` and `Call` against a listener
 //! that answers, and the errors a caller branches on.
 
-use hark_core::bridge::client::{AskError, Call, request};
+use hark_core::bridge::client::{Call, ClientError, request};
 use hark_core::bridge::wire::{ClientFrame, ErrorCode, MAX_FRAME, ServerFrame};
-use hark_core::store::Filter;
+use hark_core::model::item::ItemFilter;
 use serde_json::json;
 
 use crate::support::{Served, ask, db, operator, question};
@@ -14,9 +14,9 @@ async fn request_returns_the_listeners_answer() {
     let served = Served::start(operator);
     let call = Call::start(&served.socket, &ask("s1", db())).await.unwrap();
     let listing = ClientFrame::List {
-        filter: Filter {
+        filter: ItemFilter {
             pending: Some(true),
-            ..Filter::default()
+            ..ItemFilter::default()
         },
     };
     let ServerFrame::Items { items } = request(&served.socket, &listing).await.unwrap() else {
@@ -34,7 +34,7 @@ async fn a_call_with_nothing_listening_is_unreachable() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("hark.sock");
     let started = Call::start(&missing, &ask("s1", db())).await;
-    let Err(AskError::Unreachable { path, .. }) = started else {
+    let Err(ClientError::Unreachable { path, .. }) = started else {
         panic!("{started:?}");
     };
     assert_eq!(path, missing);
@@ -45,12 +45,12 @@ async fn a_call_with_nothing_listening_is_unreachable() {
     assert!(stale.exists());
     let started = Call::start(&stale, &ask("s1", db())).await;
     assert!(
-        matches!(started, Err(AskError::Unreachable { .. })),
+        matches!(started, Err(ClientError::Unreachable { .. })),
         "{started:?}"
     );
     let answered = request(&stale, &ClientFrame::Subscribe).await;
     assert!(
-        matches!(answered, Err(AskError::Unreachable { .. })),
+        matches!(answered, Err(ClientError::Unreachable { .. })),
         "{answered:?}"
     );
 }
@@ -62,7 +62,7 @@ async fn a_refused_call_is_refused_with_the_wire_error() {
         caller: Default::default(),
         request: json!({"questions": []}),
     };
-    let Err(AskError::Refused(refusal)) = Call::start(&served.socket, &empty).await else {
+    let Err(ClientError::Refused(refusal)) = Call::start(&served.socket, &empty).await else {
         panic!("an empty ask was not refused");
     };
     assert_eq!(refusal.code, ErrorCode::Invalid);
@@ -72,7 +72,7 @@ async fn a_refused_call_is_refused_with_the_wire_error() {
     // Too large to read: refused whether the server stops reading mid-write
     // or after it.
     let huge = question(&"x".repeat(MAX_FRAME), "Huge", &["A", "B"]);
-    let Err(AskError::Refused(refusal)) = Call::start(&served.socket, &ask("s1", huge)).await
+    let Err(ClientError::Refused(refusal)) = Call::start(&served.socket, &ask("s1", huge)).await
     else {
         panic!("an oversized ask was not refused");
     };
@@ -90,6 +90,9 @@ async fn a_server_that_hangs_up_breaks_the_call() {
         drop(stream);
     });
     let started = Call::start(&socket, &ask("s1", db())).await;
-    assert!(matches!(started, Err(AskError::Broken(_))), "{started:?}");
+    assert!(
+        matches!(started, Err(ClientError::Closed | ClientError::Frame(_))),
+        "{started:?}"
+    );
     hang_up.await.unwrap();
 }

@@ -5,16 +5,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hark_core::bridge::client::{AskError, Call, Feed, Started, request};
+use hark_core::bridge::client::{Call, ClientError, Feed, Started, request};
 use hark_core::bridge::wire::{
     Caller, ClientFrame, ErrorCode, FeedEvent, MAX_FRAME, ServerFrame, WireReply, read_frame,
 };
 use hark_core::model::approval::{Approval, DecidedBy, Scope, Verdict};
+use hark_core::model::item::ItemFilter;
 use hark_core::model::item::{Item, Outcome, Surface};
 use hark_core::model::resolve::Pick;
 use hark_core::prompter::script::{Scripted, ScriptedPrompter};
 use hark_core::registry::Event;
-use hark_core::store::Filter;
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -22,7 +22,7 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use crate::support::{
-    DEFAULT_TIMEOUT, Raw, Served, ask, db, list, operator, picked, question, stored, wire,
+    DEFAULT_TIMEOUT, RUN, Raw, Served, ask, db, list, operator, picked, question, stored, wire,
 };
 
 /// The outcome an agent gets when the operator picked SQLite.
@@ -82,7 +82,7 @@ async fn a_malformed_ask_is_refused_with_every_issue_and_nobody_is_asked() {
     );
     assert_eq!(raw.next().await, None, "the connection is closed after");
 
-    assert!(list(&served.socket, Filter::default()).await.is_empty());
+    assert!(list(&served.socket, ItemFilter::default()).await.is_empty());
     assert!(prompts.try_recv().is_err(), "the operator was not asked");
 }
 
@@ -236,13 +236,13 @@ async fn shutdown_cancels_pending_items_and_the_waiting_client_gets_its_outcome(
         }
     );
     let store = served.registry().store().unwrap();
-    let records = store.list(&Filter::default()).unwrap();
+    let records = store.list(&ItemFilter::default()).unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].outcome, Some(outcome));
 
     let late = Call::start(&served.socket, &ask("s1", db())).await;
     assert!(
-        matches!(late, Err(AskError::Unreachable { .. })),
+        matches!(late, Err(ClientError::Unreachable { .. })),
         "{late:?}"
     );
 }
@@ -259,9 +259,9 @@ async fn a_question_times_out_at_its_deadline_and_not_before() {
     let _prompt = prompts.recv().await.unwrap();
 
     tokio::time::advance(Duration::from_millis(29_999)).await;
-    let pending = Filter {
+    let pending = ItemFilter {
         pending: Some(true),
-        ..Filter::default()
+        ..ItemFilter::default()
     };
     let waiting = list(&served.socket, pending).await;
     assert_eq!(
@@ -281,7 +281,7 @@ fn approve(tool: &str, input: Value) -> ClientFrame {
     ClientFrame::Approve {
         caller: Caller {
             session_id: Some("s1".into()),
-            run_id: Some("run-1".into()),
+            run_id: Some(RUN),
             ..Caller::default()
         },
         tool_name: tool.into(),
@@ -299,7 +299,7 @@ async fn an_approve_of_a_read_only_tool_is_decided_by_the_policy() {
         panic!("a read waits on the operator: {started:?}");
     };
     assert_eq!((allow, scope, by), (true, None, DecidedBy::Policy));
-    assert!(list(&served.socket, Filter::default()).await.is_empty());
+    assert!(list(&served.socket, ItemFilter::default()).await.is_empty());
     assert!(prompts.try_recv().is_err(), "the operator was not asked");
 }
 
@@ -368,7 +368,7 @@ async fn a_frame_over_the_limit_is_refused() {
             "message": format!("the call exceeds the {MAX_FRAME} byte frame limit")})
     );
     // The listener goes on serving.
-    assert!(list(&served.socket, Filter::default()).await.is_empty());
+    assert!(list(&served.socket, ItemFilter::default()).await.is_empty());
 }
 
 #[tokio::test(start_paused = true)]

@@ -3,20 +3,22 @@
 
 use std::time::Duration;
 
-use hark_core::bridge::client::{AskError, Call, Started, request};
+use hark_core::bridge::client::{Call, ClientError, Started, request};
 use hark_core::bridge::relay::Relay;
 use hark_core::bridge::wire::{Caller, ClientFrame, ErrorCode, ServerFrame, WireReply};
 use hark_core::model::approval::{Approval, Verdict};
+use hark_core::model::item::ItemFilter;
 use hark_core::model::item::Outcome;
 use hark_core::registry::Event;
-use hark_core::store::Filter;
 use serde_json::json;
 
-use crate::support::{Raw, Served, ask, db, operator, picked, stored, wire};
+use hark_core::model::ids::RunId;
+
+use crate::support::{RUN, Raw, Served, ask, db, operator, picked, stored, wire};
 
 /// A relay for run `run-1` of session `run-session`, to `served`.
 fn relay(served: &Served) -> Relay {
-    Relay::start(served.socket.clone(), "run-1".into(), "run-session".into()).unwrap()
+    Relay::start(served.socket.clone(), RUN, "run-session".into()).unwrap()
 }
 
 #[tokio::test(start_paused = true)]
@@ -28,7 +30,7 @@ async fn an_ask_on_a_runs_socket_is_filed_under_the_run_and_its_answer_comes_bac
     // the rest of the caller passes as it is.
     let mut frame = ask("agent-says", db());
     let caller = frame.caller_mut().unwrap();
-    caller.run_id = Some("forged".into());
+    caller.run_id = Some(RunId(uuid::Uuid::from_u128(99)));
     caller.asker.pid = Some(4242);
     caller.timeout_secs = Some(60.0);
 
@@ -36,7 +38,7 @@ async fn an_ask_on_a_runs_socket_is_filed_under_the_run_and_its_answer_comes_bac
     assert_eq!(call.timeout, Duration::from_secs(60));
     let prompt = prompts.recv().await.unwrap();
     assert_eq!(prompt.item.id, call.id);
-    assert_eq!(prompt.item.run_id.as_deref(), Some("run-1"));
+    assert_eq!(prompt.item.run_id, Some(RUN));
     assert_eq!(prompt.item.session_id, "run-session");
     assert_eq!(prompt.item.asker.pid, Some(4242));
 
@@ -47,7 +49,7 @@ async fn an_ask_on_a_runs_socket_is_filed_under_the_run_and_its_answer_comes_bac
         json!({"outcome": "answered", "answers": {"Which database?": "SQLite"}, "defaulted": []})
     );
     let record = stored(&served.socket, call.id).await;
-    assert_eq!(record.run_id.as_deref(), Some("run-1"));
+    assert_eq!(record.run_id, Some(RUN));
     assert_eq!(record.session_id, "run-session");
     assert_eq!(record.outcome, Some(outcome));
 }
@@ -66,7 +68,7 @@ async fn an_approve_on_a_runs_socket_is_filed_under_the_run() {
         panic!("a write was decided without the operator");
     };
     let prompt = prompts.recv().await.unwrap();
-    assert_eq!(prompt.item.run_id.as_deref(), Some("run-1"));
+    assert_eq!(prompt.item.run_id, Some(RUN));
     assert_eq!(prompt.item.session_id, "run-session");
     let question = prompt.item.request.questions[0].question.clone();
     prompt.answer(Ok(picked(&question, Approval::label_of(Verdict::Deny))));
@@ -134,7 +136,7 @@ async fn a_runs_socket_takes_only_ask_and_approve_calls() {
             },
         },
         ClientFrame::List {
-            filter: Filter::default(),
+            filter: ItemFilter::default(),
         },
         ClientFrame::Subscribe,
         ClientFrame::ClearSettled,
@@ -162,9 +164,12 @@ async fn a_runs_socket_takes_only_ask_and_approve_calls() {
 #[tokio::test(start_paused = true)]
 async fn with_no_operator_a_runs_socket_hangs_up_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let relay = Relay::start(dir.path().join("hark.sock"), "run-1".into(), "s".into()).unwrap();
+    let relay = Relay::start(dir.path().join("hark.sock"), RUN, "s".into()).unwrap();
     let started = Call::start(&relay.socket, &ask("s1", db())).await;
-    assert!(matches!(started, Err(AskError::Broken(_))), "{started:?}");
+    assert!(
+        matches!(started, Err(ClientError::Closed | ClientError::Frame(_))),
+        "{started:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -177,7 +182,7 @@ async fn dropping_the_relay_removes_its_socket_and_directory() {
     assert!(!dir.exists());
     let started = Call::start(&socket, &ask("s1", db())).await;
     assert!(
-        matches!(started, Err(AskError::Unreachable { .. })),
+        matches!(started, Err(ClientError::Unreachable { .. })),
         "{started:?}"
     );
 }

@@ -7,16 +7,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hark_core::bridge::client::request;
+use hark_core::bridge::views::ItemView;
 use hark_core::bridge::wire::{Caller, ClientFrame, ServerFrame, read_frame, write_frame};
 use hark_core::daemon::dispatcher::Dispatcher;
 use hark_core::daemon::listener::{self, Daemon, Gate};
 use hark_core::gate::policy::Policy;
-use hark_core::model::item::{Item, ItemId, Surface};
+use hark_core::model::ids::{Clock, Ids, ItemId, RunId, SessionId};
+use hark_core::model::item::{Item, ItemFilter, Surface};
 use hark_core::model::resolve::{Pick, Picks};
 use hark_core::model::validate::Rules;
 use hark_core::prompter::{OperatorPrompter, PromptFuture, Unanswered};
 use hark_core::registry::Registry;
-use hark_core::store::{Filter, Record, Store};
+use hark_core::store::Store;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::io::BufReader;
@@ -46,7 +48,7 @@ impl Served {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("hark.sock");
         let listener = tokio::net::UnixListener::bind(&socket).unwrap();
-        let store = Store::open(&dir.path().join("hark.db")).unwrap();
+        let store = Store::open(&dir.path().join("hark.db"), Clock::system()).unwrap();
         let registry = Registry::with_store(Some(Arc::new(store)));
         let daemon = Daemon {
             registry: registry.clone(),
@@ -62,7 +64,10 @@ impl Served {
                 registry,
                 own_env: Vec::new(),
                 log_limit: 100,
+                ids: Ids::sequence(),
             },
+            ids: Ids::random(),
+            clock: Clock::system(),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let serving = tokio::spawn(listener::run(listener, daemon.clone(), async {
@@ -126,7 +131,7 @@ pub fn operator() -> (Operator, mpsc::UnboundedReceiver<Prompt>) {
 }
 
 impl OperatorPrompter for Operator {
-    fn ask(&self, _session_id: &str, item: Arc<Item>) -> PromptFuture {
+    fn ask(&self, _session_id: &SessionId, item: Arc<Item>) -> PromptFuture {
         let (answer, answered) = oneshot::channel();
         let _ = self.prompts.send(Prompt { item, answer });
         Box::pin(async move {
@@ -179,12 +184,12 @@ pub fn picked(question: &str, label: &str) -> Picks {
 }
 
 /// The item's record, as a `list` on the socket returns it.
-pub async fn stored(socket: &Path, id: ItemId) -> Record {
+pub async fn stored(socket: &Path, id: ItemId) -> ItemView {
     let mut items = list(
         socket,
-        Filter {
+        ItemFilter {
             id: Some(id),
-            ..Filter::default()
+            ..ItemFilter::default()
         },
     )
     .await;
@@ -193,7 +198,7 @@ pub async fn stored(socket: &Path, id: ItemId) -> Record {
 }
 
 /// `list` on the socket.
-pub async fn list(socket: &Path, filter: Filter) -> Vec<Record> {
+pub async fn list(socket: &Path, filter: ItemFilter) -> Vec<ItemView> {
     match request(socket, &ClientFrame::List { filter })
         .await
         .unwrap()
@@ -202,6 +207,9 @@ pub async fn list(socket: &Path, filter: Filter) -> Vec<Record> {
         other => panic!("not a listing: {other:?}"),
     }
 }
+
+/// The run the relay tests' socket belongs to.
+pub const RUN: RunId = RunId(uuid::Uuid::from_u128(1));
 
 /// A value as it goes on the wire.
 pub fn wire(value: impl serde::Serialize) -> Value {
