@@ -232,23 +232,21 @@ mod tests {
     use hark_core::model::validate::{Rules, validate};
     use serde_json::json;
 
+    /// A single-select, a multi-select and a free-text-friendly question.
     fn request() -> AskRequest {
-        validate(
-            &json!({"questions": [
-                {"question": "Which db?", "header": "DB", "multiSelect": false, "options": [
-                    {"label": "Postgres (Recommended)", "description": ""},
-                    {"label": "SQLite", "description": ""}]},
-                {"question": "Which features?", "header": "Features", "multiSelect": true, "default": ["Auth"], "options": [
-                    {"label": "Auth", "description": ""},
-                    {"label": "Billing", "description": ""},
-                    {"label": "Search", "description": ""}]},
-                {"question": "Name?", "header": "Name", "multiSelect": false, "options": [
-                    {"label": "foo", "description": ""},
-                    {"label": "bar", "description": ""}]}
-            ]}),
-            Rules::default(),
-        )
-        .unwrap()
+        let question = |text: &str, multi: bool, labels: &[&str]| {
+            let options: Vec<_> = labels
+                .iter()
+                .map(|l| json!({"label": l, "description": ""}))
+                .collect();
+            json!({"question": text, "header": "H", "multiSelect": multi, "options": options})
+        };
+        let questions = [
+            question("Which db?", false, &["Postgres", "SQLite"]),
+            question("Which features?", true, &["Auth", "Billing", "Search"]),
+            question("Name?", false, &["foo", "bar"]),
+        ];
+        validate(&json!({ "questions": questions }), Rules::default()).unwrap()
     }
 
     #[test]

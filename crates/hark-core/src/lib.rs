@@ -5,14 +5,16 @@
 //!
 //! # Layout
 //! - [`model`]: AskUserQuestion's shapes, the checks on a call, answer
-//!   resolution, the items that wait on the operator.
+//!   resolution, the items that wait on the operator and what approvals ask,
+//!   runs, the typed ids, and where new ids and the wall clock come from.
 //! - [`gate`]: the write-mode gate of a read-only run (policy, grants,
 //!   verdicts) and the intake asked before a run starts.
 //! - [`registry`]: the pending items, their deadlines, and the one set of
 //!   reply rules every surface goes through.
 //! - [`store`]: the SQLite inbox: items, runs, sessions.
-//! - [`bridge`]: the socket protocol and its client side (frames, owner-only
-//!   sockets, the client, the per-run relay).
+//! - [`bridge`]: the socket protocol and its client side (frames, the views
+//!   of store rows that cross it, owner-only sockets, the client, the
+//!   per-run relay).
 //! - [`daemon`]: the serving side: the listener, the operator's requests,
 //!   the runs the daemon dispatches, and the assembly for `hark serve` and
 //!   the desktop app.

@@ -8,10 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hark_core::daemon::dispatcher::Dispatcher;
-use hark_core::daemon::listener::{self, Daemon, Gate};
+use hark_core::config::Config;
+use hark_core::daemon::listener::{self, Daemon};
 use hark_core::gate::policy::Policy;
-use hark_core::model::ids::{Clock, Ids};
 use hark_core::model::item::{Asker, Item, NOT_ANSWERED, Outcome};
 use hark_core::model::resolve::Pick;
 use hark_core::model::validate::Rules;
@@ -41,25 +40,14 @@ impl Served {
         let socket = dir.path().join("hark.sock");
         let listener = tokio::net::UnixListener::bind(&socket).unwrap();
         let registry = Registry::new();
-        let daemon = Daemon {
-            registry: registry.clone(),
-            prompter: Arc::new(ScriptedPrompter::new(script)),
-            default_timeout: Duration::from_secs(300),
-            rules: Rules::default(),
-            gate: Arc::new(Gate::new(Policy::default())),
-            // No test dispatches a run.
-            dispatcher: Dispatcher {
-                hark: PathBuf::from("hark"),
-                socket: socket.clone(),
-                logs: dir.path().join("runs"),
-                registry: registry.clone(),
-                own_env: Vec::new(),
-                log_limit: 100,
-                ids: Ids::sequence(),
-            },
-            ids: Ids::random(),
-            clock: Clock::system(),
-        };
+        // No test dispatches a run: the dispatcher is never asked to start one.
+        let daemon = Daemon::new(
+            registry.clone(),
+            Arc::new(ScriptedPrompter::new(script)),
+            &Config::default(),
+            socket.clone(),
+            dir.path().join("runs"),
+        );
         tokio::spawn(listener::run(listener, daemon, std::future::pending()));
         Served {
             socket,

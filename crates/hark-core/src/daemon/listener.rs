@@ -6,6 +6,7 @@
 //! app's well-known socket and per-call sockets.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use crate::bridge::socket::peer_is_owner;
 use crate::bridge::wire::{
     Caller, ClientFrame, ErrorCode, FrameError, ServerFrame, WireError, read_frame, write_frame,
 };
+use crate::config::Config;
 use crate::daemon::dispatcher::Dispatcher;
 use crate::daemon::operator;
 use crate::gate::grants::Grants;
@@ -257,6 +259,38 @@ async fn approve(
 }
 
 impl Daemon {
+    /// A daemon with `registry` that puts items to `prompter`, set as
+    /// `config` says: its bounded wait, its rules, its write policy and how
+    /// many run logs it keeps. The runs it dispatches report to `socket` and
+    /// log under `logs`. New ids are random and items are stamped with the
+    /// system clock.
+    pub fn new(
+        registry: Registry,
+        prompter: Arc<dyn OperatorPrompter>,
+        config: &Config,
+        socket: PathBuf,
+        logs: PathBuf,
+    ) -> Daemon {
+        Daemon {
+            dispatcher: Dispatcher {
+                hark: Dispatcher::sibling_hark(),
+                socket,
+                logs,
+                registry: registry.clone(),
+                own_env: Vec::new(),
+                log_limit: config.run_log_limit,
+                ids: Ids::random(),
+            },
+            registry,
+            prompter,
+            default_timeout: config.ask_timeout(),
+            rules: config.rules(),
+            gate: Arc::new(Gate::new(config.approvals.clone())),
+            ids: Ids::random(),
+            clock: Clock::system(),
+        }
+    }
+
     /// A new pending item for `caller`'s request.
     fn new_item(&self, caller: Caller, request: AskRequest, approval: Option<Approval>) -> Item {
         Item {

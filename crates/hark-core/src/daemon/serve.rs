@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use crate::bridge::socket::{self, SocketError};
 use crate::config::{Config, ConfigError};
-use crate::daemon::dispatcher::Dispatcher;
-use crate::daemon::listener::{Daemon, Gate};
-use crate::model::ids::{Clock, Ids};
+use crate::daemon::listener::Daemon;
+use crate::model::ids::Clock;
 use crate::prompter::OperatorPrompter;
 use crate::registry::Registry;
 use crate::store::{Store, StoreError};
@@ -68,28 +67,20 @@ pub fn prepare(
     let (listener, socket_file) = socket::bind(&path)?;
     let store_path = Store::default_path().ok_or(ServeError::NoStorePath)?;
     let store = Arc::new(Store::open(&store_path, Clock::system())?);
-    let mut rules = config.rules();
-    rules.strict_defaults |= options.strict_defaults;
     let registry = Registry::with_store(Some(store));
     tokio::spawn(keep_history(registry.clone(), config.history_limit));
-    let daemon = Daemon {
-        registry: registry.clone(),
+    let mut daemon = Daemon::new(
+        registry,
         prompter,
-        default_timeout: options.ask_timeout.unwrap_or_else(|| config.ask_timeout()),
-        rules,
-        gate: Arc::new(Gate::new(config.approvals.clone())),
-        dispatcher: Dispatcher {
-            hark: Dispatcher::sibling_hark(),
-            socket: socket_file.path().to_owned(),
-            logs: store_path.with_file_name("runs"),
-            registry: registry.clone(),
-            own_env: options.own_env,
-            log_limit: config.run_log_limit,
-            ids: Ids::random(),
-        },
-        ids: Ids::random(),
-        clock: Clock::system(),
-    };
+        &config,
+        socket_file.path().to_owned(),
+        store_path.with_file_name("runs"),
+    );
+    daemon.rules.strict_defaults |= options.strict_defaults;
+    if let Some(timeout) = options.ask_timeout {
+        daemon.default_timeout = timeout;
+    }
+    daemon.dispatcher.own_env = options.own_env;
     tracing::info!(
         socket = %socket_file.path().display(),
         timeout_s = daemon.default_timeout.as_secs(),

@@ -9,13 +9,11 @@ use std::time::Duration;
 use hark_core::bridge::client::request;
 use hark_core::bridge::views::ItemView;
 use hark_core::bridge::wire::{Caller, ClientFrame, ServerFrame, read_frame, write_frame};
-use hark_core::daemon::dispatcher::Dispatcher;
-use hark_core::daemon::listener::{self, Daemon, Gate};
-use hark_core::gate::policy::Policy;
-use hark_core::model::ids::{Clock, Ids, ItemId, RunId, SessionId};
+use hark_core::config::Config;
+use hark_core::daemon::listener::{self, Daemon};
+use hark_core::model::ids::{Clock, ItemId, RunId, SessionId};
 use hark_core::model::item::{Item, ItemFilter, Surface};
 use hark_core::model::resolve::{Pick, Picks};
-use hark_core::model::validate::Rules;
 use hark_core::prompter::{OperatorPrompter, PromptFuture, Unanswered};
 use hark_core::registry::Registry;
 use hark_core::store::Store;
@@ -50,25 +48,14 @@ impl Served {
         let listener = tokio::net::UnixListener::bind(&socket).unwrap();
         let store = Store::open(&dir.path().join("hark.db"), Clock::system()).unwrap();
         let registry = Registry::with_store(Some(Arc::new(store)));
-        let daemon = Daemon {
-            registry: registry.clone(),
-            prompter: Arc::new(prompter),
-            default_timeout: DEFAULT_TIMEOUT,
-            rules: Rules::default(),
-            gate: Arc::new(Gate::new(Policy::default())),
-            // No test dispatches a run: the dispatcher is never asked to start one.
-            dispatcher: Dispatcher {
-                hark: PathBuf::from("hark"),
-                socket: socket.clone(),
-                logs: dir.path().join("runs"),
-                registry,
-                own_env: Vec::new(),
-                log_limit: 100,
-                ids: Ids::sequence(),
-            },
-            ids: Ids::random(),
-            clock: Clock::system(),
-        };
+        // No test dispatches a run: the dispatcher is never asked to start one.
+        let daemon = Daemon::new(
+            registry,
+            Arc::new(prompter),
+            &Config::default(),
+            socket.clone(),
+            dir.path().join("runs"),
+        );
         let (stop, stopped) = oneshot::channel::<()>();
         let serving = tokio::spawn(listener::run(listener, daemon.clone(), async {
             let _ = stopped.await;
