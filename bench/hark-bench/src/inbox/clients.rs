@@ -8,16 +8,44 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::{RUN_TIMEOUT, START_TIMEOUT, ask_params, request_id};
-use crate::cold::with_stderr;
-use crate::rpc::Peer;
+use crate::logs::Tail;
+use crate::rpc::{Peer, RpcError};
+
+/// What went wrong with one client, and the end of its stderr.
+#[derive(Debug, thiserror::Error)]
+#[error("client {client}{stderr}")]
+pub struct ClientError {
+    pub client: usize,
+    pub stderr: Tail,
+    #[source]
+    pub source: ClientFailure,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientFailure {
+    #[error(transparent)]
+    Rpc(#[from] RpcError),
+    #[error("wrote on stdout: {line:?}")]
+    WroteOnStdout { line: String },
+}
+
+impl ClientError {
+    /// Client `client`'s failure, with the end of the stderr in `log`
+    /// (`None`: not worth showing).
+    pub fn new(client: usize, log: Option<&Path>, failure: impl Into<ClientFailure>) -> Self {
+        ClientError {
+            client,
+            stderr: log.map_or_else(Tail::default, |log| Tail::of_file("its", log)),
+            source: failure.into(),
+        }
+    }
+}
 
 /// From a client thread to the main loop.
 #[derive(Debug)]
 pub(super) enum Event {
-    Ready {
-        client: usize,
-        error: Option<String>,
-    },
+    /// The client is initialized, or failed to be.
+    Ready(Result<(), ClientError>),
     /// The first result for one of the client's calls arrived.
     Result,
 }
@@ -43,7 +71,7 @@ pub(super) struct ClientReport {
     pub(super) stray: usize,
     pub(super) stdout_clean: bool,
     pub(super) clean_exit: bool,
-    pub(super) error: Option<String>,
+    pub(super) error: Option<ClientError>,
 }
 
 /// The client threads. Dropping it stops and joins them all, so no client
@@ -107,15 +135,13 @@ fn drive_client(
     report: &mut ClientReport,
 ) {
     let client = report.client;
-    let initialized = peer.initialize(1, START_TIMEOUT);
-    let _ = events.send(Event::Ready {
-        client,
-        error: initialized
-            .as_ref()
-            .err()
-            .map(|e| with_stderr(e.clone(), log)),
-    });
-    if initialized.is_ok() && control.recv() == Ok(Control::Go) {
+    let initialized = peer
+        .initialize(1, START_TIMEOUT)
+        .map(|_| ())
+        .map_err(|e| ClientError::new(client, Some(log), e));
+    let ready = initialized.is_ok();
+    let _ = events.send(Event::Ready(initialized));
+    if ready && control.recv() == Ok(Control::Go) {
         report.first_sent = Some(Instant::now());
         let mut sent = Ok(());
         for item in 0..report.responses.len() {
@@ -126,7 +152,7 @@ fn drive_client(
         }
         match sent {
             Ok(()) => collect(&mut peer, events, control, report),
-            Err(e) => report.error = Some(with_stderr(e, log)),
+            Err(e) => report.error = Some(ClientError::new(client, Some(log), e)),
         }
     }
     match peer.close(RUN_TIMEOUT) {
@@ -134,13 +160,17 @@ fn drive_client(
             report.stdout_clean = finished.stdout_clean;
             report.clean_exit = finished.status.success();
             if let Some(line) = finished.bad_line {
-                report
-                    .error
-                    .get_or_insert(format!("wrote on stdout: {line:?}"));
+                report.error.get_or_insert(ClientError::new(
+                    client,
+                    None,
+                    ClientFailure::WroteOnStdout { line },
+                ));
             }
         }
         Err(e) => {
-            report.error.get_or_insert(with_stderr(e, log));
+            report
+                .error
+                .get_or_insert(ClientError::new(client, Some(log), e));
         }
     }
 }
@@ -182,7 +212,7 @@ fn collect(
                 }
             }
             Err(e) => {
-                report.error = Some(e);
+                report.error = Some(ClientError::new(report.client, None, e));
                 break;
             }
         }

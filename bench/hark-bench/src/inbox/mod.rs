@@ -17,33 +17,34 @@
 //! - `clients`: one thread per `hark mcp-operator-ask`, asking and
 //!   recording every result it reads.
 //! - `operator`: `hark inbox --json` and `hark answer`, run as an operator
-//!   would, a pool at a time.
+//!   would, a pool at a time; `listing` reads what `hark inbox` printed.
 //! - `store`: the end check, `hark inbox --all --json`.
 //! - `results`: what the run found, and the clients' reports tallied.
 //! - `report`: the table and the final JSON line.
 
 mod clients;
+mod listing;
 mod operator;
 mod report;
 mod results;
 mod store;
 
 use std::process::Stdio;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-use hark_harness::{Daemon, Sandbox};
+use hark_harness::{Daemon, DaemonError, ProcessError, Sandbox};
 use serde_json::{Value, json};
 
-use crate::roundtrip::log_file;
+use crate::logs::{LogFileError, log_file};
 use crate::rpc::{Peer, peak_rss_kib};
 
-use clients::{Event, Fleet};
-use operator::Operator;
+use clients::{ClientError, ClientReport, Event, Fleet};
+use operator::{Operator, OperatorError};
 pub use report::report;
 pub use results::Results;
 use results::{LogSummary, StoreCheck, tally};
-use store::check_store;
+use store::{Unchecked, check_store};
 
 /// How many `hark answer` run at once.
 pub const ANSWER_POOL: usize = 8;
@@ -121,9 +122,50 @@ fn request_id(item: usize) -> u64 {
     item as u64 + 2
 }
 
+/// Why the inbox could not be measured. What the run found wrong is in
+/// its [`Results`], not here.
+#[derive(Debug, thiserror::Error)]
+pub enum InboxError {
+    #[error(transparent)]
+    Daemon(#[from] DaemonError),
+    #[error(transparent)]
+    Log(#[from] LogFileError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("only {ready} of {clients} clients initialized within {timeout:?}")]
+    NotReady {
+        ready: usize,
+        clients: usize,
+        timeout: Duration,
+    },
+    #[error("the clients went away")]
+    ClientsGone,
+    #[error(transparent)]
+    Operator(#[from] OperatorError),
+    #[error("cannot stop hark serve")]
+    Stop(#[source] ProcessError),
+}
+
+/// Why the run stopped before every call had its result.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Abort {
+    #[error(
+        "RUNAWAY LOG: the daemon wrote {} MB on stderr; stopped before it fills the disk",
+        .bytes >> 20
+    )]
+    RunawayLog { bytes: u64 },
+    #[error("DEADLINE: only {results} of {total} calls had a result after {DEADLINE:?}")]
+    Deadline { results: usize, total: usize },
+    #[error("STALLED: {results} of {total} calls had a result, and nothing moved for {STALL:?}")]
+    Stalled { results: usize, total: usize },
+}
+
 /// Runs the mode with the sandbox's `hark`, all its state there.
-pub fn measure(sandbox: &Sandbox, clients: usize, per_client: usize) -> Result<Results, String> {
-    let socket = sandbox.socket();
+pub fn measure(
+    sandbox: &Sandbox,
+    clients: usize,
+    per_client: usize,
+) -> Result<Results, InboxError> {
     // Declared before the daemon, so on an early return the daemon is killed
     // first and every call still waiting gets its error at once.
     let mut fleet = Fleet::default();
@@ -141,46 +183,108 @@ pub fn measure(sandbox: &Sandbox, clients: usize, per_client: usize) -> Result<R
     // Every client: spawned, then initialized on its own thread.
     let (events_tx, events) = mpsc::channel();
     let spawned = Instant::now();
-    for c in 0..clients {
-        let log = sandbox.path(format!("inbox-client-{c}.stderr"));
-        let mut command = sandbox.hark(["mcp-operator-ask"]);
-        command
-            .env("HARK_ASK_SOCK", &socket)
-            .env("HARK_SESSION_ID", format!("client-{c}"))
-            .stderr(Stdio::from(log_file(&log)?));
-        let peer = Peer::spawn(&mut command)?;
-        fleet.start(c, per_client, peer, log, events_tx.clone());
-    }
+    start_clients(sandbox, &mut fleet, per_client, clients, &events_tx)?;
     drop(events_tx);
-    let mut ready = 0;
-    let start_deadline = spawned + START_TIMEOUT;
-    while ready < clients {
-        let left = start_deadline.saturating_duration_since(Instant::now());
-        match events.recv_timeout(left) {
-            Ok(Event::Ready { error: None, .. }) => ready += 1,
-            Ok(Event::Ready {
-                client,
-                error: Some(e),
-            }) => return Err(format!("client {client}: {e}")),
-            Ok(Event::Result) => {}
-            Err(RecvTimeoutError::Timeout) => {
-                return Err(format!(
-                    "only {ready} of {clients} clients initialized within {START_TIMEOUT:?}"
-                ));
-            }
-            Err(RecvTimeoutError::Disconnected) => return Err("the clients went away".into()),
-        }
-    }
+    wait_ready(&events, clients, spawned + START_TIMEOUT)?;
     results.clients_ready_ms = spawned.elapsed().as_secs_f64() * 1e3;
 
     // Ask everything, and answer it from the command line.
     fleet.go();
-    let go = Instant::now();
-    let total = clients * per_client;
     let mut operator = Operator::new(sandbox);
+    let mut peak_fds = None;
+    results.aborted = answer_all(
+        &events,
+        &mut operator,
+        &daemon,
+        clients * per_client,
+        &mut peak_fds,
+    )?;
+    if results.aborted.is_some() {
+        results.aborted_at = Some(Instant::now());
+    }
+    operator.abandon();
+    linger(&events);
+
+    // The store's view, while the daemon still runs. Not after an abort: the
+    // daemon may not be answering, and it should be stopped at once.
+    results.store = if results.aborted.is_some() {
+        StoreCheck {
+            error: Some(Unchecked::Aborted),
+            ..StoreCheck::default()
+        }
+    } else {
+        check_store(sandbox, clients, per_client)
+    };
+    results.daemon_peak_fds = peak_fds.max(open_fds(daemon_pid));
+    results.operator = operator.stats;
+    results.daemon_log = LogSummary::of(&daemon.log);
+    let reports = stop(daemon, &mut fleet, &mut results)?;
+    tally(&mut results, &reports);
+    Ok(results)
+}
+
+/// Spawns `clients` `hark mcp-operator-ask`, each on its own thread, which
+/// initializes it and reports on `events`.
+fn start_clients(
+    sandbox: &Sandbox,
+    fleet: &mut Fleet,
+    per_client: usize,
+    clients: usize,
+    events: &Sender<Event>,
+) -> Result<(), InboxError> {
+    for c in 0..clients {
+        let log = sandbox.path(format!("inbox-client-{c}.stderr"));
+        let mut command = sandbox.hark(["mcp-operator-ask"]);
+        command
+            .env("HARK_ASK_SOCK", sandbox.socket())
+            .env("HARK_SESSION_ID", format!("client-{c}"))
+            .stderr(Stdio::from(log_file(&log)?));
+        let peer = Peer::spawn(&mut command).map_err(|e| ClientError::new(c, None, e))?;
+        fleet.start(c, per_client, peer, log, events.clone());
+    }
+    Ok(())
+}
+
+/// Waits until all `clients` are initialized, up to `deadline`.
+fn wait_ready(
+    events: &Receiver<Event>,
+    clients: usize,
+    deadline: Instant,
+) -> Result<(), InboxError> {
+    let mut ready = 0;
+    while ready < clients {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match events.recv_timeout(left) {
+            Ok(Event::Ready(Ok(()))) => ready += 1,
+            Ok(Event::Ready(Err(e))) => return Err(e.into()),
+            Ok(Event::Result) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(InboxError::NotReady {
+                    ready,
+                    clients,
+                    timeout: START_TIMEOUT,
+                });
+            }
+            Err(RecvTimeoutError::Disconnected) => return Err(InboxError::ClientsGone),
+        }
+    }
+    Ok(())
+}
+
+/// The main loop: answers from the command line until all `total` calls
+/// have their result and the operator is idle, watching the daemon's open
+/// files (its most in `peak_fds`) and its log on the way. Why it stopped
+/// early, if it did.
+fn answer_all(
+    events: &Receiver<Event>,
+    operator: &mut Operator,
+    daemon: &Daemon,
+    total: usize,
+    peak_fds: &mut Option<usize>,
+) -> Result<Option<Abort>, InboxError> {
+    let go = Instant::now();
     let mut results_in = 0;
     let mut last_progress = go;
-    let mut peak_fds = None;
     let mut last_fd_sample = go;
     loop {
         // Wakes on the next result, or after a tick for the operator's own
@@ -201,72 +305,63 @@ pub fn measure(sandbox: &Sandbox, clients: usize, per_client: usize) -> Result<R
         }
         if last_fd_sample.elapsed() >= Duration::from_millis(50) {
             last_fd_sample = Instant::now();
-            peak_fds = peak_fds.max(open_fds(daemon_pid));
-            let log_bytes = daemon.log.bytes();
-            if log_bytes > LOG_LIMIT {
-                results.aborted = Some(format!(
-                    "RUNAWAY LOG: the daemon wrote {} MB on stderr; stopped before it fills the disk",
-                    log_bytes >> 20
-                ));
-                break;
+            *peak_fds = (*peak_fds).max(open_fds(daemon.pid()));
+            let bytes = daemon.log.bytes();
+            if bytes > LOG_LIMIT {
+                return Ok(Some(Abort::RunawayLog { bytes }));
             }
         }
         if results_in >= total && operator.idle() {
-            break;
+            return Ok(None);
         }
         if go.elapsed() >= DEADLINE {
-            results.aborted = Some(format!(
-                "DEADLINE: only {results_in} of {total} calls had a result after {DEADLINE:?}"
-            ));
-            break;
+            return Ok(Some(Abort::Deadline {
+                results: results_in,
+                total,
+            }));
         }
         if last_progress.elapsed() >= STALL {
-            results.aborted = Some(format!(
-                "STALLED: {results_in} of {total} calls had a result, and nothing moved for {STALL:?}"
-            ));
-            break;
+            return Ok(Some(Abort::Stalled {
+                results: results_in,
+                total,
+            }));
         }
     }
-    if results.aborted.is_some() {
-        results.aborted_at = Some(Instant::now());
-    }
-    operator.abandon();
-    // A second result for a call would arrive now: keep taking events (the
-    // clients record every response) until the window closes.
+}
+
+/// A second result for a call would arrive now: keeps taking events (the
+/// clients record every response) until the [`LINGER`] window closes.
+fn linger(events: &Receiver<Event>) {
     let linger_end = Instant::now() + LINGER;
     while let Some(left) = linger_end.checked_duration_since(Instant::now()) {
         if let Err(RecvTimeoutError::Disconnected) = events.recv_timeout(left) {
             break;
         }
     }
+}
 
-    // The store's view, while the daemon still runs. Not after an abort: the
-    // daemon may not be answering, and it should be stopped at once.
-    results.store = if results.aborted.is_some() {
-        StoreCheck {
-            error: Some("not checked: the run was aborted".into()),
-            ..StoreCheck::default()
-        }
-    } else {
-        check_store(sandbox, clients, per_client)
-    };
-    results.daemon_peak_fds = peak_fds.max(open_fds(daemon_pid));
-    results.operator = operator.stats;
-    results.daemon_log = LogSummary::of(&daemon.log);
-    let reports = if results.aborted.is_some() {
-        // Stop the daemon first: every waiting call gets its error at once,
-        // so the clients can exit.
-        results.daemon_peak_rss_kib = peak_rss_kib(daemon_pid);
-        results.daemon_clean_exit = daemon.stop()?;
+/// Stops the daemon and the clients, and collects what each client saw.
+/// After an abort the daemon goes first: every waiting call gets its error
+/// at once, so the clients can exit. The daemon's peak RSS is read just
+/// before it is stopped.
+fn stop(
+    daemon: Daemon,
+    fleet: &mut Fleet,
+    results: &mut Results,
+) -> Result<Vec<ClientReport>, InboxError> {
+    let clients_first = results.aborted.is_none();
+    let reports = if clients_first {
         fleet.finish()
     } else {
-        let reports = fleet.finish();
-        results.daemon_peak_rss_kib = peak_rss_kib(daemon_pid);
-        results.daemon_clean_exit = daemon.stop()?;
-        reports
+        Vec::new()
     };
-    tally(&mut results, &reports);
-    Ok(results)
+    results.daemon_peak_rss_kib = peak_rss_kib(daemon.pid());
+    results.daemon_clean_exit = daemon.stop().map_err(InboxError::Stop)?;
+    Ok(if clients_first {
+        reports
+    } else {
+        fleet.finish()
+    })
 }
 
 fn push_example(examples: &mut Vec<String>, example: String) {

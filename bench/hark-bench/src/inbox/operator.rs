@@ -2,30 +2,41 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
-use hark_harness::Sandbox;
-use serde_json::Value;
+use hark_harness::{Report, Sandbox};
 
+use super::listing::{self, ListingError, Run, pending_items};
 use super::results::OperatorStats;
 use super::{ANSWER_POOL, RELIST_PAUSE, RUN_TIMEOUT, label, parse_question, push_example};
-use crate::roundtrip::log_file;
+use crate::logs::{LogFileError, log_file};
 
-/// A CLI run in flight, killed if abandoned.
-#[derive(Debug)]
-pub(super) struct Run {
-    pub(super) child: Child,
-    pub(super) started: Instant,
+/// Why the operator could not go on (a listing or an answer that fails is
+/// counted, not this).
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    #[error(transparent)]
+    Log(#[from] LogFileError),
+    #[error("cannot start {command}")]
+    Spawn {
+        command: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot wait for {command}")]
+    Wait {
+        command: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
-impl Drop for Run {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// Whether `run`, a `command`, has exited, and how.
+fn try_wait(run: &mut Run, command: &'static str) -> Result<Option<ExitStatus>, OperatorError> {
+    run.child
+        .try_wait()
+        .map_err(|source| OperatorError::Wait { command, source })
 }
 
 /// A `hark answer` in flight.
@@ -99,11 +110,11 @@ impl<'a> Operator<'a> {
 
     /// One turn: reap finished runs, start new ones. `Ok(true)` when a
     /// `hark answer` finished (progress).
-    pub(super) fn poll(&mut self) -> Result<bool, String> {
+    pub(super) fn poll(&mut self) -> Result<bool, OperatorError> {
         let mut progress = false;
         for slot in 0..self.answering.len() {
             let finished = match &mut self.answering[slot] {
-                Some(a) => a.run.child.try_wait().map_err(|e| e.to_string())?,
+                Some(a) => try_wait(&mut a.run, "hark answer")?,
                 None => None,
             };
             let timed_out = self.answering[slot]
@@ -130,7 +141,10 @@ impl<'a> Operator<'a> {
                 .stdout(Stdio::null())
                 .stderr(Stdio::from(log_file(&stderr)?))
                 .spawn()
-                .map_err(|e| format!("cannot start hark answer: {e}"))?;
+                .map_err(|source| OperatorError::Spawn {
+                    command: "hark answer",
+                    source,
+                })?;
             self.answering[slot] = Some(Answering {
                 run: Run {
                     child,
@@ -174,7 +188,8 @@ impl<'a> Operator<'a> {
         }
     }
 
-    fn poll_listing(&mut self) -> Result<(), String> {
+    /// Starts a listing when one is due, or takes in the one that ended.
+    fn poll_listing(&mut self) -> Result<(), OperatorError> {
         let out = self.sandbox.path("inbox-list.json");
         let err = self.sandbox.path("inbox-list.stderr");
         let Some(listing) = &mut self.listing else {
@@ -188,7 +203,10 @@ impl<'a> Operator<'a> {
                     .stdout(Stdio::from(log_file(&out)?))
                     .stderr(Stdio::from(log_file(&err)?))
                     .spawn()
-                    .map_err(|e| format!("cannot start hark inbox: {e}"))?;
+                    .map_err(|source| OperatorError::Spawn {
+                        command: "hark inbox",
+                        source,
+                    })?;
                 self.listing = Some(Run {
                     child,
                     started: Instant::now(),
@@ -196,110 +214,70 @@ impl<'a> Operator<'a> {
             }
             return Ok(());
         };
-        let status = listing.child.try_wait().map_err(|e| e.to_string())?;
+        let status = try_wait(listing, "hark inbox")?;
         let started = listing.started;
         if status.is_none() && started.elapsed() < RUN_TIMEOUT {
             return Ok(());
         }
         self.listing = None; // kills it if it timed out
         self.stats.listings.push(started.elapsed());
-        let listed = match status {
-            Some(s) if s.success() => std::fs::read_to_string(&out)
-                .map_err(|e| e.to_string())
-                .and_then(|text| {
-                    let bytes = &mut self.stats.largest_listing_bytes;
-                    *bytes = (*bytes).max(text.len());
-                    pending_items(&text)
-                }),
-            Some(s) => Err(format!(
-                "{s}: {}",
-                std::fs::read_to_string(&err).unwrap_or_default().trim()
-            )),
-            None => Err(format!("no answer within {RUN_TIMEOUT:?}")),
-        };
-        let mut fresh = false;
-        match listed {
-            Ok(items) => {
-                self.stats.most_pending = self.stats.most_pending.max(items.len());
-                for (id, question) in items {
-                    let busy = self.queued.contains(&id)
-                        || self.answering.iter().flatten().any(|a| a.id == id);
-                    if busy {
-                        continue;
-                    }
-                    if let Some(answered) = self.answered.get(&id) {
-                        if *answered > started {
-                            continue; // this listing began before that answer
-                        }
-                        self.stats.pending_after_answer += 1;
-                        push_example(
-                            &mut self.stats.examples,
-                            format!("still pending after hark answer succeeded: {id}"),
-                        );
-                    }
-                    let Some((c, i)) = parse_question(&question) else {
-                        self.stats.unparsable += 1;
-                        push_example(
-                            &mut self.stats.examples,
-                            format!("not our question: {question:?} ({id})"),
-                        );
-                        continue;
-                    };
-                    self.queued.insert(id.clone());
-                    self.queue.push_back((id, label(c, i)));
-                    fresh = true;
-                }
-            }
+        let listed = listing::output(status, RUN_TIMEOUT, &out, &err).and_then(|text| {
+            let bytes = &mut self.stats.largest_listing_bytes;
+            *bytes = (*bytes).max(text.len());
+            pending_items(&text)
+        });
+        let fresh = match listed {
+            Ok(items) => self.queue_pending(items, started),
             Err(e) => {
-                self.stats.listing_failures += 1;
-                push_example(
-                    &mut self.stats.examples,
-                    format!("hark inbox --json failed: {e}"),
-                );
+                self.listing_failed(&e);
+                false
             }
-        }
+        };
         self.last_listing = Some((Instant::now(), fresh));
         Ok(())
     }
-}
 
-/// `(id, first question)` of every pending item in `hark inbox --json`'s output.
-fn pending_items(text: &str) -> Result<Vec<(String, String)>, String> {
-    let items: Value =
-        serde_json::from_str(text).map_err(|e| format!("output is not JSON: {e}"))?;
-    let items = items.as_array().ok_or("output is not a JSON array")?;
-    items
-        .iter()
-        .filter(|item| item.get("outcome").is_none_or(Value::is_null))
-        .map(|item| {
-            let id = item.get("id").and_then(Value::as_str);
-            let question = item
-                .pointer("/request/questions/0/question")
-                .and_then(Value::as_str);
-            match (id, question) {
-                (Some(id), Some(q)) => Ok((id.to_owned(), q.to_owned())),
-                _ => Err(format!("an item without id or question: {item}")),
+    /// Queues the answers to what a listing started at `started` found
+    /// pending; whether it found anything new.
+    fn queue_pending(&mut self, items: Vec<(String, String)>, started: Instant) -> bool {
+        self.stats.most_pending = self.stats.most_pending.max(items.len());
+        let mut fresh = false;
+        for (id, question) in items {
+            let busy =
+                self.queued.contains(&id) || self.answering.iter().flatten().any(|a| a.id == id);
+            if busy {
+                continue;
             }
-        })
-        .collect()
-}
+            if let Some(answered) = self.answered.get(&id) {
+                if *answered > started {
+                    continue; // this listing began before that answer
+                }
+                self.stats.pending_after_answer += 1;
+                push_example(
+                    &mut self.stats.examples,
+                    format!("still pending after hark answer succeeded: {id}"),
+                );
+            }
+            let Some((c, i)) = parse_question(&question) else {
+                self.stats.unparsable += 1;
+                push_example(
+                    &mut self.stats.examples,
+                    format!("not our question: {question:?} ({id})"),
+                );
+                continue;
+            };
+            self.queued.insert(id.clone());
+            self.queue.push_back((id, label(c, i)));
+            fresh = true;
+        }
+        fresh
+    }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn only_pending_items_are_listed() {
-        let text = json!([
-            {"id": "a", "outcome": null, "request": {"questions": [{"question": "Client 0 item 0?"}]}},
-            {"id": "b", "outcome": {"outcome": "answered"}, "request": {"questions": [{"question": "Client 0 item 1?"}]}}
-        ])
-        .to_string();
-        assert_eq!(
-            pending_items(&text).unwrap(),
-            vec![("a".to_owned(), "Client 0 item 0?".to_owned())]
+    fn listing_failed(&mut self, e: &ListingError) {
+        self.stats.listing_failures += 1;
+        push_example(
+            &mut self.stats.examples,
+            format!("hark inbox --json failed: {}", Report(e)),
         );
-        assert!(pending_items("nope").is_err());
     }
 }

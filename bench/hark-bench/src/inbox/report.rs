@@ -1,28 +1,75 @@
 //! The report: a table, and one final JSON line.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::ANSWER_POOL;
 use super::results::Results;
 use crate::stats::{Summary, round3};
 use crate::{megabytes, yes_no};
+use hark_harness::Report;
+
+/// What both the table and the JSON line show, worked out from the results.
+#[derive(Debug)]
+struct Figures {
+    secs: f64,
+    /// Correct items per second of wall time.
+    rate: f64,
+    listing: Option<Summary>,
+    answering: Option<Summary>,
+    /// The daemon's peak RSS, in MB.
+    mb: Option<f64>,
+}
+
+impl Figures {
+    fn of(r: &Results) -> Figures {
+        let secs = r.wall.as_secs_f64();
+        Figures {
+            secs,
+            rate: if secs > 0.0 {
+                r.correct as f64 / secs
+            } else {
+                0.0
+            },
+            listing: Summary::of_durations(&r.operator.listings),
+            answering: Summary::of_durations(&r.operator.answer_runs),
+            mb: r.daemon_peak_rss_kib.map(|k| k as f64 * 1024.0 / 1e6),
+        }
+    }
+}
 
 /// Prints the table and the final JSON line; returns [`Results::sound`].
 pub fn report(r: &Results) -> bool {
-    let total = r.total();
-    let o = &r.operator;
-    let s = &r.store;
-    let secs = r.wall.as_secs_f64();
-    let rate = if secs > 0.0 {
-        r.correct as f64 / secs
-    } else {
-        0.0
-    };
-    let listing = Summary::of_durations(&o.listings);
-    let answering = Summary::of_durations(&o.answer_runs);
-    let mb = r.daemon_peak_rss_kib.map(|k| k as f64 * 1024.0 / 1e6);
-    let row = |what: &str, value: String| println!("  {what:<40} {value}");
+    let figures = Figures::of(r);
+    print_clients(r, &figures);
+    print_operator(r, &figures);
+    print_calls_and_store(r);
+    print_daemon(r, &figures);
+    for example in r.examples.iter().chain(&r.operator.examples) {
+        println!("  ! {example}");
+    }
+    for killed in &r.operator.killed_at_abort {
+        println!("  ! killed at the abort: {killed}");
+    }
+    let sound = r.sound();
+    if let Some(why) = &r.aborted {
+        println!("  {why}");
+    }
+    if !sound {
+        println!(
+            "  something was LOST, WRONG, ANSWERED TWICE or could not be checked (see above): exit code 1"
+        );
+    }
+    println!("{}", to_json(r, &figures, sound));
+    sound
+}
 
+fn row(what: &str, value: String) {
+    println!("  {what:<40} {value}");
+}
+
+/// What was asked, how fast the clients came up and got their results.
+fn print_clients(r: &Results, f: &Figures) {
+    let (total, secs, rate) = (r.total(), f.secs, f.rate);
     println!(
         "inbox: {total} items asked by {} concurrent hark mcp-operator-ask ({} each) of hark serve --prompter script:{{}},\n  all answered with `hark answer` ({ANSWER_POOL} at a time) from `hark inbox --json`",
         r.clients, r.per_client
@@ -44,6 +91,11 @@ pub fn report(r: &Results) -> bool {
             ),
         );
     }
+}
+
+/// The operator's `hark inbox --json` and `hark answer` runs.
+fn print_operator(r: &Results, f: &Figures) {
+    let (o, listing, answering) = (&r.operator, f.listing, f.answering);
     row(
         "hark inbox --json runs",
         format!(
@@ -81,6 +133,11 @@ pub fn report(r: &Results) -> bool {
         "  pending again after answered",
         o.pending_after_answer.to_string(),
     );
+}
+
+/// The calls' results, and the store's view at the end.
+fn print_calls_and_store(r: &Results) {
+    let (total, s) = (r.total(), &r.store);
     row(
         "calls: exactly one correct result",
         format!(
@@ -89,7 +146,7 @@ pub fn report(r: &Results) -> bool {
         ),
     );
     match &s.error {
-        Some(e) => row("hark inbox --all --json", e.clone()),
+        Some(e) => row("hark inbox --all --json", Report(e).to_string()),
         None => {
             let mut outcomes: Vec<_> = s.outcomes.iter().collect();
             outcomes.sort();
@@ -109,6 +166,11 @@ pub fn report(r: &Results) -> bool {
             );
         }
     }
+}
+
+/// The daemon's footprint and log, and how everything exited.
+fn print_daemon(r: &Results, f: &Figures) {
+    let mb = f.mb;
     row("daemon peak RSS (VmHWM)", megabytes(mb));
     row(
         "daemon open fds, most sampled",
@@ -142,23 +204,13 @@ pub fn report(r: &Results) -> bool {
         "daemon exited cleanly on SIGTERM",
         yes_no(r.daemon_clean_exit).into(),
     );
-    for example in r.examples.iter().chain(&o.examples) {
-        println!("  ! {example}");
-    }
-    for killed in &o.killed_at_abort {
-        println!("  ! killed at the abort: {killed}");
-    }
-    let sound = r.sound();
-    if let Some(why) = &r.aborted {
-        println!("  {why}");
-    }
-    if !sound {
-        println!(
-            "  something was LOST, WRONG, ANSWERED TWICE or could not be checked (see above): exit code 1"
-        );
-    }
+}
 
-    let report = json!({
+/// The final JSON line.
+fn to_json(r: &Results, f: &Figures, sound: bool) -> Value {
+    let (total, o, s) = (r.total(), &r.operator, &r.store);
+    let (secs, rate, listing, answering, mb) = (f.secs, f.rate, f.listing, f.answering, f.mb);
+    json!({
         "inbox": {
             "clients": r.clients,
             "items_per_client": r.per_client,
@@ -201,7 +253,7 @@ pub fn report(r: &Results) -> bool {
                 "right_answers": s.right_answers,
                 "questions_once": s.questions_once,
                 "outcomes": s.outcomes,
-                "error": s.error,
+                "error": s.error.as_ref().map(|e| Report(e).to_string()),
             },
             "daemon_peak_rss_mb": mb.map(round3),
             "daemon_peak_rss_kib": r.daemon_peak_rss_kib,
@@ -210,10 +262,8 @@ pub fn report(r: &Results) -> bool {
             "clients_stdout_clean": r.clients_stdout_clean,
             "clients_clean_exit": r.clients_clean_exit,
             "daemon_clean_exit": r.daemon_clean_exit,
-            "aborted": r.aborted,
+            "aborted": r.aborted.as_ref().map(ToString::to_string),
         },
         "sound": sound,
-    });
-    println!("{report}");
-    sound
+    })
 }

@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use hark_harness::Lines;
+use hark_harness::{Lines, Report};
 
 use super::clients::ClientReport;
-use super::{LOG_READ, expected_text, push_example, question};
+use super::store::Unchecked;
+use super::{Abort, LOG_READ, expected_text, push_example, question};
 use crate::stats::Summary;
 
 /// What the run found.
@@ -47,7 +48,7 @@ pub struct Results {
     pub clients_clean_exit: bool,
     pub daemon_clean_exit: bool,
     /// Why the run stopped before every call had its result, and when.
-    pub aborted: Option<String>,
+    pub aborted: Option<Abort>,
     pub(super) aborted_at: Option<Instant>,
 }
 
@@ -163,7 +164,7 @@ pub struct StoreCheck {
     pub questions_once: usize,
     /// Outcome name → count.
     pub outcomes: HashMap<String, usize>,
-    pub error: Option<String>,
+    pub error: Option<Unchecked>,
 }
 
 /// Counts the clients' results into `results`.
@@ -177,10 +178,7 @@ pub(super) fn tally(results: &mut Results, reports: &[ClientReport]) {
         results.clients_stdout_clean &= report.stdout_clean;
         results.clients_clean_exit &= report.clean_exit;
         if let Some(e) = &report.error {
-            push_example(
-                &mut results.examples,
-                format!("client {}: {e}", report.client),
-            );
+            push_example(&mut results.examples, Report(e).to_string());
         }
         if let Some(sent) = report.first_sent {
             first_ask = Some(first_ask.map_or(sent, |t| t.min(sent)));

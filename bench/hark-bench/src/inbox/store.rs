@@ -7,54 +7,70 @@ use std::time::Instant;
 use hark_harness::Sandbox;
 use serde_json::{Value, json};
 
-use super::operator::Run;
+use super::listing::{self, ListingError, Run};
 use super::results::StoreCheck;
 use super::{RUN_TIMEOUT, label, parse_question, question};
-use crate::roundtrip::log_file;
+use crate::logs::log_file;
 use crate::rpc::wait_until;
+
+/// Why the store's view was not checked.
+#[derive(Debug, thiserror::Error)]
+pub enum Unchecked {
+    #[error("not checked: the run was aborted")]
+    Aborted,
+    #[error("hark inbox --all --json failed")]
+    Listing(#[from] ListingError),
+}
 
 /// Lists the whole inbox (`hark inbox --all --json`) and checks it.
 pub(super) fn check_store(sandbox: &Sandbox, clients: usize, per_client: usize) -> StoreCheck {
-    let mut check = StoreCheck::default();
-    let out = sandbox.path("inbox-all.json");
-    let err = sandbox.path("inbox-all.stderr");
-    let text = (|| {
-        let mut run = Run {
-            child: sandbox
-                .hark(["inbox", "--all", "--json"])
-                .stdin(Stdio::null())
-                .stdout(Stdio::from(log_file(&out)?))
-                .stderr(Stdio::from(log_file(&err)?))
-                .spawn()
-                .map_err(|e| format!("cannot start hark inbox: {e}"))?,
-            started: Instant::now(),
-        };
-        let status = wait_until(&mut run.child, Instant::now() + RUN_TIMEOUT)?
-            .ok_or(format!("no answer within {RUN_TIMEOUT:?}"))?;
-        if !status.success() {
-            let stderr = std::fs::read_to_string(&err).unwrap_or_default();
-            return Err(format!("{status}: {}", stderr.trim()));
-        }
-        std::fs::read_to_string(&out).map_err(|e| e.to_string())
-    })();
-    let items = match text.and_then(|t| {
-        check.bytes = t.len();
-        serde_json::from_str::<Value>(&t).map_err(|e| format!("output is not JSON: {e}"))
-    }) {
-        Ok(Value::Array(items)) => items,
-        Ok(_) => {
-            check.error = Some("hark inbox --all --json: output is not a JSON array".into());
-            return check;
-        }
+    let text = match list_all(sandbox) {
+        Ok(text) => text,
         Err(e) => {
-            check.error = Some(format!("hark inbox --all --json failed: {e}"));
-            return check;
+            return StoreCheck {
+                error: Some(e.into()),
+                ..StoreCheck::default()
+            };
         }
     };
-    check.items = items.len();
+    let mut check = match listing::items(&text) {
+        Ok(items) => check_items(&items, clients, per_client),
+        Err(e) => StoreCheck {
+            error: Some(e.into()),
+            ..StoreCheck::default()
+        },
+    };
+    check.bytes = text.len();
+    check
+}
+
+/// What `hark inbox --all --json` printed.
+fn list_all(sandbox: &Sandbox) -> Result<String, ListingError> {
+    let out = sandbox.path("inbox-all.json");
+    let err = sandbox.path("inbox-all.stderr");
+    let mut run = Run {
+        child: sandbox
+            .hark(["inbox", "--all", "--json"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log_file(&out)?))
+            .stderr(Stdio::from(log_file(&err)?))
+            .spawn()
+            .map_err(ListingError::Spawn)?,
+        started: Instant::now(),
+    };
+    let status = wait_until(&mut run.child, Instant::now() + RUN_TIMEOUT);
+    listing::output(status, RUN_TIMEOUT, &out, &err)
+}
+
+/// Checks every item listed against what the clients asked.
+fn check_items(items: &[Value], clients: usize, per_client: usize) -> StoreCheck {
+    let mut check = StoreCheck {
+        items: items.len(),
+        ..StoreCheck::default()
+    };
     let mut ids = HashSet::new();
     let mut seen: HashMap<(usize, usize), usize> = HashMap::new();
-    for item in &items {
+    for item in items {
         if let Some(id) = item.get("id").and_then(Value::as_str) {
             ids.insert(id.to_owned());
         }
