@@ -14,6 +14,16 @@
 //! It prints a table, PASS/MISS against the targets, and one final JSON line.
 //! The exit code is 1 when something was wrong (a failed run, a wrong answer,
 //! non-protocol output on stdout), not when a target is missed.
+//!
+//! # Layout
+//!
+//! - this file: the options, the default run (cold start, round trip, the
+//!   targets and the report) and the crate's `Error`, printed with its
+//!   causes in one place, `main`.
+//! - `cold`, `roundtrip`: the two measurements; `rpc` drives a child MCP
+//!   server over its pipes; `logs` is where a child's stderr goes and the
+//!   end of it shown under an error.
+//! - `inbox`: the `--inbox` mode, a folder of its own.
 
 mod cold;
 mod inbox;

@@ -13,6 +13,16 @@
 //! server. It prints a table, PASS/MISS against the targets, and one final
 //! JSON line. The exit code is 1 when something was wrong (a failed run, an
 //! event that never came, a process left behind), not when a target is missed.
+//!
+//! # Layout
+//!
+//! - this file: the options, and the run: checks, the measurements in
+//!   order, the final JSON line; `error` is why a run could not finish.
+//! - `desktop`: the session and the app on it; `asker` an agent's side of
+//!   the app socket; `procs` the app's process tree from `/proc`.
+//! - `latency`, `idle`, `memory`: the measurements.
+//! - `targets`: the promises and the verdicts; `report`: the tables and
+//!   the sections of the JSON line.
 
 mod asker;
 mod desktop;
