@@ -2,11 +2,42 @@
 
 use std::path::PathBuf;
 
+/// What is wrong with a command line, or with where the binaries are.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgsError {
+    #[error("{flag} needs a value")]
+    MissingValue { flag: String },
+    #[error("{flag} takes a whole number, got {value:?}")]
+    NotANumber { flag: String, value: String },
+    #[error("unknown argument {flag:?}\n{usage}")]
+    Unknown { flag: String, usage: &'static str },
+    #[error("{flag} must be at least {min}, got {got}")]
+    TooSmall {
+        flag: &'static str,
+        min: usize,
+        got: usize,
+    },
+    #[error("cannot find this executable")]
+    ThisExe(#[source] std::io::Error),
+    #[error("this executable has no directory")]
+    NoExeDir,
+}
+
 /// One flag, with the value written after `=` if there was one.
 #[derive(Debug)]
 pub struct Flag {
     pub name: String,
     pub inline: Option<String>,
+}
+
+impl Flag {
+    /// The error for a flag nobody knows.
+    pub fn unknown(self, usage: &'static str) -> ArgsError {
+        ArgsError::Unknown {
+            flag: self.name,
+            usage,
+        }
+    }
 }
 
 /// The process's arguments, read flag by flag.
@@ -37,29 +68,42 @@ impl Args {
     }
 
     /// The flag's value: after `=`, else the next argument.
-    pub fn value(&mut self, flag: &Flag) -> Result<String, String> {
+    pub fn value(&mut self, flag: &Flag) -> Result<String, ArgsError> {
         flag.inline
             .clone()
             .or_else(|| self.rest.next())
-            .ok_or(format!("{} needs a value", flag.name))
+            .ok_or_else(|| ArgsError::MissingValue {
+                flag: flag.name.clone(),
+            })
     }
 
     /// The flag's value as a whole number.
-    pub fn number(&mut self, flag: &Flag) -> Result<usize, String> {
-        let v = self.value(flag)?;
-        v.parse::<usize>()
-            .map_err(|_| format!("{} takes a whole number, got {v:?}", flag.name))
+    pub fn number(&mut self, flag: &Flag) -> Result<usize, ArgsError> {
+        let value = self.value(flag)?;
+        value.parse::<usize>().map_err(|_| ArgsError::NotANumber {
+            flag: flag.name.clone(),
+            value,
+        })
+    }
+}
+
+/// `got`, the value of `flag`, when it is at least `min`.
+pub fn at_least(flag: &'static str, min: usize, got: usize) -> Result<usize, ArgsError> {
+    if got >= min {
+        Ok(got)
+    } else {
+        Err(ArgsError::TooSmall { flag, min, got })
     }
 }
 
 /// `--bin-dir`, else the directory of this executable.
-pub fn bin_dir(given: Option<PathBuf>) -> Result<PathBuf, String> {
+pub fn bin_dir(given: Option<PathBuf>) -> Result<PathBuf, ArgsError> {
     match given {
         Some(dir) => Ok(dir),
         None => Ok(std::env::current_exe()
-            .map_err(|e| format!("cannot find this executable: {e}"))?
+            .map_err(ArgsError::ThisExe)?
             .parent()
-            .ok_or("this executable has no directory")?
+            .ok_or(ArgsError::NoExeDir)?
             .to_owned()),
     }
 }

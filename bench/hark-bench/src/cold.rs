@@ -6,20 +6,44 @@
 //! interleaved run by run (alternating which goes first), so drift in the
 //! machine's load hits both alike.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use serde_json::json;
 
-use crate::rpc::Peer;
+use crate::logs::{LogFileError, Tail, log_file};
+use crate::rpc::{Peer, RpcError};
 use crate::stats::Summary;
-use hark_harness::{Lines, Sandbox};
+use hark_harness::Sandbox;
 
 /// How long any one response may take before the run is a failure.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Runs per server before the measured ones (page cache, dynamic loader).
 pub const WARMUP_RUNS: usize = 2;
+
+/// A cold run that failed: whose, which, and the end of the server's stderr.
+#[derive(Debug, thiserror::Error)]
+#[error("{subject} (cold run {run}){stderr}")]
+pub struct ColdError {
+    pub subject: &'static str,
+    /// Counting the warm-up runs, from 1.
+    pub run: usize,
+    pub stderr: Tail,
+    #[source]
+    pub source: RunError,
+}
+
+/// Why one run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Log(#[from] LogFileError),
+    #[error(transparent)]
+    Rpc(#[from] RpcError),
+    #[error("exited with {0}")]
+    Exited(ExitStatus),
+}
 
 /// One server under test.
 #[derive(Debug)]
@@ -71,7 +95,7 @@ pub fn measure(
     hark: &Subject,
     bare: &Subject,
     runs: usize,
-) -> Result<(Results, Results), String> {
+) -> Result<(Results, Results), ColdError> {
     let mut results = (
         Results {
             stdout_clean: true,
@@ -95,8 +119,14 @@ pub fn measure(
             } else {
                 (bare, &mut results.1)
             };
-            let run = run_once(sandbox, subject, &mut into.tools, &mut into.bad_line)
-                .map_err(|e| format!("{} (cold run {}): {e}", subject.label, i + 1))?;
+            let run = run_once(sandbox, subject, &mut into.tools, &mut into.bad_line).map_err(
+                |source| ColdError {
+                    subject: subject.label,
+                    run: i + 1,
+                    stderr: Tail::of_file("its", &subject.stderr_log),
+                    source,
+                },
+            )?;
             if measured {
                 into.initialize.push(run.initialize);
                 into.tools_list.push(run.tools_list);
@@ -113,17 +143,15 @@ fn run_once(
     subject: &Subject,
     tools: &mut Vec<String>,
     bad_line: &mut Option<String>,
-) -> Result<Run, String> {
-    let stderr = std::fs::File::create(&subject.stderr_log)
-        .map_err(|e| format!("cannot create {}: {e}", subject.stderr_log.display()))?;
+) -> Result<Run, RunError> {
+    let stderr = log_file(&subject.stderr_log)?;
     let mut command = sandbox.command(&subject.program);
     command.args(&subject.args).stderr(Stdio::from(stderr));
 
     let mut peer = Peer::spawn(&mut command)?;
-    let with_log = |e: String| with_stderr(e, &subject.stderr_log);
-    let initialized = peer.initialize(1, RESPONSE_TIMEOUT).map_err(with_log)?;
-    peer.request(2, "tools/list", json!({})).map_err(with_log)?;
-    let (listed, response) = peer.response(2, RESPONSE_TIMEOUT).map_err(with_log)?;
+    let initialized = peer.initialize(1, RESPONSE_TIMEOUT)?;
+    peer.request(2, "tools/list", json!({}))?;
+    let (listed, response) = peer.response(2, RESPONSE_TIMEOUT)?;
     *tools = response
         .pointer("/result/tools")
         .and_then(|t| t.as_array())
@@ -136,9 +164,9 @@ fn run_once(
         .unwrap_or_default();
     let peak_rss_kib = peer.peak_rss_kib();
     let spawned = peer.spawned;
-    let finished = peer.close(RESPONSE_TIMEOUT).map_err(with_log)?;
+    let finished = peer.close(RESPONSE_TIMEOUT)?;
     if !finished.status.success() {
-        return Err(with_log(format!("exited with {}", finished.status)));
+        return Err(RunError::Exited(finished.status));
     }
     if bad_line.is_none() {
         bad_line.clone_from(&finished.bad_line);
@@ -149,28 +177,4 @@ fn run_once(
         peak_rss_kib,
         stdout_clean: finished.stdout_clean,
     })
-}
-
-/// Appends the tail of a child's stderr, written to `log`, to an error.
-pub fn with_stderr(error: String, log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let tail: Vec<&str> = text.lines().rev().take(10).collect();
-    with_tail(error, tail.into_iter().rev())
-}
-
-/// Appends the tail of a followed stderr (the daemon's) to an error.
-pub fn with_log(error: String, log: &Lines) -> String {
-    let lines = log.since(log.len().saturating_sub(10));
-    with_tail(error, lines.iter().map(|l| l.text.as_str()))
-}
-
-fn with_tail<'a>(error: String, tail: impl Iterator<Item = &'a str>) -> String {
-    let tail: Vec<&str> = tail.collect();
-    if tail.is_empty() {
-        return error;
-    }
-    format!(
-        "{error}\n  its stderr ended with:\n    {}",
-        tail.join("\n    ")
-    )
 }

@@ -14,21 +14,36 @@
 //! It prints a table, PASS/MISS against the targets, and one final JSON line.
 //! The exit code is 1 when something was wrong (a failed run, a wrong answer,
 //! non-protocol output on stdout), not when a target is missed.
+//!
+//! # Layout
+//!
+//! - this file: the options, the default run (cold start, round trip, the
+//!   targets and the report) and the crate's `Error`, printed with its
+//!   causes in one place, `main`.
+//! - `cold`, `roundtrip`: the two measurements; `rpc` drives a child MCP
+//!   server over its pipes; `logs` is where a child's stderr goes and the
+//!   end of it shown under an error.
+//! - `inbox`: the `--inbox` mode, a folder of its own.
 
 mod cold;
 mod inbox;
+mod logs;
 mod roundtrip;
 mod rpc;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use hark_bench::args::{Args, bin_dir};
+use hark_bench::args::{Args, ArgsError, at_least, bin_dir};
 use hark_bench::stats;
 use hark_bench::stats::{Summary, round3};
-use hark_harness::Sandbox;
+use hark_harness::{Report, Sandbox, SandboxError};
+
+use crate::cold::ColdError;
+use crate::inbox::InboxError;
+use crate::roundtrip::RoundTripError;
 
 /// Cold start: hark's medians may be at most this many times bare's.
 const TARGET_COLD_RATIO: f64 = 1.5;
@@ -61,7 +76,32 @@ struct Options {
     items_per_client: usize,
 }
 
-fn parse_args() -> Result<Options, String> {
+/// Why the benchmark could not run to the end.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    #[error(transparent)]
+    Args(#[from] ArgsError),
+    #[error(
+        "{} is missing; build with `cargo build --release {build}` or pass --bin-dir",
+        binary.display()
+    )]
+    Missing {
+        binary: PathBuf,
+        build: &'static str,
+    },
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    #[error(transparent)]
+    Cold(#[from] ColdError),
+    #[error("the cold start measured nothing")]
+    NothingMeasured,
+    #[error(transparent)]
+    RoundTrip(#[from] RoundTripError),
+    #[error(transparent)]
+    Inbox(#[from] InboxError),
+}
+
+fn parse_args() -> Result<Options, ArgsError> {
     let mut runs = 30;
     let mut calls = 500;
     let mut given_bin_dir = None;
@@ -81,31 +121,21 @@ fn parse_args() -> Result<Options, String> {
                 println!("{USAGE}");
                 std::process::exit(0);
             }
-            _ => return Err(format!("unknown argument {:?}\n{USAGE}", flag.name)),
+            _ => return Err(flag.unknown(USAGE)),
         }
     }
-    if runs < MIN_RUNS {
-        return Err(format!("--runs must be at least {MIN_RUNS}, got {runs}"));
-    }
-    if calls == 0 {
-        return Err("--calls must be at least 1".into());
-    }
-    if clients == 0 || items_per_client == 0 {
-        return Err("--clients and --items-per-client must be at least 1".into());
-    }
-    let bin_dir = bin_dir(given_bin_dir)?;
     Ok(Options {
-        runs,
-        calls,
-        bin_dir,
+        runs: at_least("--runs", MIN_RUNS, runs)?,
+        calls: at_least("--calls", 1, calls)?,
+        bin_dir: bin_dir(given_bin_dir)?,
         inbox,
-        clients,
-        items_per_client,
+        clients: at_least("--clients", 1, clients)?,
+        items_per_client: at_least("--items-per-client", 1, items_per_client)?,
     })
 }
 
 fn main() -> ExitCode {
-    let result = parse_args().and_then(|options| {
+    let result = parse_args().map_err(Error::from).and_then(|options| {
         if options.inbox {
             run_inbox(&options)
         } else {
@@ -115,26 +145,21 @@ fn main() -> ExitCode {
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
-        Err(message) => {
-            eprintln!("hark-bench: {message}");
+        Err(e) => {
+            eprintln!("hark-bench: {}", Report(&e));
             ExitCode::FAILURE
         }
     }
 }
 
-/// Runs everything and prints the report; `Ok(false)` when something measured was wrong.
 /// Checks the binaries are built, and lays out the sandbox in a temp dir
 /// (removed when it drops).
-fn prepare(
-    options: &Options,
-    binaries: &[&std::path::Path],
-    build: &str,
-) -> Result<Sandbox, String> {
+fn prepare(options: &Options, binaries: &[&Path], build: &'static str) -> Result<Sandbox, Error> {
     if let Some(missing) = binaries.iter().find(|b| !b.is_file()) {
-        return Err(format!(
-            "{} is missing; build with `cargo build --release {build}` or pass --bin-dir",
-            missing.display()
-        ));
+        return Err(Error::Missing {
+            binary: missing.to_path_buf(),
+            build,
+        });
     }
     let sandbox = Sandbox::new("hark-bench-", &options.bin_dir)?;
     println!("hark-bench: binaries in {}", options.bin_dir.display());
@@ -142,90 +167,177 @@ fn prepare(
     Ok(sandbox)
 }
 
-fn run(options: &Options) -> Result<bool, String> {
+/// Runs the cold start and the round trip and prints the report;
+/// `Ok(false)` when something measured was wrong.
+fn run(options: &Options) -> Result<bool, Error> {
     let hark = options.bin_dir.join("hark");
     let bare = options.bin_dir.join("bare-ask-server");
     let sandbox = prepare(options, &[&hark, &bare], "--workspace")?;
 
     // (a) Cold start. Both run in the sandbox: hark finds no config, and
     // nothing listens on its socket.
-    let hark_subject = cold::Subject {
-        label: "hark mcp-operator-ask",
-        program: hark.clone(),
-        args: vec!["mcp-operator-ask".into()],
-        stderr_log: sandbox.path("cold-hark.stderr"),
-    };
-    let bare_subject = cold::Subject {
-        label: "bare-ask-server",
-        program: bare,
-        args: Vec::new(),
-        stderr_log: sandbox.path("cold-bare.stderr"),
-    };
-    let (h, b) = cold::measure(&sandbox, &hark_subject, &bare_subject, options.runs)?;
-    let (h_init, h_list, b_init, b_list) = match (
-        h.initialize(),
-        h.tools_list(),
-        b.initialize(),
-        b.tools_list(),
-    ) {
-        (Some(a), Some(b), Some(c), Some(d)) => (a, b, c, d),
-        _ => return Err("the cold start measured nothing".into()),
-    };
-    let ratio_init = h_init.p50 / b_init.p50;
-    let ratio_list = h_list.p50 / b_list.p50;
-    let mb = |kib: Option<u64>| kib.map(|k| k as f64 * 1024.0 / 1e6);
-    let (h_rss, b_rss) = (mb(h.peak_rss_kib), mb(b.peak_rss_kib));
-
-    println!(
-        "cold start: {} runs each, interleaved (after {} warm-up runs each)\n  ms from spawn: median (min, p90)",
-        options.runs,
-        cold::WARMUP_RUNS
-    );
-    println!(
-        "  {:<26} {:>30} {:>30} {:>10}",
-        "", "hark mcp-operator-ask", "bare-ask-server", "hark/bare"
-    );
-    println!(
-        "  {:<26} {:>30} {:>30} {:>9.2}x",
-        "→ initialize response",
-        timing(h_init),
-        timing(b_init),
-        ratio_init
-    );
-    println!(
-        "  {:<26} {:>30} {:>30} {:>9.2}x",
-        "→ tools/list response",
-        timing(h_list),
-        timing(b_list),
-        ratio_list
-    );
-    println!(
-        "  {:<26} {:>30} {:>30}",
-        "peak RSS (max VmHWM)",
-        megabytes(h_rss),
-        megabytes(b_rss)
-    );
-    println!(
-        "  {:<26} {:>30} {:>30}",
-        "stdout only JSON-RPC",
-        yes_no(h.stdout_clean),
-        yes_no(b.stdout_clean)
-    );
-    println!(
-        "  {:<26} {:>30} {:>30}",
-        "tools listed",
-        h.tools.join(", "),
-        b.tools.join(", ")
-    );
-    for (label, bad) in [("hark", &h.bad_line), ("bare", &b.bad_line)] {
-        if let Some(line) = bad {
-            println!("  {label} wrote on stdout: {line:?}");
-        }
-    }
-    println!();
+    let cold = ColdStart::measure(&sandbox, hark, bare, options.runs)?;
+    cold.print(options.runs);
 
     // (b) Round trip.
     let rt = roundtrip::measure(&sandbox, options.calls)?;
+    print_round_trip(&rt);
+
+    let targets = Targets::of(&cold, &rt);
+    targets.print(&cold, &rt);
+    let sound = cold.hark.stdout_clean
+        && cold.bare.stdout_clean
+        && rt.stdout_clean
+        && rt.correct == rt.calls.n
+        && rt.daemon_clean_exit;
+    if !sound {
+        println!("  something measured was WRONG (see above): exit code 1");
+    }
+    let report = json!({
+        "cold_start": cold.to_json(options.runs),
+        "round_trip": round_trip_json(&rt),
+        "targets": targets.to_json(&cold, &rt),
+        "sound": sound,
+    });
+    println!("{report}");
+    Ok(sound)
+}
+
+/// Both servers' cold starts, summarized.
+#[derive(Debug)]
+struct ColdStart {
+    hark: cold::Results,
+    bare: cold::Results,
+    hark_init: Summary,
+    hark_list: Summary,
+    bare_init: Summary,
+    bare_list: Summary,
+    /// hark's median over bare's, to the `initialize` response and to the
+    /// `tools/list` one.
+    ratio_init: f64,
+    ratio_list: f64,
+    /// Peak RSS, in MB.
+    hark_rss: Option<f64>,
+    bare_rss: Option<f64>,
+}
+
+impl ColdStart {
+    fn measure(
+        sandbox: &Sandbox,
+        hark: PathBuf,
+        bare: PathBuf,
+        runs: usize,
+    ) -> Result<ColdStart, Error> {
+        let hark_subject = cold::Subject {
+            label: "hark mcp-operator-ask",
+            program: hark,
+            args: vec!["mcp-operator-ask".into()],
+            stderr_log: sandbox.path("cold-hark.stderr"),
+        };
+        let bare_subject = cold::Subject {
+            label: "bare-ask-server",
+            program: bare,
+            args: Vec::new(),
+            stderr_log: sandbox.path("cold-bare.stderr"),
+        };
+        let (h, b) = cold::measure(sandbox, &hark_subject, &bare_subject, runs)?;
+        let (hark_init, hark_list, bare_init, bare_list) = match (
+            h.initialize(),
+            h.tools_list(),
+            b.initialize(),
+            b.tools_list(),
+        ) {
+            (Some(a), Some(b), Some(c), Some(d)) => (a, b, c, d),
+            _ => return Err(Error::NothingMeasured),
+        };
+        let mb = |kib: Option<u64>| kib.map(|k| k as f64 * 1024.0 / 1e6);
+        Ok(ColdStart {
+            ratio_init: hark_init.p50 / bare_init.p50,
+            ratio_list: hark_list.p50 / bare_list.p50,
+            hark_rss: mb(h.peak_rss_kib),
+            bare_rss: mb(b.peak_rss_kib),
+            hark: h,
+            bare: b,
+            hark_init,
+            hark_list,
+            bare_init,
+            bare_list,
+        })
+    }
+
+    fn print(&self, runs: usize) {
+        let (h, b) = (&self.hark, &self.bare);
+        println!(
+            "cold start: {runs} runs each, interleaved (after {} warm-up runs each)\n  ms from spawn: median (min, p90)",
+            cold::WARMUP_RUNS
+        );
+        println!(
+            "  {:<26} {:>30} {:>30} {:>10}",
+            "", "hark mcp-operator-ask", "bare-ask-server", "hark/bare"
+        );
+        println!(
+            "  {:<26} {:>30} {:>30} {:>9.2}x",
+            "→ initialize response",
+            timing(self.hark_init),
+            timing(self.bare_init),
+            self.ratio_init
+        );
+        println!(
+            "  {:<26} {:>30} {:>30} {:>9.2}x",
+            "→ tools/list response",
+            timing(self.hark_list),
+            timing(self.bare_list),
+            self.ratio_list
+        );
+        println!(
+            "  {:<26} {:>30} {:>30}",
+            "peak RSS (max VmHWM)",
+            megabytes(self.hark_rss),
+            megabytes(self.bare_rss)
+        );
+        println!(
+            "  {:<26} {:>30} {:>30}",
+            "stdout only JSON-RPC",
+            yes_no(h.stdout_clean),
+            yes_no(b.stdout_clean)
+        );
+        println!(
+            "  {:<26} {:>30} {:>30}",
+            "tools listed",
+            h.tools.join(", "),
+            b.tools.join(", ")
+        );
+        for (label, bad) in [("hark", &h.bad_line), ("bare", &b.bad_line)] {
+            if let Some(line) = bad {
+                println!("  {label} wrote on stdout: {line:?}");
+            }
+        }
+        println!();
+    }
+
+    fn to_json(&self, runs: usize) -> Value {
+        let server = |r: &cold::Results, init: Summary, list: Summary, rss: Option<f64>| {
+            json!({
+                "initialize_ms": init.to_json(),
+                "tools_list_ms": list.to_json(),
+                "peak_rss_mb": rss.map(round3),
+                "peak_rss_kib": r.peak_rss_kib,
+                "stdout_clean": r.stdout_clean,
+                "tools": r.tools,
+            })
+        };
+        json!({
+            "runs": runs,
+            "warmup_runs": cold::WARMUP_RUNS,
+            "hark": server(&self.hark, self.hark_init, self.hark_list, self.hark_rss),
+            "bare": server(&self.bare, self.bare_init, self.bare_list, self.bare_rss),
+            "ratio_initialize_median": round3(self.ratio_init),
+            "ratio_tools_list_median": round3(self.ratio_list),
+        })
+    }
+}
+
+fn print_round_trip(rt: &roundtrip::Results) {
     let s = rt.calls;
     println!(
         "round trip: {} sequential tools/call ask, hark mcp-operator-ask → hark serve --prompter script:…",
@@ -250,82 +362,74 @@ fn run(options: &Options) -> Result<bool, String> {
         yes_no(rt.daemon_clean_exit)
     );
     println!();
+}
 
-    // Targets.
-    let worst_ratio = ratio_init.max(ratio_list);
-    let cold_ok = worst_ratio <= TARGET_COLD_RATIO;
-    let rss_ok = h_rss.is_some_and(|m| m <= TARGET_RSS_MB);
-    let p99_ok = s.p99 <= TARGET_P99_MS;
-    println!("targets");
-    let target = |what: String, value: String, ok: bool| {
-        println!("  {what:<48} {value:>10}  {}", pass(ok));
-    };
-    target(
-        format!("cold start ≤ {TARGET_COLD_RATIO}x bare (worse of the two medians)"),
-        format!("{worst_ratio:.2}x"),
-        cold_ok,
-    );
-    target(
-        format!("peak RSS of hark mcp-operator-ask ≤ {TARGET_RSS_MB} MB"),
-        megabytes(h_rss),
-        rss_ok,
-    );
-    target(
-        format!("round-trip p99 ≤ {TARGET_P99_MS} ms"),
-        format!("{:.3} ms", s.p99),
-        p99_ok,
-    );
+fn round_trip_json(rt: &roundtrip::Results) -> Value {
+    json!({
+        "calls": rt.calls.n,
+        "ms": rt.calls.to_json(),
+        "first_call_ms": round3(rt.first_ms),
+        "correct": rt.correct,
+        "stdout_clean": rt.stdout_clean,
+        "daemon_clean_exit": rt.daemon_clean_exit,
+    })
+}
 
-    let sound = h.stdout_clean
-        && b.stdout_clean
-        && rt.stdout_clean
-        && rt.correct == s.n
-        && rt.daemon_clean_exit;
-    if !sound {
-        println!("  something measured was WRONG (see above): exit code 1");
+/// The targets, each met or missed.
+#[derive(Debug)]
+struct Targets {
+    /// The worse of the two cold-start ratios.
+    worst_ratio: f64,
+    cold_ok: bool,
+    rss_ok: bool,
+    p99_ok: bool,
+}
+
+impl Targets {
+    fn of(cold: &ColdStart, rt: &roundtrip::Results) -> Targets {
+        let worst_ratio = cold.ratio_init.max(cold.ratio_list);
+        Targets {
+            worst_ratio,
+            cold_ok: worst_ratio <= TARGET_COLD_RATIO,
+            rss_ok: cold.hark_rss.is_some_and(|m| m <= TARGET_RSS_MB),
+            p99_ok: rt.calls.p99 <= TARGET_P99_MS,
+        }
     }
 
-    let server = |r: &cold::Results, init: Summary, list: Summary, rss: Option<f64>| {
+    fn print(&self, cold: &ColdStart, rt: &roundtrip::Results) {
+        println!("targets");
+        let target = |what: String, value: String, ok: bool| {
+            println!("  {what:<48} {value:>10}  {}", pass(ok));
+        };
+        target(
+            format!("cold start ≤ {TARGET_COLD_RATIO}x bare (worse of the two medians)"),
+            format!("{:.2}x", self.worst_ratio),
+            self.cold_ok,
+        );
+        target(
+            format!("peak RSS of hark mcp-operator-ask ≤ {TARGET_RSS_MB} MB"),
+            megabytes(cold.hark_rss),
+            self.rss_ok,
+        );
+        target(
+            format!("round-trip p99 ≤ {TARGET_P99_MS} ms"),
+            format!("{:.3} ms", rt.calls.p99),
+            self.p99_ok,
+        );
+    }
+
+    fn to_json(&self, cold: &ColdStart, rt: &roundtrip::Results) -> Value {
         json!({
-            "initialize_ms": init.to_json(),
-            "tools_list_ms": list.to_json(),
-            "peak_rss_mb": rss.map(round3),
-            "peak_rss_kib": r.peak_rss_kib,
-            "stdout_clean": r.stdout_clean,
-            "tools": r.tools,
+            "cold_start_ratio_max": { "target": TARGET_COLD_RATIO, "value": round3(self.worst_ratio), "pass": self.cold_ok },
+            "peak_rss_mb_max": { "target": TARGET_RSS_MB, "value": cold.hark_rss.map(round3), "pass": self.rss_ok },
+            "round_trip_p99_ms_max": { "target": TARGET_P99_MS, "value": round3(rt.calls.p99), "pass": self.p99_ok },
         })
-    };
-    let report = json!({
-        "cold_start": {
-            "runs": options.runs,
-            "warmup_runs": cold::WARMUP_RUNS,
-            "hark": server(&h, h_init, h_list, h_rss),
-            "bare": server(&b, b_init, b_list, b_rss),
-            "ratio_initialize_median": round3(ratio_init),
-            "ratio_tools_list_median": round3(ratio_list),
-        },
-        "round_trip": {
-            "calls": s.n,
-            "ms": s.to_json(),
-            "first_call_ms": round3(rt.first_ms),
-            "correct": rt.correct,
-            "stdout_clean": rt.stdout_clean,
-            "daemon_clean_exit": rt.daemon_clean_exit,
-        },
-        "targets": {
-            "cold_start_ratio_max": { "target": TARGET_COLD_RATIO, "value": round3(worst_ratio), "pass": cold_ok },
-            "peak_rss_mb_max": { "target": TARGET_RSS_MB, "value": h_rss.map(round3), "pass": rss_ok },
-            "round_trip_p99_ms_max": { "target": TARGET_P99_MS, "value": round3(s.p99), "pass": p99_ok },
-        },
-        "sound": sound,
-    });
-    println!("{report}");
-    Ok(sound)
+    }
 }
 
 /// `--inbox`: the inbox under load, alone; `Ok(false)` when something was
 /// lost, wrong or answered twice.
-fn run_inbox(options: &Options) -> Result<bool, String> {
+fn run_inbox(options: &Options) -> Result<bool, Error> {
     let hark = options.bin_dir.join("hark");
     let sandbox = prepare(options, &[&hark], "-p hark")?;
     let results = inbox::measure(&sandbox, options.clients, options.items_per_client)?;

@@ -5,15 +5,14 @@
 //! validation, a fresh bridge connection per call, the daemon's registry and
 //! prompter, and the way back.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use hark_harness::{Daemon, Sandbox};
+use hark_harness::{Daemon, DaemonError, ProcessError, Sandbox};
 use serde_json::{Value, json};
 
-use crate::cold::{with_log, with_stderr};
-use crate::rpc::Peer;
+use crate::logs::{LogFileError, Tail, log_file};
+use crate::rpc::{Peer, RpcError};
 use crate::stats::Summary;
 
 const QUESTION: &str = "Which database?";
@@ -22,6 +21,28 @@ const ANSWER: &str = "SQLite";
 pub const EXPECTED_TEXT: &str = r#"{"answers":{"Which database?":"SQLite"}}"#;
 /// How long a call or a client's exit may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the round trip could not be measured.
+#[derive(Debug, thiserror::Error)]
+pub enum RoundTripError {
+    #[error(transparent)]
+    Daemon(#[from] DaemonError),
+    #[error(transparent)]
+    Log(#[from] LogFileError),
+    /// Starting or talking to `hark mcp-operator-ask`, with the end of its
+    /// stderr and of the daemon's.
+    #[error("the round trip{mcp_stderr}{daemon_stderr}")]
+    Mcp {
+        mcp_stderr: Tail,
+        daemon_stderr: Tail,
+        #[source]
+        source: RpcError,
+    },
+    #[error("cannot stop hark serve")]
+    Stop(#[source] ProcessError),
+    #[error("no calls were made")]
+    NoCalls,
+}
 
 /// What the round trip measured.
 #[derive(Debug)]
@@ -40,7 +61,7 @@ pub struct Results {
 }
 
 /// Runs the round trip with the sandbox's `hark`, all its state there.
-pub fn measure(sandbox: &Sandbox, calls: usize) -> Result<Results, String> {
+pub fn measure(sandbox: &Sandbox, calls: usize) -> Result<Results, RoundTripError> {
     let daemon = Daemon::start(sandbox, &json!({ QUESTION: ANSWER }), &[])?;
 
     let mcp_log = sandbox.path("mcp-operator-ask.stderr");
@@ -48,8 +69,12 @@ pub fn measure(sandbox: &Sandbox, calls: usize) -> Result<Results, String> {
     command
         .env("HARK_ASK_SOCK", sandbox.socket())
         .stderr(Stdio::from(log_file(&mcp_log)?));
-    let mut peer = Peer::spawn(&mut command)?;
-    let fail = |e: String| with_log(with_stderr(e, &mcp_log), &daemon.log);
+    let fail = |source| RoundTripError::Mcp {
+        mcp_stderr: Tail::of_file("hark mcp-operator-ask's", &mcp_log),
+        daemon_stderr: Tail::of_lines("hark serve's", &daemon.log),
+        source,
+    };
+    let mut peer = Peer::spawn(&mut command).map_err(fail)?;
     peer.initialize(1, TIMEOUT).map_err(fail)?;
 
     let arguments = json!({
@@ -81,19 +106,15 @@ pub fn measure(sandbox: &Sandbox, calls: usize) -> Result<Results, String> {
     }
 
     let finished = peer.close(TIMEOUT).map_err(fail)?;
-    let daemon_clean_exit = daemon.stop()?;
+    let daemon_clean_exit = daemon.stop().map_err(RoundTripError::Stop)?;
     Ok(Results {
         first_ms: times.first().map_or(0.0, |d| d.as_secs_f64() * 1e3),
-        calls: Summary::of_durations(&times).ok_or("no calls were made")?,
+        calls: Summary::of_durations(&times).ok_or(RoundTripError::NoCalls)?,
         correct,
         first_wrong,
         stdout_clean: finished.stdout_clean && finished.status.success(),
         daemon_clean_exit,
     })
-}
-
-pub fn log_file(path: &Path) -> Result<std::fs::File, String> {
-    std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
 }
 
 /// The response is a non-error tool result whose one text is [`EXPECTED_TEXT`].

@@ -5,6 +5,7 @@
 //! keeps every line so [`Peer::close`] can tell whether the child wrote
 //! anything but protocol on stdout.
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -15,6 +16,35 @@ use serde_json::{Value, json};
 
 /// The protocol version every benchmark client asks for.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// What went wrong talking to the child.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    #[error("cannot start {program:?}")]
+    Spawn {
+        program: OsString,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the child has no stdout pipe")]
+    NoStdout,
+    #[error("cannot encode a message")]
+    Encode(#[source] serde_json::Error),
+    #[error("stdin is already closed")]
+    StdinClosed,
+    #[error("cannot write to the server")]
+    Write(#[source] std::io::Error),
+    #[error("no response to request {id} within {timeout:?}")]
+    NoResponse { id: u64, timeout: Duration },
+    #[error("the server closed stdout before answering request {id}")]
+    ClosedBeforeAnswer { id: u64 },
+    #[error("the server closed stdout")]
+    Closed,
+    #[error("initialize failed: {response}")]
+    Initialize { response: Value },
+    #[error("the server did not exit within {timeout:?} of stdin closing")]
+    NoExit { timeout: Duration },
+}
 
 /// One line the child wrote on stdout, stamped when it was read.
 #[derive(Debug)]
@@ -48,14 +78,15 @@ pub struct Finished {
 
 impl Peer {
     /// Spawns `command` with piped stdin/stdout (the caller sets stderr).
-    pub fn spawn(command: &mut Command) -> Result<Peer, String> {
+    pub fn spawn(command: &mut Command) -> Result<Peer, RpcError> {
         command.stdin(Stdio::piped()).stdout(Stdio::piped());
         let spawned = Instant::now();
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("cannot start {:?}: {e}", command.get_program()))?;
+        let mut child = command.spawn().map_err(|source| RpcError::Spawn {
+            program: command.get_program().to_owned(),
+            source,
+        })?;
         let stdin = child.stdin.take();
-        let stdout = child.stdout.take().ok_or("the child has no stdout pipe")?;
+        let stdout = child.stdout.take().ok_or(RpcError::NoStdout)?;
         let (tx, lines) = mpsc::channel();
         let reader = std::thread::spawn(move || {
             let mut stdout = BufReader::new(stdout);
@@ -90,40 +121,36 @@ impl Peer {
     }
 
     /// Writes one message as one line.
-    pub fn send(&mut self, message: &Value) -> Result<(), String> {
-        let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
+    pub fn send(&mut self, message: &Value) -> Result<(), RpcError> {
+        let mut line = serde_json::to_vec(message).map_err(RpcError::Encode)?;
         line.push(b'\n');
-        let stdin = self.stdin.as_mut().ok_or("stdin is already closed")?;
-        stdin
-            .write_all(&line)
-            .map_err(|e| format!("cannot write to the server: {e}"))
+        let stdin = self.stdin.as_mut().ok_or(RpcError::StdinClosed)?;
+        stdin.write_all(&line).map_err(RpcError::Write)
     }
 
     /// Sends a request.
-    pub fn request(&mut self, id: u64, method: &str, params: Value) -> Result<(), String> {
+    pub fn request(&mut self, id: u64, method: &str, params: Value) -> Result<(), RpcError> {
         self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
     }
 
     /// Sends a notification.
-    pub fn notify(&mut self, method: &str) -> Result<(), String> {
+    pub fn notify(&mut self, method: &str) -> Result<(), RpcError> {
         self.send(&json!({ "jsonrpc": "2.0", "method": method }))
     }
 
     /// Waits for the response to request `id`: when it was read, and the
     /// message. Other lines (notifications) are kept for the stdout check.
-    pub fn response(&mut self, id: u64, timeout: Duration) -> Result<(Instant, Value), String> {
+    pub fn response(&mut self, id: u64, timeout: Duration) -> Result<(Instant, Value), RpcError> {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let line = match self.lines.recv_timeout(left) {
                 Ok(line) => line,
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(format!("no response to request {id} within {timeout:?}"));
+                    return Err(RpcError::NoResponse { id, timeout });
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    return Err(format!(
-                        "the server closed stdout before answering request {id}"
-                    ));
+                    return Err(RpcError::ClosedBeforeAnswer { id });
                 }
             };
             let parsed = serde_json::from_slice::<Value>(&line.bytes).ok();
@@ -141,16 +168,17 @@ impl Peer {
     /// when none came within `timeout`. Unlike [`Peer::response`] it drops
     /// nothing, for callers with several requests in flight. Lines that are
     /// not JSON are skipped (and kept for the stdout check).
-    pub fn next_message(&mut self, timeout: Duration) -> Result<Option<(Instant, Value)>, String> {
+    pub fn next_message(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<(Instant, Value)>, RpcError> {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let line = match self.lines.recv_timeout(left) {
                 Ok(line) => line,
                 Err(RecvTimeoutError::Timeout) => return Ok(None),
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err("the server closed stdout".into());
-                }
+                Err(RecvTimeoutError::Disconnected) => return Err(RpcError::Closed),
             };
             let parsed = serde_json::from_slice::<Value>(&line.bytes).ok();
             self.seen.push(line.bytes);
@@ -162,7 +190,7 @@ impl Peer {
 
     /// `initialize` as request `id`, then `notifications/initialized`.
     /// Returns when the initialize response was read.
-    pub fn initialize(&mut self, id: u64, timeout: Duration) -> Result<Instant, String> {
+    pub fn initialize(&mut self, id: u64, timeout: Duration) -> Result<Instant, RpcError> {
         self.request(
             id,
             "initialize",
@@ -174,7 +202,7 @@ impl Peer {
         )?;
         let (at, response) = self.response(id, timeout)?;
         if response.pointer("/result/protocolVersion").is_none() {
-            return Err(format!("initialize failed: {response}"));
+            return Err(RpcError::Initialize { response });
         }
         self.notify("notifications/initialized")?;
         Ok(at)
@@ -187,11 +215,10 @@ impl Peer {
 
     /// Closes stdin (a stdio MCP server exits on EOF), waits up to `timeout`
     /// for the child to exit, and checks everything it wrote on stdout.
-    pub fn close(mut self, timeout: Duration) -> Result<Finished, String> {
+    pub fn close(mut self, timeout: Duration) -> Result<Finished, RpcError> {
         drop(self.stdin.take());
-        let status = wait_until(&mut self.child, Instant::now() + timeout)?.ok_or_else(|| {
-            format!("the server did not exit within {timeout:?} of stdin closing")
-        })?;
+        let status = wait_until(&mut self.child, Instant::now() + timeout)
+            .ok_or(RpcError::NoExit { timeout })?;
         if let Some(reader) = self.reader.take() {
             let _ = reader.join();
         }
@@ -234,12 +261,9 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
         .ok()
 }
 
-/// Waits for `child` to exit until `deadline`; past it, kills it (`Ok(None)`).
-pub fn wait_until(child: &mut Child, deadline: Instant) -> Result<Option<ExitStatus>, String> {
-    Ok(hark_harness::process::wait_or_kill(
-        child,
-        deadline.saturating_duration_since(Instant::now()),
-    ))
+/// Waits for `child` to exit until `deadline`; past it, kills it (`None`).
+pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+    hark_harness::process::wait_or_kill(child, deadline.saturating_duration_since(Instant::now()))
 }
 
 /// The response is a non-error tool result whose one text is `expected`.

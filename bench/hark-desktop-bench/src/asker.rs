@@ -4,10 +4,47 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
+
+/// What went wrong asking, or waiting for the item to settle.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error("cannot connect to {}", socket.display())]
+    Connect {
+        socket: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot set the connection's read timeout")]
+    ReadTimeout(#[source] std::io::Error),
+    #[error("cannot encode the ask")]
+    Encode(#[source] serde_json::Error),
+    #[error("cannot send the ask")]
+    Send(#[source] std::io::Error),
+    #[error("the ask was not accepted: {frame}")]
+    NotAccepted { frame: Value },
+    #[error("`accepted` without an id: {frame}")]
+    NoId { frame: Value },
+    #[error("expected `settled` for {id}, got {frame}")]
+    NotSettled { id: String, frame: Value },
+    #[error("the app closed the connection before `{what}`")]
+    Closed { what: &'static str },
+    #[error("a bad frame {line:?}")]
+    BadFrame {
+        line: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("no `{what}` frame")]
+    NoFrame {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// The session every benchmark item is filed under.
 pub const SESSION: &str = "desktop-bench";
@@ -43,42 +80,44 @@ impl Ask {
         text: &str,
         timeout_secs: u64,
         patience: Duration,
-    ) -> Result<Ask, String> {
-        let stream = UnixStream::connect(socket)
-            .map_err(|e| format!("cannot connect to {}: {e}", socket.display()))?;
+    ) -> Result<Ask, AskError> {
+        let stream = UnixStream::connect(socket).map_err(|source| AskError::Connect {
+            socket: socket.to_owned(),
+            source,
+        })?;
         stream
             .set_read_timeout(Some(patience))
-            .map_err(|e| e.to_string())?;
+            .map_err(AskError::ReadTimeout)?;
         let mut frame = serde_json::to_vec(&json!({
             "type": "ask",
             "session_id": SESSION,
             "request": request(text),
             "timeout_secs": timeout_secs,
         }))
-        .map_err(|e| e.to_string())?;
+        .map_err(AskError::Encode)?;
         frame.push(b'\n');
         let mut writer = &stream;
         let sent = SystemTime::now();
-        writer
-            .write_all(&frame)
-            .map_err(|e| format!("cannot send the ask: {e}"))?;
+        writer.write_all(&frame).map_err(AskError::Send)?;
         let mut reader = BufReader::new(stream);
         let accepted = read_frame(&mut reader, "accepted")?;
         if accepted["type"] != "accepted" {
-            return Err(format!("the ask was not accepted: {accepted}"));
+            return Err(AskError::NotAccepted { frame: accepted });
         }
-        let id = accepted["id"]
-            .as_str()
-            .ok_or_else(|| format!("`accepted` without an id: {accepted}"))?
-            .to_owned();
+        let Some(id) = accepted["id"].as_str().map(str::to_owned) else {
+            return Err(AskError::NoId { frame: accepted });
+        };
         Ok(Ask { id, sent, reader })
     }
 
     /// Waits for the `settled` frame; returns its outcome's name.
-    pub fn settled(&mut self) -> Result<String, String> {
+    pub fn settled(&mut self) -> Result<String, AskError> {
         let frame = read_frame(&mut self.reader, "settled")?;
         if frame["type"] != "settled" || frame["id"] != self.id.as_str() {
-            return Err(format!("expected `settled` for {}, got {frame}", self.id));
+            return Err(AskError::NotSettled {
+                id: self.id.clone(),
+                frame,
+            });
         }
         Ok(frame["outcome"]["outcome"]
             .as_str()
@@ -87,11 +126,11 @@ impl Ask {
     }
 }
 
-fn read_frame(reader: &mut BufReader<UnixStream>, what: &str) -> Result<Value, String> {
+fn read_frame(reader: &mut BufReader<UnixStream>, what: &'static str) -> Result<Value, AskError> {
     let mut line = String::new();
     match reader.read_line(&mut line) {
-        Ok(0) => Err(format!("the app closed the connection before `{what}`")),
-        Ok(_) => serde_json::from_str(&line).map_err(|e| format!("a bad frame {line:?}: {e}")),
-        Err(e) => Err(format!("no `{what}` frame: {e}")),
+        Ok(0) => Err(AskError::Closed { what }),
+        Ok(_) => serde_json::from_str(&line).map_err(|source| AskError::BadFrame { line, source }),
+        Err(source) => Err(AskError::NoFrame { what, source }),
     }
 }

@@ -13,8 +13,22 @@ use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
 use hark_harness::clock::ms_between;
-use hark_harness::process::{self, EXIT_PATIENCE, Started};
-use hark_harness::{Event, Lines, Sandbox, Session};
+use hark_harness::process::{self, EXIT_PATIENCE, ProcessError, Started};
+use hark_harness::{DesktopError, Event, Lines, Sandbox, Session, WaitError};
+
+/// Why the desktop did not come up.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Session(#[from] DesktopError),
+    #[error(transparent)]
+    App(#[from] ProcessError),
+    #[error("hark-app has no stderr pipe")]
+    NoStderr,
+    /// It never served, or never drew its tray: the wait has its last lines.
+    #[error(transparent)]
+    NotReady(#[from] WaitError),
+}
 
 /// How long the app may take to start (WebKit under Xvfb, on a busy machine).
 const START_PATIENCE: Duration = Duration::from_secs(60);
@@ -56,7 +70,7 @@ pub struct Desktop {
 impl Desktop {
     /// Starts the session and `app`, and waits until the app serves and
     /// has drawn its tray.
-    pub fn start(sandbox: &Sandbox, app: &Path) -> Result<Desktop, String> {
+    pub fn start(sandbox: &Sandbox, app: &Path) -> Result<Desktop, StartError> {
         let session = Session::start(sandbox)?;
         let spawned = SystemTime::now();
         let mut app = Started::spawn(
@@ -69,11 +83,7 @@ impl Desktop {
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped()),
         )?;
-        let stderr = app
-            .child
-            .stderr
-            .take()
-            .ok_or("hark-app has no stderr pipe")?;
+        let stderr = app.child.stderr.take().ok_or(StartError::NoStderr)?;
         // From here on, a failure drops `desktop`, which stops what started.
         let mut desktop = Desktop {
             session,
@@ -119,7 +129,7 @@ impl Desktop {
         message: &str,
         patience: Duration,
         matches: impl Fn(&serde_json::Value) -> bool,
-    ) -> Result<Event, String> {
+    ) -> Result<Event, WaitError> {
         self.log.wait_event_from(from, message, patience, matches)
     }
 

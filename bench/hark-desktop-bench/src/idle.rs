@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use hark_harness::monitor;
 
 use crate::desktop::Desktop;
+use crate::error::Error;
 use crate::procs::{self, TreeSample};
 
 /// The app is quiet enough to start the window when it used at most this
@@ -58,7 +59,7 @@ pub struct Results {
 }
 
 /// Waits for the app to be quiet, then measures `secs` of idleness.
-pub fn measure(desktop: &Desktop, ticks_per_s: u64, secs: u64) -> Result<Results, String> {
+pub fn measure(desktop: &Desktop, ticks_per_s: u64, secs: u64) -> Result<Results, Error> {
     let root = desktop.app_pid;
     let quiet_after = procs::wait_quiet(root, ticks_per_s, QUIET_PERCENT, QUIET_PATIENCE);
     let (log_from, monitor_from) = (desktop.log.len(), desktop.monitor().len());
@@ -68,13 +69,52 @@ pub fn measure(desktop: &Desktop, ticks_per_s: u64, secs: u64) -> Result<Results
     let end = TreeSample::take(root);
     let wall = started.elapsed().as_secs_f64();
     if desktop.log.ended() {
-        return Err(format!(
-            "the app exited during the idle window; its last lines:\n{}",
-            desktop.log.tail(25)
-        ));
+        return Err(Error::AppExited {
+            tail: desktop.log.tail(25),
+        });
     }
 
     let ms_per_tick = 1e3 / ticks_per_s as f64;
+    let (rows, busiest) = rows(&start, &end, ms_per_tick, wall);
+    // A process that started during the window counts with all it used; one
+    // that exited during it, with nothing (its time is gone with it).
+    let ticks: u64 = end
+        .procs
+        .iter()
+        .map(|a| a.ticks - start.get(a.pid).map_or(0, |b| b.ticks.min(a.ticks)))
+        .sum();
+    let cpu_ms = ticks as f64 * ms_per_tick;
+    let switches = rows.iter().map(|r| r.switches).sum();
+    Ok(Results {
+        secs: wall,
+        quiet_after,
+        procs: rows,
+        cpu_ms,
+        percent: cpu_ms / (wall * 1e3) * 100.0,
+        switches,
+        busiest,
+        log_lines: desktop
+            .log
+            .since(log_from)
+            .into_iter()
+            .map(|l| l.text)
+            .collect(),
+        notifications_closed: monitor::count(
+            &desktop.monitor().since(monitor_from),
+            "NotificationClosed",
+        ),
+    })
+}
+
+/// Every process of the tree over the window, from its samples at the start
+/// and the end (the app first, then its children in pid order), and the
+/// [`THREADS_SHOWN`] busiest threads.
+fn rows(
+    start: &TreeSample,
+    end: &TreeSample,
+    ms_per_tick: f64,
+    wall: f64,
+) -> (Vec<ProcRow>, Vec<ThreadRow>) {
     let mut rows = Vec::new();
     let mut threads = Vec::new();
     let mut pids: Vec<u32> = start
@@ -131,33 +171,5 @@ pub fn measure(desktop: &Desktop, ticks_per_s: u64, secs: u64) -> Result<Results
     rows.sort_by_key(|r| order.get(&r.pid).copied().unwrap_or(usize::MAX));
     threads.sort_by_key(|t| std::cmp::Reverse(t.switches));
     threads.truncate(THREADS_SHOWN);
-
-    // A process that started during the window counts with all it used; one
-    // that exited during it, with nothing (its time is gone with it).
-    let ticks: u64 = end
-        .procs
-        .iter()
-        .map(|a| a.ticks - start.get(a.pid).map_or(0, |b| b.ticks.min(a.ticks)))
-        .sum();
-    let cpu_ms = ticks as f64 * ms_per_tick;
-    let switches = rows.iter().map(|r| r.switches).sum();
-    Ok(Results {
-        secs: wall,
-        quiet_after,
-        procs: rows,
-        cpu_ms,
-        percent: cpu_ms / (wall * 1e3) * 100.0,
-        switches,
-        busiest: threads,
-        log_lines: desktop
-            .log
-            .since(log_from)
-            .into_iter()
-            .map(|l| l.text)
-            .collect(),
-        notifications_closed: monitor::count(
-            &desktop.monitor().since(monitor_from),
-            "NotificationClosed",
-        ),
-    })
+    (rows, threads)
 }

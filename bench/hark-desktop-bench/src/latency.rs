@@ -25,6 +25,7 @@ use hark_harness::monitor;
 
 use crate::asker::Ask;
 use crate::desktop::Desktop;
+use crate::error::Error;
 use crate::idle::{QUIET_PATIENCE, QUIET_PERCENT};
 use crate::procs;
 
@@ -56,7 +57,20 @@ pub struct Results {
     /// Items whose outcome was `skipped`, as it should be.
     pub skipped: usize,
     /// Why `modal.shown` was not measured, when it was not.
-    pub modal_missing: Option<String>,
+    pub modal_missing: Option<ModalMissing>,
+}
+
+/// The app logged no `modal.shown` for an ask: from then on it is looked
+/// for, not waited for.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "the app logged no `modal.shown` for ask {ask} within {PATIENCE:?} \
+     (the modal calls the `shown` command once it has drawn an item: \
+     is it registered in the app's invoke handler?)"
+)]
+pub struct ModalMissing {
+    /// Which ask, from 1.
+    pub ask: usize,
 }
 
 impl Results {
@@ -66,7 +80,7 @@ impl Results {
 }
 
 /// Asks `count` questions one after the other.
-pub fn measure(desktop: &Desktop, ticks_per_s: u64, count: usize) -> Result<Results, String> {
+pub fn measure(desktop: &Desktop, ticks_per_s: u64, count: usize) -> Result<Results, Error> {
     let socket = desktop.sandbox().socket();
     let mut results = Results::default();
     for k in 1..=count {
@@ -92,13 +106,9 @@ pub fn measure(desktop: &Desktop, ticks_per_s: u64, count: usize) -> Result<Resu
         let modal = if results.modal_missing.is_none() {
             match desktop.event(log_from, "modal.shown", PATIENCE, of_item) {
                 Ok(event) => Some(event),
-                Err(e) if desktop.log.ended() => return Err(e),
+                Err(e) if desktop.log.ended() => return Err(e.into()),
                 Err(_) => {
-                    results.modal_missing = Some(format!(
-                        "the app logged no `modal.shown` for ask {k} within {PATIENCE:?} \
-                         (the modal calls the `shown` command once it has drawn an item: \
-                         is it registered in the app's invoke handler?)"
-                    ));
+                    results.modal_missing = Some(ModalMissing { ask: k });
                     None
                 }
             }
@@ -114,12 +124,12 @@ pub fn measure(desktop: &Desktop, ticks_per_s: u64, count: usize) -> Result<Resu
             .sandbox()
             .hark(["skip", &id])
             .output()
-            .map_err(|e| format!("cannot run hark skip: {e}"))?;
+            .map_err(Error::RunSkip)?;
         if !out.status.success() {
-            return Err(format!(
-                "hark skip {id} failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+            return Err(Error::Skip {
+                id,
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            });
         }
         let outcome = ask.settled()?;
         let settled_at = std::time::SystemTime::now();

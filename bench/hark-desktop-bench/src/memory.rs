@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::asker::Ask;
 use crate::desktop::Desktop;
+use crate::error::Error;
 use crate::idle::{QUIET_PATIENCE, QUIET_PERCENT};
 use crate::latency::PATIENCE;
 use crate::procs::{self, TreeSample};
@@ -55,7 +56,7 @@ pub fn measure(
     ticks_per_s: u64,
     pending: usize,
     modal_logs: bool,
-) -> Result<Results, String> {
+) -> Result<Results, Error> {
     let socket = desktop.sandbox().socket();
     let from = desktop.log.len();
     let first = Ask::start(&socket, "Pending item 1?", HOLD_SECS, PATIENCE)?;

@@ -124,16 +124,25 @@ fn kib_field(text: &str, key: &str) -> Option<u64> {
         .ok()
 }
 
+/// Why the clock ticks per second are not known.
+#[derive(Debug, thiserror::Error)]
+pub enum ClockTicksError {
+    #[error("cannot run getconf")]
+    Run(#[source] std::io::Error),
+    #[error("getconf CLK_TCK printed no number: {printed:?}")]
+    NotANumber { printed: String },
+}
+
 /// The clock ticks per second that utime and stime count in.
-pub fn clock_ticks() -> Result<u64, String> {
+pub fn clock_ticks() -> Result<u64, ClockTicksError> {
     let out = Command::new("getconf")
         .arg("CLK_TCK")
         .output()
-        .map_err(|e| format!("cannot run getconf: {e}"))?;
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
+        .map_err(ClockTicksError::Run)?;
+    let printed = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    printed
         .parse()
-        .map_err(|_| "getconf CLK_TCK printed no number".to_owned())
+        .map_err(|_| ClockTicksError::NotANumber { printed })
 }
 
 /// One thread's context switches (each one a wake-up or a preemption).

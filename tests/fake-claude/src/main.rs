@@ -21,14 +21,98 @@
 //!   environment it received, one JSON line per run.
 
 use std::collections::BTreeMap;
+use std::error::Error;
 use std::io::Write;
 use std::process::ExitCode;
 
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
+use rmcp::service::{ClientInitializeError, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
+
+/// What is wrong with the command line, worded as the real CLI words it.
+#[derive(Debug, thiserror::Error)]
+enum ArgsError {
+    #[error("error: option '{0}' argument missing")]
+    MissingValue(String),
+    #[error("error: unknown option '{0}'")]
+    Unknown(String),
+}
+
+/// Why the servers in `--mcp-config` could not be used.
+#[derive(Debug, thiserror::Error)]
+enum ConnectError {
+    #[error("cannot read {config}")]
+    Read {
+        config: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("bad MCP config {config}")]
+    BadConfig {
+        config: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("cannot start {name}")]
+    Start {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot initialize {name}")]
+    Initialize {
+        name: String,
+        #[source]
+        source: Box<ClientInitializeError>,
+    },
+}
+
+/// Why a tool use did not happen: the tool result the model is given says
+/// it (the permission refusals as Claude Code words them).
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error("Claude requested permissions to use {name}, but you haven't granted it yet.")]
+    NotGranted { name: String },
+    #[error("bad --permission-prompt-tool {tool}")]
+    BadPromptTool { tool: String },
+    #[error("no MCP server {server} for the permission prompt")]
+    NoPromptServer { server: String },
+    #[error("permission prompt failed")]
+    PromptFailed(#[source] ServiceError),
+    #[error("permission prompt returned no verdict: {text}")]
+    NoVerdict { text: String },
+    /// The prompt tool said no; its message.
+    #[error("{message}")]
+    Denied { message: String },
+    #[error("cannot read {path}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("old_string not found in {path}")]
+    OldStringNotFound { path: String },
+}
+
+/// An error and its causes on one line, `what: why: why`.
+fn message(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
 
 #[derive(Debug, Default)]
 struct Args {
@@ -50,14 +134,14 @@ fn tools(value: &str) -> Vec<String> {
         .collect()
 }
 
-fn parse(argv: &[String]) -> Result<Args, String> {
+fn parse(argv: &[String]) -> Result<Args, ArgsError> {
     let mut args = Args::default();
     let mut i = 0;
-    let value = |i: &mut usize| -> Result<String, String> {
+    let value = |i: &mut usize| -> Result<String, ArgsError> {
         *i += 1;
         argv.get(*i)
             .cloned()
-            .ok_or_else(|| format!("error: option '{}' argument missing", argv[*i - 1]))
+            .ok_or_else(|| ArgsError::MissingValue(argv[*i - 1].clone()))
     };
     while i < argv.len() {
         let arg = argv[i].as_str();
@@ -78,7 +162,7 @@ fn parse(argv: &[String]) -> Result<Args, String> {
                     values.push(argv[i].clone());
                 }
                 if values.is_empty() {
-                    return Err(format!("error: option '{arg}' argument missing"));
+                    return Err(ArgsError::MissingValue(arg.to_owned()));
                 }
                 match arg {
                     "--allowedTools" | "--allowed-tools" => {
@@ -91,7 +175,7 @@ fn parse(argv: &[String]) -> Result<Args, String> {
                 }
             }
             other if other.starts_with('-') => {
-                return Err(format!("error: unknown option '{other}'"));
+                return Err(ArgsError::Unknown(other.to_owned()));
             }
             prompt => args.prompt = Some(prompt.to_owned()),
         }
@@ -133,16 +217,22 @@ fn record(argv: &[String]) {
 type Server = RunningService<RoleClient, ()>;
 
 /// Spawns and initializes every server in the MCP configs.
-async fn connect(configs: &[String]) -> Result<BTreeMap<String, Server>, String> {
+async fn connect(configs: &[String]) -> Result<BTreeMap<String, Server>, ConnectError> {
     let mut servers = BTreeMap::new();
     for config in configs {
         let text = if config.trim_start().starts_with('{') {
             config.clone()
         } else {
-            std::fs::read_to_string(config).map_err(|e| format!("cannot read {config}: {e}"))?
+            std::fs::read_to_string(config).map_err(|source| ConnectError::Read {
+                config: config.clone(),
+                source,
+            })?
         };
         let value: Value =
-            serde_json::from_str(&text).map_err(|e| format!("bad MCP config {config}: {e}"))?;
+            serde_json::from_str(&text).map_err(|source| ConnectError::BadConfig {
+                config: config.clone(),
+                source,
+            })?;
         for (name, server) in value["mcpServers"].as_object().into_iter().flatten() {
             let mut command =
                 tokio::process::Command::new(server["command"].as_str().unwrap_or_default());
@@ -150,11 +240,17 @@ async fn connect(configs: &[String]) -> Result<BTreeMap<String, Server>, String>
                 command.arg(arg.as_str().unwrap_or_default());
             }
             let transport =
-                TokioChildProcess::new(command).map_err(|e| format!("cannot start {name}: {e}"))?;
+                TokioChildProcess::new(command).map_err(|source| ConnectError::Start {
+                    name: name.clone(),
+                    source,
+                })?;
             let client =
                 ().serve(transport)
                     .await
-                    .map_err(|e| format!("cannot initialize {name}: {e}"))?;
+                    .map_err(|source| ConnectError::Initialize {
+                        name: name.clone(),
+                        source: Box::new(source),
+                    })?;
             servers.insert(name.clone(), client);
         }
     }
@@ -244,13 +340,13 @@ impl Session {
         } else if let Some(prompt_tool) = self.args.permission_prompt_tool.clone() {
             self.permission(&prompt_tool, name, &input, &use_id).await
         } else {
-            Err(format!(
-                "Claude requested permissions to use {name}, but you haven't granted it yet."
-            ))
+            Err(Refused::NotGranted {
+                name: name.to_owned(),
+            })
         };
         let (text, is_error) = match verdict.and_then(|()| perform(name, &input)) {
             Ok(()) => (format!("performed {name}"), false),
-            Err(message) => (message, true),
+            Err(refused) => (message(&refused), true),
         };
         self.tool_result(&use_id, text, is_error);
     }
@@ -262,14 +358,18 @@ impl Session {
         name: &str,
         input: &Value,
         use_id: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refused> {
         let mut parts = prompt_tool.splitn(3, "__");
         let (Some("mcp"), Some(server), Some(tool)) = (parts.next(), parts.next(), parts.next())
         else {
-            return Err(format!("bad --permission-prompt-tool {prompt_tool}"));
+            return Err(Refused::BadPromptTool {
+                tool: prompt_tool.to_owned(),
+            });
         };
         let Some(server) = self.servers.get(server) else {
-            return Err(format!("no MCP server {server} for the permission prompt"));
+            return Err(Refused::NoPromptServer {
+                server: server.to_owned(),
+            });
         };
         let arguments = json!({"tool_name": name, "input": input, "tool_use_id": use_id});
         let Value::Object(arguments) = arguments else {
@@ -278,18 +378,60 @@ impl Session {
         let result = server
             .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
             .await
-            .map_err(|e| format!("permission prompt failed: {e}"))?;
+            .map_err(Refused::PromptFailed)?;
         let text = result
             .content
             .iter()
             .filter_map(|c| c.as_text().map(|t| t.text.clone()))
             .collect::<String>();
-        let verdict: Value = serde_json::from_str(&text)
-            .map_err(|_| format!("permission prompt returned no verdict: {text}"))?;
+        let Ok(verdict) = serde_json::from_str::<Value>(&text) else {
+            return Err(Refused::NoVerdict { text });
+        };
         match verdict["behavior"].as_str() {
             Some("allow") => Ok(()),
-            _ => Err(verdict["message"].as_str().unwrap_or("denied").to_owned()),
+            _ => Err(Refused::Denied {
+                message: verdict["message"].as_str().unwrap_or("denied").to_owned(),
+            }),
         }
+    }
+
+    /// Follows the script in the prompt, one command a line; the exit
+    /// status it sets (`EXIT n`), 0 by default.
+    async fn follow(&mut self, prompt: &str, argv: &[String]) -> u8 {
+        let mut status = 0u8;
+        for line in prompt.lines() {
+            let (command, rest) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+            match command {
+                "ASK" => match serde_json::from_str::<Value>(rest) {
+                    Ok(input @ Value::Object(_)) => self.ask(input).await,
+                    _ => self.last_text = format!("bad ASK line: {rest}"),
+                },
+                "NESTED" => self.nested(rest, argv).await,
+                "TOOL" => {
+                    let (name, input) = rest.split_once(' ').unwrap_or((rest, "{}"));
+                    match serde_json::from_str::<Value>(input) {
+                        Ok(input) => self.tool(name, input).await,
+                        Err(_) => self.last_text = format!("bad TOOL line: {rest}"),
+                    }
+                }
+                "SAY" => {
+                    emit(
+                        json!({"type": "assistant", "session_id": self.id, "message": {"content": [{"type": "text", "text": rest}]}}),
+                    );
+                    self.last_text = rest.to_owned();
+                }
+                "HANG" => std::future::pending::<()>().await,
+                "EXIT" => status = rest.trim().parse().unwrap_or(1),
+                _ => {
+                    let text = format!("done: {line}");
+                    emit(
+                        json!({"type": "assistant", "session_id": self.id, "message": {"content": [{"type": "text", "text": text}]}}),
+                    );
+                    self.last_text = text;
+                }
+            }
+        }
+        status
     }
 
     /// Runs a sub-agent (a child of this program) that inherits the MCP config.
@@ -331,21 +473,28 @@ impl Session {
 }
 
 /// What an allowed tool does: `Write` and `Edit` change the file for real.
-fn perform(name: &str, input: &Value) -> Result<(), String> {
+fn perform(name: &str, input: &Value) -> Result<(), Refused> {
     let field = |k: &str| input[k].as_str().unwrap_or_default();
+    let path = field("file_path");
+    let write = |text: &str| {
+        std::fs::write(path, text).map_err(|source| Refused::Write {
+            path: path.to_owned(),
+            source,
+        })
+    };
     match name {
-        "Write" => std::fs::write(field("file_path"), field("content")).map_err(|e| e.to_string()),
+        "Write" => write(field("content")),
         "Edit" => {
-            let path = field("file_path");
-            let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+            let text = std::fs::read_to_string(path).map_err(|source| Refused::Read {
+                path: path.to_owned(),
+                source,
+            })?;
             if !text.contains(field("old_string")) {
-                return Err(format!("old_string not found in {path}"));
+                return Err(Refused::OldStringNotFound {
+                    path: path.to_owned(),
+                });
             }
-            std::fs::write(
-                path,
-                text.replacen(field("old_string"), field("new_string"), 1),
-            )
-            .map_err(|e| e.to_string())
+            write(&text.replacen(field("old_string"), field("new_string"), 1))
         }
         _ => Ok(()),
     }
@@ -375,7 +524,7 @@ async fn main() -> ExitCode {
     let servers = match connect(&args.mcp_configs).await {
         Ok(servers) => servers,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", message(&e));
             return ExitCode::from(1);
         }
     };
@@ -405,39 +554,7 @@ async fn main() -> ExitCode {
         errors: 0,
         uses: 0,
     };
-    let mut status = 0u8;
-    for line in prompt.lines() {
-        let (command, rest) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
-        match command {
-            "ASK" => match serde_json::from_str::<Value>(rest) {
-                Ok(input @ Value::Object(_)) => session.ask(input).await,
-                _ => session.last_text = format!("bad ASK line: {rest}"),
-            },
-            "NESTED" => session.nested(rest, &argv).await,
-            "TOOL" => {
-                let (name, input) = rest.split_once(' ').unwrap_or((rest, "{}"));
-                match serde_json::from_str::<Value>(input) {
-                    Ok(input) => session.tool(name, input).await,
-                    Err(_) => session.last_text = format!("bad TOOL line: {rest}"),
-                }
-            }
-            "SAY" => {
-                emit(
-                    json!({"type": "assistant", "session_id": session.id, "message": {"content": [{"type": "text", "text": rest}]}}),
-                );
-                session.last_text = rest.to_owned();
-            }
-            "HANG" => std::future::pending::<()>().await,
-            "EXIT" => status = rest.trim().parse().unwrap_or(1),
-            _ => {
-                let text = format!("done: {line}");
-                emit(
-                    json!({"type": "assistant", "session_id": session.id, "message": {"content": [{"type": "text", "text": text}]}}),
-                );
-                session.last_text = text;
-            }
-        }
-    }
+    let status = session.follow(&prompt, &argv).await;
     emit(
         json!({"type": "result", "subtype": "success", "session_id": session.id, "is_error": status != 0,
         "result": session.last_text, "duration_ms": 5, "total_cost_usd": 0.0, "num_turns": 1}),

@@ -3,14 +3,33 @@
 //! or never, leaving the item to whoever drives the test), on the sandbox's
 //! socket and store. Its stderr, the log, is followed.
 
+use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::lines::Lines;
-use crate::process::{self, EXIT_PATIENCE};
+use crate::lines::{Lines, WaitError};
+use crate::process::{self, EXIT_PATIENCE, ProcessError};
 use crate::sandbox::Sandbox;
+
+/// Why a daemon did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("cannot write {}", path.display())]
+    WriteScript {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start hark serve")]
+    Spawn(#[source] std::io::Error),
+    #[error("hark serve has no stderr pipe")]
+    NoStderr,
+    /// It never said it serves: the wait's error has its last lines.
+    #[error(transparent)]
+    NotServing(#[from] WaitError),
+}
 
 /// How long the daemon may take to serve.
 const START_PATIENCE: Duration = Duration::from_secs(20);
@@ -28,10 +47,14 @@ pub struct Daemon {
 impl Daemon {
     /// Writes `script` into the sandbox and starts `hark serve` on it, with
     /// `args` added; returns once it serves.
-    pub fn start(sandbox: &Sandbox, script: &Value, args: &[&str]) -> Result<Daemon, String> {
+    pub fn start(sandbox: &Sandbox, script: &Value, args: &[&str]) -> Result<Daemon, DaemonError> {
         let script_path = sandbox.path("script.json");
-        std::fs::write(&script_path, script.to_string())
-            .map_err(|e| format!("cannot write {}: {e}", script_path.display()))?;
+        std::fs::write(&script_path, script.to_string()).map_err(|source| {
+            DaemonError::WriteScript {
+                path: script_path.clone(),
+                source,
+            }
+        })?;
         let mut child = sandbox
             .hark(["serve", "--prompter"])
             .arg(format!("script:{}", script_path.display()))
@@ -42,8 +65,8 @@ impl Daemon {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot start hark serve: {e}"))?;
-        let stderr = child.stderr.take().ok_or("hark serve has no stderr pipe")?;
+            .map_err(DaemonError::Spawn)?;
+        let stderr = child.stderr.take().ok_or(DaemonError::NoStderr)?;
         let daemon = Daemon {
             sandbox: sandbox.clone(),
             child,
@@ -65,13 +88,13 @@ impl Daemon {
     }
 
     /// Sends SIGTERM, as a user's Ctrl-C or a service manager would.
-    pub fn terminate(&self) -> Result<(), String> {
+    pub fn terminate(&self) -> Result<(), ProcessError> {
         process::terminate(self.pid())
     }
 
     /// Stops it with SIGTERM and waits; whether it exited cleanly (it is
     /// killed when it outstays [`EXIT_PATIENCE`]).
-    pub fn stop(mut self) -> Result<bool, String> {
+    pub fn stop(mut self) -> Result<bool, ProcessError> {
         self.terminate()?;
         let status = process::wait_or_kill(&mut self.child, EXIT_PATIENCE);
         Ok(status.is_some_and(|s| s.success()))

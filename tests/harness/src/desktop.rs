@@ -12,10 +12,50 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::lines::Lines;
+use crate::lines::{Lines, WaitError};
 use crate::monitor;
-use crate::process::Started;
+use crate::process::{ProcessError, Started};
 use crate::sandbox::Sandbox;
+
+/// Why the session or the tray host did not come up.
+#[derive(Debug, thiserror::Error)]
+pub enum DesktopError {
+    #[error(transparent)]
+    Start(#[from] ProcessError),
+    #[error("{name} has no {pipe} pipe")]
+    NoPipe {
+        name: &'static str,
+        pipe: &'static str,
+    },
+    /// The bus printed no address, or the monitor never attached.
+    #[error(transparent)]
+    Wait(#[from] WaitError),
+    /// Every dunst started failed to serve in time; what each said.
+    #[error("{}", dunst_report(*.patience, said))]
+    DunstNeverServed {
+        patience: Duration,
+        said: Vec<String>,
+    },
+    #[error("cannot run xdotool")]
+    Xdotool(#[source] std::io::Error),
+    #[error("trayer never showed its panel")]
+    NoPanel,
+}
+
+/// One paragraph per dunst attempt, as each was printed.
+fn dunst_report(patience: Duration, said: &[String]) -> String {
+    said.iter()
+        .enumerate()
+        .map(|(i, tail)| dunst_attempt(patience, i + 1, tail))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn dunst_attempt(patience: Duration, attempt: usize, tail: &str) -> String {
+    format!(
+        "dunst did not serve notifications within {patience:?} (attempt {attempt}); it said:\n{tail}"
+    )
+}
 
 /// The tools a session needs.
 pub const TOOLS: [&str; 3] = ["dbus-daemon", "dbus-monitor", "dunst"];
@@ -53,7 +93,7 @@ pub struct Session {
 impl Session {
     /// Starts the bus, the monitor and dunst, and waits until dunst owns
     /// `org.freedesktop.Notifications`.
-    pub fn start(sandbox: &Sandbox) -> Result<Session, String> {
+    pub fn start(sandbox: &Sandbox) -> Result<Session, DesktopError> {
         let mut bus_daemon = Started::spawn(
             "dbus-daemon",
             sandbox
@@ -63,7 +103,10 @@ impl Session {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null()),
         )?;
-        let printed = Lines::follow("dbus-daemon", take(bus_daemon.child.stdout.take())?);
+        let printed = Lines::follow(
+            "dbus-daemon",
+            take(bus_daemon.child.stdout.take(), "dbus-daemon", "stdout")?,
+        );
         // From here on, a failure drops `session`, which stops what started.
         let mut session = Session {
             sandbox: sandbox.clone(),
@@ -94,7 +137,10 @@ impl Session {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null()),
         )?;
-        session.monitor = Lines::follow("dbus-monitor", take(monitor.child.stdout.take())?);
+        session.monitor = Lines::follow(
+            "dbus-monitor",
+            take(monitor.child.stdout.take(), "dbus-monitor", "stdout")?,
+        );
         session.processes.push(monitor);
         session
             .monitor
@@ -114,7 +160,7 @@ impl Session {
     /// that has not within [`DUNST_PATIENCE`] is stopped and started again
     /// (twice at most), what it said shown: it is the notification server,
     /// not what is tested or measured.
-    fn start_dunst(&self) -> Result<Started, String> {
+    fn start_dunst(&self) -> Result<Started, DesktopError> {
         let mut said = Vec::new();
         for attempt in 1..=DUNST_ATTEMPTS {
             let from = self.monitor.len();
@@ -126,7 +172,8 @@ impl Session {
                     .stdout(Stdio::null())
                     .stderr(Stdio::piped()),
             )?;
-            let output = Lines::follow("dunst", take(dunst.child.stderr.take())?);
+            let output =
+                Lines::follow("dunst", take(dunst.child.stderr.take(), "dunst", "stderr")?);
             let serving = self.monitor.wait(
                 "dunst owning org.freedesktop.Notifications",
                 DUNST_PATIENCE,
@@ -139,14 +186,17 @@ impl Session {
                 return Ok(dunst);
             }
             drop(dunst);
-            let report = format!(
-                "dunst did not serve notifications within {DUNST_PATIENCE:?} (attempt {attempt}); it said:\n{}",
-                output.tail(25)
+            let tail = output.tail(25);
+            eprintln!(
+                "hark-harness: {}",
+                dunst_attempt(DUNST_PATIENCE, attempt, &tail)
             );
-            eprintln!("hark-harness: {report}");
-            said.push(report);
+            said.push(tail);
         }
-        Err(said.join("\n"))
+        Err(DesktopError::DunstNeverServed {
+            patience: DUNST_PATIENCE,
+            said,
+        })
     }
 
     /// Stops dunst, the monitor and the bus, last started first; the names
@@ -178,7 +228,7 @@ impl TrayHost {
     /// Starts trayer on the session's bus, and waits up to `patience` until
     /// its panel is mapped, owning the tray selection: an icon made before
     /// that may never be embedded. Start it before the app.
-    pub fn start(session: &Session, patience: Duration) -> Result<TrayHost, String> {
+    pub fn start(session: &Session, patience: Duration) -> Result<TrayHost, DesktopError> {
         let trayer = Started::spawn(
             "trayer",
             session
@@ -212,14 +262,15 @@ impl TrayHost {
             ])
             .stdout(Stdio::null())
             .status()
-            .map_err(|e| format!("cannot run xdotool: {e}"))?;
+            .map_err(DesktopError::Xdotool)?;
         if !shown.success() {
-            return Err("trayer never showed its panel".into());
+            return Err(DesktopError::NoPanel);
         }
         Ok(TrayHost { _trayer: trayer })
     }
 }
 
-fn take<T>(pipe: Option<T>) -> Result<T, String> {
-    pipe.ok_or_else(|| "a child's pipe is missing".to_owned())
+/// A child's piped stdout or stderr, which `name` must have.
+fn take<T>(pipe: Option<T>, name: &'static str, which: &'static str) -> Result<T, DesktopError> {
+    pipe.ok_or(DesktopError::NoPipe { name, pipe: which })
 }

@@ -13,6 +13,11 @@
 //! - `daemon`: `hark serve` with a scripted operator, in a sandbox.
 //! - `desktop`: the private session bus, its `dbus-monitor`, dunst, and a
 //!   tray host; `monitor` reads what the monitor prints.
+//! - `report`: an error with its causes, as a benchmark or a test prints it.
+//!
+//! Each module that can fail has its own error enum (`SandboxError`,
+//! `WaitError`, `ProcessError`, `DaemonError`, `DesktopError`), whose
+//! messages leave their cause to `source()`: print one with [`Report`].
 
 pub mod clock;
 pub mod daemon;
@@ -20,9 +25,12 @@ pub mod desktop;
 pub mod lines;
 pub mod monitor;
 pub mod process;
+pub mod report;
 pub mod sandbox;
 
-pub use daemon::Daemon;
-pub use desktop::{Session, TrayHost};
-pub use lines::{Event, Line, Lines, PATIENCE};
-pub use sandbox::Sandbox;
+pub use daemon::{Daemon, DaemonError};
+pub use desktop::{DesktopError, Session, TrayHost};
+pub use lines::{Event, Line, Lines, PATIENCE, WaitError};
+pub use process::ProcessError;
+pub use report::Report;
+pub use sandbox::{Sandbox, SandboxError};

@@ -16,6 +16,25 @@ use serde_json::Value;
 /// How long a test waits for an event before failing.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
+/// Why a wait found nothing; each carries the last lines of the stream.
+#[derive(Debug, thiserror::Error)]
+pub enum WaitError {
+    /// The stream ended (its child exited or closed it) first.
+    #[error("no {what}: {stream} ended; the last lines of {stream}:\n{tail}")]
+    Ended {
+        what: String,
+        stream: &'static str,
+        tail: String,
+    },
+    #[error("no {what}: not within {patience:?}; the last lines of {stream}:\n{tail}")]
+    TimedOut {
+        what: String,
+        patience: Duration,
+        stream: &'static str,
+        tail: String,
+    },
+}
+
 /// One line, stamped when the reader thread got it.
 #[derive(Debug, Clone)]
 pub struct Line {
@@ -112,7 +131,7 @@ impl Lines {
         what: &str,
         patience: Duration,
         mut found: impl FnMut(&[Line]) -> Option<T>,
-    ) -> Result<T, String> {
+    ) -> Result<T, WaitError> {
         let deadline = Instant::now() + patience;
         let mut state = self.lock();
         loop {
@@ -121,16 +140,17 @@ impl Lines {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if state.ended || left.is_zero() {
-                let why = if state.ended {
-                    format!("{} ended", self.name)
+                let (what, stream, tail) = (what.to_owned(), self.name, tail(&state.lines, 25));
+                return Err(if state.ended {
+                    WaitError::Ended { what, stream, tail }
                 } else {
-                    format!("not within {patience:?}")
-                };
-                return Err(format!(
-                    "no {what}: {why}; the last lines of {}:\n{}",
-                    self.name,
-                    tail(&state.lines, 25)
-                ));
+                    WaitError::TimedOut {
+                        what,
+                        patience,
+                        stream,
+                        tail,
+                    }
+                });
             }
             state = self
                 .inner
@@ -182,7 +202,7 @@ impl Lines {
         message: &str,
         patience: Duration,
         matches: impl Fn(&Value) -> bool,
-    ) -> Result<Event, String> {
+    ) -> Result<Event, WaitError> {
         self.wait(&format!("{message:?} event"), patience, |lines| {
             find_event(lines, from, message, &matches)
         })
@@ -270,7 +290,13 @@ mod tests {
             lines.iter().find(|l| l.text == "never").map(|_| ())
         });
         let error = missing.unwrap_err();
-        assert!(error.contains("the sample ended"), "{error}");
+        assert!(matches!(error, WaitError::Ended { .. }), "{error}");
+        assert!(
+            error.to_string().starts_with(
+                "no a line never written: the sample ended; the last lines of the sample:\n  plain"
+            ),
+            "{error}"
+        );
         assert_eq!(lines.bytes(), 38);
         assert_eq!(lines.all().len(), 3);
     }

@@ -6,6 +6,22 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// Why a process could not be started or signalled.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    #[error("cannot start {name}")]
+    Spawn {
+        name: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot run kill")]
+    RunKill(#[source] std::io::Error),
+    /// `kill` ran and failed: most often, no such process.
+    #[error("kill {signal} {pid} failed")]
+    Kill { signal: &'static str, pid: u32 },
+}
+
 /// How long a process may take to exit after SIGTERM.
 pub const EXIT_PATIENCE: Duration = Duration::from_secs(10);
 
@@ -31,20 +47,20 @@ pub fn wait_or_kill(child: &mut Child, patience: Duration) -> Option<ExitStatus>
 }
 
 /// Sends SIGTERM to one process, by id.
-pub fn terminate(pid: u32) -> Result<(), String> {
+pub fn terminate(pid: u32) -> Result<(), ProcessError> {
     signal("-TERM", pid)
 }
 
-fn signal(signal: &str, pid: u32) -> Result<(), String> {
+fn signal(signal: &'static str, pid: u32) -> Result<(), ProcessError> {
     let status = Command::new("kill")
         .args([signal, &pid.to_string()])
         .stderr(Stdio::null())
         .status()
-        .map_err(|e| format!("cannot run kill: {e}"))?;
+        .map_err(ProcessError::RunKill)?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!("kill {signal} {pid} failed"))
+        Err(ProcessError::Kill { signal, pid })
     }
 }
 
@@ -80,10 +96,10 @@ pub struct Started {
 }
 
 impl Started {
-    pub fn spawn(name: &'static str, command: &mut Command) -> Result<Started, String> {
+    pub fn spawn(name: &'static str, command: &mut Command) -> Result<Started, ProcessError> {
         let child = command
             .spawn()
-            .map_err(|e| format!("cannot start {name}: {e}"))?;
+            .map_err(|source| ProcessError::Spawn { name, source })?;
         Ok(Started { name, child })
     }
 

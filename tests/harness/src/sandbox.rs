@@ -12,6 +12,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
+/// Why a sandbox could not be laid out.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("cannot create a temp dir")]
+    TempDir(#[source] std::io::Error),
+    #[error("cannot create {}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// A private root for the children's home, config, data and sockets, and
 /// the directory the binaries under test are in. Clones share the root,
 /// which is removed when the last of them drops.
@@ -37,18 +50,18 @@ const XDG_DIRS: [(&str, &str); 5] = [
 impl Sandbox {
     /// Lays out a fresh temp dir named `PREFIX…` (owner-only, as hark
     /// wants) for the binaries in `bin_dir`.
-    pub fn new(prefix: &str, bin_dir: &Path) -> Result<Sandbox, String> {
+    pub fn new(prefix: &str, bin_dir: &Path) -> Result<Sandbox, SandboxError> {
         let root = tempfile::Builder::new()
             .prefix(prefix)
             .tempdir()
-            .map_err(|e| format!("cannot create a temp dir: {e}"))?;
+            .map_err(SandboxError::TempDir)?;
         for (_, dir) in XDG_DIRS {
             let dir = root.path().join(dir);
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
                 .create(&dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                .map_err(|source| SandboxError::CreateDir { path: dir, source })?;
         }
         Ok(Sandbox {
             root: Arc::new(root),

@@ -75,10 +75,13 @@ impl Desktop {
             "{} is missing: run `cargo build -p hark-app` first",
             app.display()
         );
-        let session = Session::start(&sandbox()).unwrap_or_else(|e| panic!("{e}"));
+        let session =
+            Session::start(&sandbox()).unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
         let sandbox = session.sandbox.clone();
-        let tray_host =
-            tray.then(|| TrayHost::start(&session, PATIENCE).unwrap_or_else(|e| panic!("{e}")));
+        let tray_host = tray.then(|| {
+            TrayHost::start(&session, PATIENCE)
+                .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)))
+        });
         let (port, native) = (free_port(), free_port());
         let mut driver = sandbox.command("tauri-driver");
         driver
@@ -94,8 +97,8 @@ impl Desktop {
         for (k, v) in env {
             driver.env(k, v);
         }
-        let mut driver =
-            Started::spawn("tauri-driver", &mut driver).unwrap_or_else(|e| panic!("{e}"));
+        let mut driver = Started::spawn("tauri-driver", &mut driver)
+            .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
         let log = Lines::follow(
             "the app, through tauri-driver",
             driver.child.stderr.take().unwrap(),

@@ -30,7 +30,8 @@ pub fn bin_dir() -> &'static Path {
 /// A fresh sandbox for the build under test. The fake agent of any run
 /// started in it logs to `fake.log` there, unless told otherwise.
 pub fn sandbox() -> Sandbox {
-    let sandbox = Sandbox::new("hark-test-", bin_dir()).unwrap_or_else(|e| panic!("{e}"));
+    let sandbox = Sandbox::new("hark-test-", bin_dir())
+        .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
     let log = sandbox.path("fake.log");
     sandbox.with_env("FAKE_CLAUDE_LOG", log)
 }
@@ -48,7 +49,8 @@ pub fn serve_with(script: Value, args: &[&str]) -> Daemon {
 /// [`serve_with`] in `sandbox`: on its store, with its config.
 pub fn serve_in(sandbox: &Sandbox, script: Value, args: &[&str]) -> Daemon {
     let args = [&["--log-format", "json"], args].concat();
-    Daemon::start(sandbox, &script, &args).unwrap_or_else(|e| panic!("{e}"))
+    Daemon::start(sandbox, &script, &args)
+        .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)))
 }
 
 /// Runs `hark ARGS` in `sandbox` (on its socket and store) to its end.
