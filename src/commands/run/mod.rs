@@ -117,7 +117,7 @@ pub async fn run(args: RunArgs) -> ExitStatus {
     if args.detach {
         return detach::run(args).await;
     }
-    match dispatch(args).await {
+    match run_to_end(args).await {
         Ok(code) => ExitStatus::Agent(code),
         Err(Stop::Failed(e)) => {
             eprintln!("hark: {e}");
@@ -333,7 +333,7 @@ struct Kept {
     cost_usd: f64,
 }
 
-async fn dispatch(args: RunArgs) -> Result<i32, Stop> {
+async fn run_to_end(args: RunArgs) -> Result<i32, Stop> {
     let config = Config::load()?;
     let intake = intake_of(&args)?;
     if args.words.is_empty() {

@@ -164,7 +164,7 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
             Ok(request) => {
                 let item = daemon.new_item(caller, request, None);
                 let pending = daemon.registry.open(item);
-                wait_for_operator(pending, &daemon, reader, writer).await;
+                wait_for_operator(pending, &daemon, reader, writer, |_| {}).await;
                 return;
             }
             Err(issues) => {
@@ -242,12 +242,14 @@ async fn approve(
     }
     let item = daemon.new_item(caller, approval.request(), Some(approval.clone()));
     let pending = daemon.registry.open(item);
-    let outcome = wait_for_operator(pending, daemon, reader, writer).await;
-    let verdict = match outcome {
-        Some(Outcome::Approved { scope }) => {
-            daemon.gate.grants.grant(scope, &run, session);
-            Some(scope)
+    let grant = |outcome: &Outcome| {
+        if let Outcome::Approved { scope } = outcome {
+            daemon.gate.grants.grant(*scope, &run, session);
         }
+    };
+    let outcome = wait_for_operator(pending, daemon, reader, writer, grant).await;
+    let verdict = match outcome {
+        Some(Outcome::Approved { scope }) => Some(scope),
         _ => None,
     };
     let by = match &outcome {
@@ -316,12 +318,14 @@ fn effective_timeout(requested: Option<f64>, default: Duration) -> Duration {
 
 /// Races the prompter, the registry (timeouts, other surfaces) and the peer
 /// (cancel or hang-up) until the item settles, then reports the outcome
-/// (and returns it; `None` when the peer hung up first).
+/// (and returns it; `None` when the peer hung up first). `before_telling`
+/// takes the outcome before the peer is told.
 async fn wait_for_operator(
     mut pending: Pending,
     daemon: &Daemon,
     mut reader: BufReader<OwnedReadHalf>,
     mut writer: OwnedWriteHalf,
+    before_telling: impl FnOnce(&Outcome),
 ) -> Option<Outcome> {
     let id = pending.item.id;
     let accepted = ServerFrame::Accepted {
@@ -353,6 +357,9 @@ async fn wait_for_operator(
             },
         }
     };
+    // What the outcome grants holds before the asker hears of it: its next
+    // call may come at once.
+    before_telling(&outcome);
     let settled = ServerFrame::Settled {
         id,
         outcome: outcome.clone(),
