@@ -35,7 +35,7 @@ pub fn list(registry: &Registry, filter: &ItemFilter) -> ServerFrame {
 /// items the registry holds.
 pub fn items(registry: &Registry, filter: &ItemFilter) -> Result<Vec<ItemView>, StoreError> {
     if let Some(store) = registry.store() {
-        return store.list(filter).map(views);
+        return store.list_as(filter, ItemView::from);
     }
     Ok(registry
         .pending()
@@ -95,12 +95,11 @@ pub fn inbox(registry: &Registry, limits: Option<InboxLimits>) -> Result<Inbox, 
     };
     Ok(Inbox {
         pending,
-        history: store
-            .list(&settled)?
-            .into_iter()
-            .filter(|r| !r.dismissed)
-            .map(ItemView::from)
-            .collect(),
+        history: {
+            let mut history = store.list_as(&settled, ItemView::from)?;
+            history.retain(|item| !item.dismissed);
+            history
+        },
         runs: views(store.runs(limits.runs)?),
         sessions: views(store.sessions(limits.sessions)?),
     })

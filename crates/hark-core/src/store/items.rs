@@ -129,6 +129,16 @@ impl Store {
 
     /// Lists records, newest first (pending ones before settled ones).
     pub fn list(&self, filter: &ItemFilter) -> Result<Vec<Record>, StoreError> {
+        self.list_as(filter, |record| record)
+    }
+
+    /// Lists records as [`Store::list`] does, each converted by `into` as it
+    /// is read (a listing of thousands is not held twice).
+    pub fn list_as<T>(
+        &self,
+        filter: &ItemFilter,
+        mut into: impl FnMut(Record) -> T,
+    ) -> Result<Vec<T>, StoreError> {
         let mut clauses = Vec::new();
         let mut args: Vec<String> = Vec::new();
         match filter.pending {
@@ -165,7 +175,9 @@ impl Store {
             .map_err(|e| self.sql(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.sql(e))?;
-        rows.into_iter().map(RawRow::into_record).collect()
+        rows.into_iter()
+            .map(|row| row.into_record().map(&mut into))
+            .collect()
     }
 }
 
