@@ -167,3 +167,40 @@ async fn shutdown_cancels_everything_pending_and_refuses_new_items() {
     let mut b = registry.open(item(Duration::from_secs(60)));
     assert_eq!(b.outcome().await.name(), "cancelled");
 }
+
+#[test]
+fn a_surfaces_pick_is_a_verdict_on_an_approval_and_answers_to_a_question_set() {
+    let pick = |question: &str, label: &str| {
+        Picks::from([(question.to_owned(), Pick::Label(label.to_owned()))])
+    };
+    let questions = item(Duration::from_secs(1));
+    assert_eq!(
+        Reply::from_picks(&questions, pick("Go?", "No")),
+        Some(Reply::Answer(pick("Go?", "No")))
+    );
+
+    let approval = Approval {
+        tool: "Write".into(),
+        target: "/x".into(),
+        preview: "+ x".into(),
+        external: false,
+    };
+    let write = Item {
+        request: approval.request(),
+        approval: Some(approval),
+        ..item(Duration::from_secs(1))
+    };
+    let asked = write.request.questions[0].question.clone();
+    let label = |verdict| Approval::label_of(verdict);
+    assert_eq!(
+        Reply::from_picks(&write, pick(&asked, label(Verdict::Allow(Scope::Session)))),
+        Some(Reply::Approve(Some(Scope::Session)))
+    );
+    assert_eq!(
+        Reply::from_picks(&write, pick(&asked, label(Verdict::Deny))),
+        Some(Reply::Deny)
+    );
+    // A label that is no verdict, or a pick on another question, is none.
+    assert_eq!(Reply::from_picks(&write, pick(&asked, "Yes")), None);
+    assert_eq!(Reply::from_picks(&write, pick("Go?", "Deny")), None);
+}

@@ -10,6 +10,7 @@ use hark_core::bridge::wire::{
     Caller, ClientFrame, ErrorCode, FeedEvent, MAX_FRAME, ServerFrame, WireReply, read_frame,
 };
 use hark_core::model::approval::{Approval, DecidedBy, Scope, Verdict};
+use hark_core::model::ids::{Clock, Ids, ItemId};
 use hark_core::model::item::ItemFilter;
 use hark_core::model::item::{Item, Outcome, Surface};
 use hark_core::model::resolve::Pick;
@@ -381,5 +382,43 @@ async fn a_connection_from_the_owner_passes_the_peer_check() {
     assert_eq!(
         raw.next().await,
         Some(json!({"type": "items", "items": []}))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_on_the_socket_is_the_command_lines_whatever_the_client_claims() {
+    let (operator, _prompts) = operator();
+    let served = Served::start(operator);
+    let call = Call::start(&served.socket, &ask("s1", db())).await.unwrap();
+    // An old client's reply frame named its own surface; the daemon decides.
+    let mut raw = Raw::connect(&served.socket).await;
+    raw.send(
+        &json!({"type": "reply", "id": call.id, "surface": "desktop",
+        "reply": {"action": "answer", "answers": {"Which database?": "SQLite"}}}),
+    )
+    .await;
+    let replied = raw.next().await.unwrap();
+    assert_eq!(replied["type"], "replied", "{replied}");
+    let record = stored(&served.socket, call.id).await;
+    assert_eq!(record.replied_by.as_deref(), Some(Surface::Cli.name()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn items_take_their_ids_and_times_from_the_daemons_sources() {
+    let asked_at = std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let (operator, mut prompts) = operator();
+    let served = Served::start_with(operator, |daemon| {
+        daemon.ids = Ids::sequence();
+        daemon.clock = Clock::ticking_from(asked_at);
+    });
+    let call = Call::start(&served.socket, &ask("s1", db())).await.unwrap();
+    let prompt = prompts.recv().await.unwrap();
+    assert_eq!(call.id, ItemId(uuid::Uuid::from_u128(1)));
+    assert_eq!(prompt.item.created_at, asked_at);
+    let record = stored(&served.socket, call.id).await;
+    assert_eq!(record.created_ms, 1_700_000_000_000);
+    assert_eq!(
+        record.deadline_ms,
+        1_700_000_000_000 + DEFAULT_TIMEOUT.as_millis() as u64
     );
 }

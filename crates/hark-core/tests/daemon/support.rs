@@ -43,19 +43,26 @@ impl Served {
     /// Binds `hark.sock` in a fresh temp dir and spawns the listener on it,
     /// with `prompter` as the operator.
     pub fn start(prompter: impl OperatorPrompter) -> Served {
+        Served::start_with(prompter, |_| {})
+    }
+
+    /// Like [`Served::start`], with the daemon as `adjust` leaves it (its
+    /// id source, its clock).
+    pub fn start_with(prompter: impl OperatorPrompter, adjust: impl FnOnce(&mut Daemon)) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("hark.sock");
         let listener = tokio::net::UnixListener::bind(&socket).unwrap();
         let store = Store::open(&dir.path().join("hark.db"), Clock::system()).unwrap();
         let registry = Registry::with_store(Some(Arc::new(store)));
         // No test dispatches a run: the dispatcher is never asked to start one.
-        let daemon = Daemon::new(
+        let mut daemon = Daemon::new(
             registry,
             Arc::new(prompter),
             &Config::default(),
             socket.clone(),
             dir.path().join("runs"),
         );
+        adjust(&mut daemon);
         let (stop, stopped) = oneshot::channel::<()>();
         let serving = tokio::spawn(listener::run(listener, daemon.clone(), async {
             let _ = stopped.await;
