@@ -5,6 +5,7 @@
 //! a socket in a temp dir and spawns the server. The same listener serves the
 //! app's well-known socket and per-call sockets.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -41,6 +42,14 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// How long a shutting-down listener waits for connections to deliver their
 /// cancellations.
 const DRAIN: Duration = Duration::from_secs(2);
+/// How long a connection has to send its first frame whole. Every client
+/// sends it as soon as it connects, so one that has not is stuck or hostile:
+/// it would hold a file handle (and up to a frame's worth of buffer) forever.
+pub const FIRST_FRAME: Duration = Duration::from_secs(10);
+/// How many connections one process may hold at once: enough for a client
+/// asking many questions in parallel, too few for one process to take every
+/// file handle the daemon has.
+pub const PER_PROCESS: usize = 256;
 
 /// What a listener needs to serve calls.
 #[derive(Clone)]
@@ -89,6 +98,7 @@ impl std::fmt::Debug for Daemon {
 /// item (each waiting agent gets its error at once) and drains.
 pub async fn run(listener: UnixListener, daemon: Daemon, shutdown: impl Future<Output = ()>) {
     let mut connections = JoinSet::new();
+    let mut held = Held::default();
     let mut accept_failing = false;
     tokio::pin!(shutdown);
     loop {
@@ -96,7 +106,17 @@ pub async fn run(listener: UnixListener, daemon: Daemon, shutdown: impl Future<O
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     accept_failing = false;
-                    connections.spawn(serve_connection(stream, daemon.clone()));
+                    let pid = stream.peer_cred().ok().and_then(|c| c.pid());
+                    if !held.take(pid) {
+                        tracing::warn!(?pid, "refused a connection: the process holds {PER_PROCESS} already");
+                        connections.spawn(refuse_crowd(stream));
+                        continue;
+                    }
+                    let daemon = daemon.clone();
+                    connections.spawn(async move {
+                        serve_connection(stream, daemon).await;
+                        pid
+                    });
                 }
                 Err(e) => {
                     // Out of file handles (or similar): every retry would fail
@@ -109,7 +129,11 @@ pub async fn run(listener: UnixListener, daemon: Daemon, shutdown: impl Future<O
                     continue;
                 }
             },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            Some(ended) = connections.join_next(), if !connections.is_empty() => {
+                if let Ok(pid) = ended {
+                    held.give_back(pid);
+                }
+            }
             () = &mut shutdown => break,
         }
     }
@@ -119,6 +143,46 @@ pub async fn run(listener: UnixListener, daemon: Daemon, shutdown: impl Future<O
         while connections.join_next().await.is_some() {}
     })
     .await;
+}
+
+/// The connections each process holds, by pid (a peer whose pid the
+/// platform does not tell is not counted).
+#[derive(Debug, Default)]
+struct Held(HashMap<i32, usize>);
+
+impl Held {
+    /// Counts one more connection of `pid`; false when it holds too many.
+    fn take(&mut self, pid: Option<i32>) -> bool {
+        let Some(pid) = pid else { return true };
+        let count = self.0.entry(pid).or_default();
+        if *count >= PER_PROCESS {
+            return false;
+        }
+        *count += 1;
+        true
+    }
+
+    fn give_back(&mut self, pid: Option<i32>) {
+        if let Some(pid) = pid
+            && let Some(count) = self.0.get_mut(&pid)
+        {
+            *count -= 1;
+            if *count == 0 {
+                self.0.remove(&pid);
+            }
+        }
+    }
+}
+
+/// Tells a process over its connection limit why, and hangs up.
+async fn refuse_crowd(stream: UnixStream) -> Option<i32> {
+    let (_, mut writer) = stream.into_split();
+    let refusal = WireError::new(
+        ErrorCode::Unavailable,
+        format!("this process holds {PER_PROCESS} connections to hark already; close some first"),
+    );
+    let _ = write_frame(&mut writer, &ServerFrame::Error(refusal)).await;
+    None
 }
 
 async fn serve_connection(stream: UnixStream, daemon: Daemon) {
@@ -136,7 +200,20 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::new(reader);
     let mut buf = Vec::new();
-    let frame = match read_frame(&mut reader, &mut buf).await {
+    let first = tokio::time::timeout(FIRST_FRAME, read_frame(&mut reader, &mut buf)).await;
+    let Ok(first) = first else {
+        tracing::debug!("a connection sent no whole frame in time");
+        let late = WireError::new(
+            ErrorCode::BadFrame,
+            format!(
+                "no whole frame arrived within {} s of connecting",
+                FIRST_FRAME.as_secs()
+            ),
+        );
+        let _ = write_frame(&mut writer, &ServerFrame::Error(late)).await;
+        return;
+    };
+    let frame = match first {
         Ok(true) => serde_json::from_slice::<ClientFrame>(&buf)
             .map_err(|e| WireError::new(ErrorCode::BadFrame, format!("not a hark frame: {e}"))),
         Ok(false) => return,

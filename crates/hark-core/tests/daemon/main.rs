@@ -8,11 +8,14 @@
 //! once, so the clock never moves while a frame is in flight; tests wait on
 //! events (a frame, a prompt, a registry event), never on a sleep.
 //!
-//! - `listener`: ask, reply, subscribe, cancel, shutdown, approve, limits.
+//! - `listener`: ask, reply, subscribe, cancel, shutdown, approve.
+//! - `limits`: an unfinished frame is dropped at its deadline; one process
+//!   cannot hold every connection.
 //! - `relay`: a run's socket carries calls to the app socket, filed under the run.
 //! - `client`: `request` and `Call` against a listener, and their errors.
 
 mod client;
+mod limits;
 mod listener;
 mod relay;
 mod support;
