@@ -196,7 +196,10 @@ fn picks_from_words(
         let entry = picks
             .entry(q.question.clone())
             .or_insert(Pick::Labels(Vec::new()));
-        if let Pick::Labels(list) = entry {
+        // A label named twice is picked once, as a checkbox ticked twice is.
+        if let Pick::Labels(list) = entry
+            && !list.iter().any(|l| l == label)
+        {
             list.push(label.to_owned());
         }
     }
@@ -265,5 +268,15 @@ mod tests {
         );
         let issues = picks_from_words(&request(), &words(&["Nope"]), Some("x")).unwrap_err();
         assert_eq!(issues.len(), 2);
+    }
+
+    #[test]
+    fn a_label_picked_twice_is_sent_once() {
+        let words = ["Auth", "Search", "Auth"].map(String::from);
+        let picks = picks_from_words(&request(), &words, None).unwrap();
+        assert_eq!(
+            picks["Which features?"],
+            Pick::Labels(vec!["Auth".into(), "Search".into()])
+        );
     }
 }
