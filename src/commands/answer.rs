@@ -217,8 +217,17 @@ fn picks_from_words(
                 None
             }
         };
-        if let Some((q, t)) = target {
-            picks.insert(q, Pick::Text { text: t });
+        // A question takes an option or free text: with both, one would be
+        // dropped without a word. (Each of several questions may take one.)
+        match target {
+            Some((q, _)) if picks.contains_key(&q) => issues.push(Issue::new(
+                "--text",
+                format!("{q:?} already has a --pick: answer a question with one or the other"),
+            )),
+            Some((q, t)) => {
+                picks.insert(q, Pick::Text { text: t });
+            }
+            None => {}
         }
     }
     if issues.is_empty() {
@@ -278,5 +287,26 @@ mod tests {
             picks["Which features?"],
             Pick::Labels(vec!["Auth".into(), "Search".into()])
         );
+    }
+
+    #[test]
+    fn a_pick_and_text_for_the_same_question_are_refused_not_one_dropped() {
+        let one = validate(
+            &json!({"questions": [{"question": "Name?", "header": "H",
+                "options": [{"label": "foo"}, {"label": "bar"}]}]}),
+            Rules::default(),
+        )
+        .unwrap();
+        let issues = picks_from_words(&one, &["foo".into()], Some("hi")).unwrap_err();
+        assert_eq!(
+            issues,
+            [Issue::new(
+                "--text",
+                "\"Name?\" already has a --pick: answer a question with one or the other"
+            )]
+        );
+        // Different questions may take one each.
+        let picks = picks_from_words(&request(), &["SQLite".into()], Some("Name?=baz")).unwrap();
+        assert_eq!(picks.len(), 2);
     }
 }
