@@ -23,6 +23,12 @@ use crate::exit::ExitStatus;
 
 /// Finds the pending item a full id or a unique id prefix names.
 async fn find_pending(socket: &Path, id: &str) -> Result<ItemView, ExitStatus> {
+    // Every id starts with the empty prefix: it would pick the only pending
+    // item, whichever that is.
+    if id.trim().is_empty() {
+        eprintln!("hark: an item id is required; see `hark inbox`");
+        return Err(ExitStatus::Refused);
+    }
     let exact = id.parse().ok().map(ItemId);
     let filter = ItemFilter {
         pending: exact.is_none().then_some(true),

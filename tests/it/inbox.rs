@@ -365,3 +365,23 @@ fn answering_a_settled_or_unknown_item_says_why() {
         "SQLite"
     );
 }
+
+#[test]
+fn an_empty_id_names_no_item_and_answers_nothing() {
+    let daemon = serve(json!({}));
+    let asker = ask_in_background(&daemon, "only", questions(&[db()]));
+    daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "only")]);
+    for args in [&["answer", "", "--pick", "SQLite"][..], &["skip", " "]] {
+        let out = hark(&daemon.sandbox, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains("an item id is required"), "{said}");
+    }
+    assert!(
+        inbox(&daemon.sandbox)[0]["outcome"].is_null(),
+        "still pending"
+    );
+    reap(asker);
+}
