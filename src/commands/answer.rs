@@ -12,7 +12,7 @@ use hark_core::bridge::wire::{ClientFrame, ServerFrame, WireReply};
 use hark_core::model::ids::ItemId;
 use hark_core::model::item::ItemFilter;
 use hark_core::model::item::Outcome;
-use hark_core::model::resolve::{Pick, Picks};
+use hark_core::model::resolve::{Pick, Picks, resolve};
 use hark_core::model::schema::AskRequest;
 use hark_core::model::validate::Issue;
 use hark_core::model::validate::describe;
@@ -110,8 +110,13 @@ pub async fn answer(options: AnswerArgs) -> ExitStatus {
         Ok(r) => r,
         Err(code) => return code,
     };
+    // The picks are resolved here as the daemon will resolve them, so a
+    // misfit is told once, in the command line's words. (The daemon's
+    // refusal carries its issues both in its message and beside it.)
     let picks: Picks =
-        match picks_from_words(&record.request, &options.picks, options.text.as_deref()) {
+        match picks_from_words(&record.request, &options.picks, options.text.as_deref())
+            .and_then(|picks| resolve(&record.request, &picks).map(|_| picks))
+        {
             Ok(p) => p,
             Err(issues) => {
                 eprintln!(
@@ -246,7 +251,6 @@ fn picks_from_words(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hark_core::model::resolve::resolve;
     use hark_core::model::validate::{Rules, validate};
     use serde_json::json;
 
