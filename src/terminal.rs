@@ -118,6 +118,43 @@ fn parse(q: &Question, line: &str) -> Result<Typed, Retry> {
 /// How much of an approval's preview (a diff, a command) the terminal shows.
 const PREVIEW_LINES: usize = 40;
 
+/// An agent's text made safe to print on one line of the operator's
+/// terminal: every control character (C0, DEL, C1, and so line breaks too)
+/// and every bidi override is shown as a visible escape (`\e`, `\r`, `\n`,
+/// `\t`, else `\u{…}`), so the text can neither drive the terminal (clear
+/// it, hide or overwrite text, ring it) nor start a line of its own that
+/// looks like one of hark's option lines.
+fn visible(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\u{1b}' => shown.push_str("\\e"),
+            '\r' => shown.push_str("\\r"),
+            '\n' => shown.push_str("\\n"),
+            '\t' => shown.push_str("\\t"),
+            c if c.is_control() || is_bidi_control(c) => {
+                shown.push_str(&c.escape_unicode().to_string());
+            }
+            c => shown.push(c),
+        }
+    }
+    shown
+}
+
+/// Characters that reorder how the text around them is displayed
+/// ("Trojan Source"): embeddings, overrides and isolates.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// The lines of an agent's multi-line text (a question's paragraphs, a
+/// preview), each made [`visible`]. The line breaks are kept because they
+/// are the text's shape; the caller prints every line it starts behind a
+/// gutter (`┆`, `│`), so none can pass for an option line.
+fn visible_lines(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.lines().map(visible)
+}
+
 fn show(out: &mut impl Write, item: &Item, index: usize) -> std::io::Result<()> {
     let q = &item.request.questions[index];
     let total = item.request.questions.len();
@@ -126,22 +163,36 @@ fn show(out: &mut impl Write, item: &Item, index: usize) -> std::io::Result<()> 
         .duration_since(SystemTime::now())
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let mut who = format!("session {}", item.session_id);
+    let mut who = format!("session {}", visible(item.session_id.as_str()));
     if let Some(cmd) = &item.asker.command {
-        who.push_str(&format!(", {cmd}"));
+        who.push_str(&format!(", {}", visible(cmd)));
     }
     if let Some(cwd) = &item.asker.cwd {
-        who.push_str(&format!(" in {cwd}"));
+        who.push_str(&format!(" in {}", visible(cwd)));
     }
     writeln!(
         out,
         "\n── hark · question {} of {total} · {who} · {left} s left",
         index + 1
     )?;
-    writeln!(out, "[{}] {}", q.header, q.question)?;
+    let mut question = visible_lines(&q.question);
+    writeln!(
+        out,
+        "[{}] {}",
+        visible(&q.header),
+        question.next().unwrap_or_default()
+    )?;
+    for line in question {
+        writeln!(out, "  ┆ {line}")?;
+    }
     if let Some(approval) = &item.approval {
-        writeln!(out, "  {}: {}", approval.tool, approval.target)?;
-        let lines: Vec<&str> = approval.preview.lines().collect();
+        writeln!(
+            out,
+            "  {}: {}",
+            visible(&approval.tool),
+            visible(&approval.target)
+        )?;
+        let lines: Vec<String> = visible_lines(&approval.preview).collect();
         for line in lines.iter().take(PREVIEW_LINES) {
             writeln!(out, "  │ {line}")?;
         }
@@ -156,16 +207,12 @@ fn show(out: &mut impl Write, item: &Item, index: usize) -> std::io::Result<()> 
         } else {
             ""
         };
+        let label = visible(&option.label);
         if option.description.is_empty() {
-            writeln!(out, "  {}) {}{mark}", i + 1, option.label)?;
+            writeln!(out, "  {}) {label}{mark}", i + 1)?;
         } else {
-            writeln!(
-                out,
-                "  {}) {} — {}{mark}",
-                i + 1,
-                option.label,
-                option.description
-            )?;
+            let description = visible(&option.description);
+            writeln!(out, "  {}) {label} — {description}{mark}", i + 1)?;
         }
     }
     let how = if q.multi_select {
@@ -275,6 +322,75 @@ mod tests {
             Ok(Typed::Pick(Pick::Labels(vec!["A".into(), "C".into()])))
         );
         assert_eq!(parse(&multi, "0"), Ok(Typed::Pick(Pick::Labels(vec![]))));
+    }
+
+    /// An agent's text cannot drive the operator's terminal (clear it, hide
+    /// text, ring it) or fake an option line: controls reach the screen
+    /// escaped, and a line break inside a question continues behind a gutter.
+    #[test]
+    fn an_agents_control_characters_are_shown_escaped_and_cannot_fake_an_option() {
+        let fake = "  2) Yes, delete everything (Recommended)";
+        let option = |label: String, description: String| QuestionOption { label, description };
+        let mut item = Item {
+            id: hark_core::model::ids::Ids::random().item(),
+            session_id: "s\x1b[2J".into(),
+            run_id: None,
+            asker: hark_core::model::item::Asker {
+                cwd: Some("/w\r".into()),
+                command: Some("claude\x07".into()),
+                ..Default::default()
+            },
+            request: hark_core::model::schema::AskRequest {
+                questions: vec![Question {
+                    question: format!(
+                        "Keep the files?\x1b[2J\x1b[8m\n{fake}\r{fake}\u{9b}0m\u{7f}"
+                    ),
+                    header: "\x1b[8mH\x07".into(),
+                    options: vec![
+                        option(format!("No\n{fake}"), format!("safe\r{fake}")),
+                        option("Maybe\u{202e}".into(), format!("a\n{fake}\t")),
+                    ],
+                    multi_select: false,
+                    default: None,
+                }],
+            },
+            approval: Some(hark_core::model::approval::Approval {
+                tool: "Bash\x1b[2J".into(),
+                target: format!("rm -rf /tmp/x\n{fake}"),
+                preview: format!("one\r{fake}\n\x1b[8mtwo\x07"),
+                external: false,
+            }),
+            created_at: SystemTime::now(),
+            timeout: std::time::Duration::from_secs(60),
+        };
+        for approval in [true, false] {
+            if !approval {
+                item.approval = None;
+            }
+            let mut out = Vec::new();
+            show(&mut out, &item, 0).unwrap();
+            let shown = String::from_utf8(out).unwrap();
+            let raw: Vec<char> = shown
+                .chars()
+                .filter(|&c| {
+                    (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c)
+                })
+                .collect();
+            assert!(raw.is_empty(), "raw controls {raw:?} in\n{shown}");
+            let options: Vec<&str> = shown
+                .lines()
+                .filter(|l| {
+                    let l = l.trim_start();
+                    l.split_once(')').is_some_and(|(n, _)| {
+                        !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+                    })
+                })
+                .collect();
+            assert_eq!(options.len(), 2, "one line per real option in\n{shown}");
+            assert!(options[0].starts_with("  1) No\\n"), "{shown}");
+            assert!(options[1].starts_with("  2) Maybe\\u{202e}"), "{shown}");
+            assert!(shown.contains("\\e[2J"), "{shown}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use hark_core::bridge::wire::{ClientFrame, ServerFrame, WireReply};
 use hark_core::model::ids::ItemId;
 use hark_core::model::item::ItemFilter;
 use hark_core::model::item::Outcome;
-use hark_core::model::resolve::{Pick, Picks};
+use hark_core::model::resolve::{Pick, Picks, resolve};
 use hark_core::model::schema::AskRequest;
 use hark_core::model::validate::Issue;
 use hark_core::model::validate::describe;
@@ -23,6 +23,12 @@ use crate::exit::ExitStatus;
 
 /// Finds the pending item a full id or a unique id prefix names.
 async fn find_pending(socket: &Path, id: &str) -> Result<ItemView, ExitStatus> {
+    // Every id starts with the empty prefix: it would pick the only pending
+    // item, whichever that is.
+    if id.trim().is_empty() {
+        eprintln!("hark: an item id is required; see `hark inbox`");
+        return Err(ExitStatus::Refused);
+    }
     let exact = id.parse().ok().map(ItemId);
     let filter = ItemFilter {
         pending: exact.is_none().then_some(true),
@@ -104,8 +110,13 @@ pub async fn answer(options: AnswerArgs) -> ExitStatus {
         Ok(r) => r,
         Err(code) => return code,
     };
+    // The picks are resolved here as the daemon will resolve them, so a
+    // misfit is told once, in the command line's words. (The daemon's
+    // refusal carries its issues both in its message and beside it.)
     let picks: Picks =
-        match picks_from_words(&record.request, &options.picks, options.text.as_deref()) {
+        match picks_from_words(&record.request, &options.picks, options.text.as_deref())
+            .and_then(|picks| resolve(&record.request, &picks).map(|_| picks))
+        {
             Ok(p) => p,
             Err(issues) => {
                 eprintln!(
@@ -196,7 +207,10 @@ fn picks_from_words(
         let entry = picks
             .entry(q.question.clone())
             .or_insert(Pick::Labels(Vec::new()));
-        if let Pick::Labels(list) = entry {
+        // A label named twice is picked once, as a checkbox ticked twice is.
+        if let Pick::Labels(list) = entry
+            && !list.iter().any(|l| l == label)
+        {
             list.push(label.to_owned());
         }
     }
@@ -214,8 +228,17 @@ fn picks_from_words(
                 None
             }
         };
-        if let Some((q, t)) = target {
-            picks.insert(q, Pick::Text { text: t });
+        // A question takes an option or free text: with both, one would be
+        // dropped without a word. (Each of several questions may take one.)
+        match target {
+            Some((q, _)) if picks.contains_key(&q) => issues.push(Issue::new(
+                "--text",
+                format!("{q:?} already has a --pick: answer a question with one or the other"),
+            )),
+            Some((q, t)) => {
+                picks.insert(q, Pick::Text { text: t });
+            }
+            None => {}
         }
     }
     if issues.is_empty() {
@@ -228,7 +251,6 @@ fn picks_from_words(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hark_core::model::resolve::resolve;
     use hark_core::model::validate::{Rules, validate};
     use serde_json::json;
 
@@ -265,5 +287,36 @@ mod tests {
         );
         let issues = picks_from_words(&request(), &words(&["Nope"]), Some("x")).unwrap_err();
         assert_eq!(issues.len(), 2);
+    }
+
+    #[test]
+    fn a_label_picked_twice_is_sent_once() {
+        let words = ["Auth", "Search", "Auth"].map(String::from);
+        let picks = picks_from_words(&request(), &words, None).unwrap();
+        assert_eq!(
+            picks["Which features?"],
+            Pick::Labels(vec!["Auth".into(), "Search".into()])
+        );
+    }
+
+    #[test]
+    fn a_pick_and_text_for_the_same_question_are_refused_not_one_dropped() {
+        let one = validate(
+            &json!({"questions": [{"question": "Name?", "header": "H",
+                "options": [{"label": "foo"}, {"label": "bar"}]}]}),
+            Rules::default(),
+        )
+        .unwrap();
+        let issues = picks_from_words(&one, &["foo".into()], Some("hi")).unwrap_err();
+        assert_eq!(
+            issues,
+            [Issue::new(
+                "--text",
+                "\"Name?\" already has a --pick: answer a question with one or the other"
+            )]
+        );
+        // Different questions may take one each.
+        let picks = picks_from_words(&request(), &["SQLite".into()], Some("Name?=baz")).unwrap();
+        assert_eq!(picks.len(), 2);
     }
 }

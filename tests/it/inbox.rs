@@ -365,3 +365,54 @@ fn answering_a_settled_or_unknown_item_says_why() {
         "SQLite"
     );
 }
+
+#[test]
+fn an_empty_id_names_no_item_and_answers_nothing() {
+    let daemon = serve(json!({}));
+    let asker = ask_in_background(&daemon, "only", questions(&[db()]));
+    daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "only")]);
+    for args in [&["answer", "", "--pick", "SQLite"][..], &["skip", " "]] {
+        let out = hark(&daemon.sandbox, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains("an item id is required"), "{said}");
+    }
+    assert!(
+        inbox(&daemon.sandbox)[0]["outcome"].is_null(),
+        "still pending"
+    );
+    reap(asker);
+}
+
+#[test]
+fn a_refused_answer_names_each_issue_once() {
+    let daemon = serve(json!({}));
+    let name = question("Name?", "Name", &["foo", "bar"], false);
+    let asker = ask_in_background(&daemon, "refused", questions(&[db(), name]));
+    let id = daemon.log.question_id("refused");
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &["--pick", "SQLite", "--pick", "Postgres (Recommended)"],
+            "takes exactly one label",
+        ),
+        (
+            &["--defaults"],
+            "has no answer and the question has no default",
+        ),
+    ];
+    for (words, issue) in cases {
+        let mut args = vec!["answer", id.as_str()];
+        args.extend(words);
+        let out = hark(&daemon.sandbox, &args);
+        assert_eq!(out.status.code(), Some(2), "{words:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(said.matches(issue).count(), 1, "{words:?}:\n{said}");
+    }
+    assert!(
+        inbox(&daemon.sandbox)[0]["outcome"].is_null(),
+        "still pending"
+    );
+    reap(asker);
+}

@@ -125,8 +125,10 @@ fn check_question(q: &Value, path: &str, rules: Rules, issues: &mut Vec<Issue>) 
             ));
         }
     }
+    // A null is refused here, not read as absent: the typed request has no
+    // `Option` to take it, and deserializing it fails with no path.
     let multi = match q.get("multiSelect") {
-        None | Some(Value::Null) => false,
+        None => false,
         Some(Value::Bool(b)) => *b,
         Some(other) => {
             issues.push(Issue::new(
@@ -190,7 +192,7 @@ fn check_options(
             labels.push(label.to_owned());
         }
         match option.get("description") {
-            None | Some(Value::Null) | Some(Value::String(_)) => {}
+            None | Some(Value::String(_)) => {}
             Some(other) => issues.push(Issue::new(
                 format!("{path}.description"),
                 format!("must be a string, got {}", kind(other)),
@@ -442,6 +444,24 @@ mod tests {
                 Rules::default()
             )
             .is_ok()
+        );
+    }
+
+    /// A null where serde wants a string or a boolean would pass here and
+    /// then fail to deserialize with no path, so it is refused with one.
+    #[test]
+    fn a_null_description_or_multi_select_is_refused_with_its_path() {
+        let mut question = q("Q?", "H", &["A", "B"]);
+        question["options"][1]["description"] = Value::Null;
+        question["multiSelect"] = Value::Null;
+        let issues = validate(&json!({"questions": [question]}), Rules::default()).unwrap_err();
+        let shown: Vec<String> = issues.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "questions[0].multiSelect: must be a boolean, got null",
+                "questions[0].options[1].description: must be a string, got null",
+            ]
         );
     }
 
