@@ -14,6 +14,7 @@ use hark_core::model::item::{Item, Surface};
 use hark_core::model::resolve::{Pick, Picks};
 use hark_core::model::schema::Question;
 use hark_core::prompter::{OperatorPrompter, PromptFuture, Unanswered};
+use hark_core::text::visible;
 
 /// Asks on this process's terminal (stdin/stdout).
 #[derive(Debug, Clone)]
@@ -117,35 +118,6 @@ fn parse(q: &Question, line: &str) -> Result<Typed, Retry> {
 
 /// How much of an approval's preview (a diff, a command) the terminal shows.
 const PREVIEW_LINES: usize = 40;
-
-/// An agent's text made safe to print on one line of the operator's
-/// terminal: every control character (C0, DEL, C1, and so line breaks too)
-/// and every bidi override is shown as a visible escape (`\e`, `\r`, `\n`,
-/// `\t`, else `\u{…}`), so the text can neither drive the terminal (clear
-/// it, hide or overwrite text, ring it) nor start a line of its own that
-/// looks like one of hark's option lines.
-fn visible(text: &str) -> String {
-    let mut shown = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\u{1b}' => shown.push_str("\\e"),
-            '\r' => shown.push_str("\\r"),
-            '\n' => shown.push_str("\\n"),
-            '\t' => shown.push_str("\\t"),
-            c if c.is_control() || is_bidi_control(c) => {
-                shown.push_str(&c.escape_unicode().to_string());
-            }
-            c => shown.push(c),
-        }
-    }
-    shown
-}
-
-/// Characters that reorder how the text around them is displayed
-/// ("Trojan Source"): embeddings, overrides and isolates.
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
 
 /// The lines of an agent's multi-line text (a question's paragraphs, a
 /// preview), each made [`visible`]. The line breaks are kept because they

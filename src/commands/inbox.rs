@@ -12,6 +12,7 @@ use hark_core::bridge::wire::{ClientFrame, FeedEvent, ServerFrame};
 use hark_core::model::item::ItemFilter;
 use hark_core::model::item::Outcome;
 use hark_core::store::unix_ms;
+use hark_core::text::visible;
 
 use crate::cli::InboxArgs;
 use crate::commands::query::{refused, socket_path, unreachable};
@@ -143,14 +144,14 @@ fn line(r: &ItemView, now_ms: u64) -> String {
         .request
         .questions
         .iter()
-        .map(|q| format!("[{}] {}", q.header, q.question))
+        .map(|q| format!("[{}] {}", visible(&q.header), visible(&q.question)))
         .collect();
-    let mut who = format!("session {}", r.session_id);
+    let mut who = format!("session {}", visible(r.session_id.as_str()));
     if let Some(command) = &r.asker.command {
-        who.push_str(&format!(" · {command}"));
+        who.push_str(&format!(" · {}", visible(command)));
     }
     if let Some(cwd) = &r.asker.cwd {
-        who.push_str(&format!(" in {cwd}"));
+        who.push_str(&format!(" in {}", visible(cwd)));
     }
     let status = match &r.outcome {
         None => {

@@ -7,7 +7,7 @@ use serde::Serialize;
 use hark_core::bridge::views::{RunView, SessionView};
 use hark_core::bridge::wire::{ClientFrame, ServerFrame};
 use hark_core::store::unix_ms;
-use hark_core::text::clip;
+use hark_core::text::{clip, visible};
 
 use crate::cli::ListArgs;
 use crate::commands::query::{print_json, query, refused};
@@ -71,13 +71,13 @@ fn show_run(run: &RunView, now_ms: u64) {
     println!(
         "{status:<9} {}  session {} — {} item(s), {} pending — {took} s{exit}{cost} — {}",
         run.id.short(),
-        run.session_id,
+        visible(run.session_id.as_str()),
         run.items,
         run.pending,
-        clip(&run.command, 100),
+        visible(&clip(&run.command, 100)),
     );
     if let Some(result) = run.result.as_deref().and_then(|r| r.lines().next()) {
-        println!("          → {}", clip(result, 120));
+        println!("          → {}", visible(&clip(result, 120)));
     }
 }
 
@@ -123,9 +123,9 @@ fn show_session(session: &SessionView, now_ms: u64) {
     .join(" in ");
     println!(
         "{status:<9} {} — {} item(s), {} pending — last asked {ago} s ago{last} — {}",
-        session.session_id,
+        visible(session.session_id.as_str()),
         session.items,
         session.pending,
-        clip(&agent, 100),
+        visible(&clip(&agent, 100)),
     );
 }
