@@ -178,6 +178,60 @@ fn a_killed_agent_cancels_its_question_and_leaves_nothing_behind() {
 }
 
 #[test]
+fn a_run_told_to_stop_ends_its_agent_and_leaves_nothing_behind() {
+    for (signal, number) in [("TERM", 15), ("HUP", 1)] {
+        let daemon = serve(json!({}));
+        let log = daemon.sandbox.path("fake.log");
+        let session = format!("stopped-{signal}");
+        let prompt = format!("{}\nHANG", ask_line());
+        let run = daemon
+            .sandbox
+            .hark(["run", "--session", &session, "--agent"])
+            .arg(fake_claude())
+            .args(["--", &prompt])
+            .env("FAKE_CLAUDE_LOG", &log)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        daemon.log.question_id(&session);
+        let agent = &invocations(&log)[0];
+        let agent_pid = agent["pid"].to_string();
+        let socket = PathBuf::from(agent["env"]["HARK_ASK_SOCK"].as_str().unwrap());
+        let kill = |signal: &str, pid: &str| {
+            Command::new("kill")
+                .args([&format!("-{signal}"), pid])
+                .status()
+                .unwrap()
+                .success()
+        };
+        assert!(kill(signal, &run.id().to_string()));
+        let out = run.wait_with_output().unwrap();
+        // Whatever the outcome, no agent is left behind by this test.
+        let agent_left = Path::new(&format!("/proc/{agent_pid}")).exists();
+        kill("KILL", &agent_pid);
+        assert_eq!(
+            out.status.code(),
+            Some(128 + number),
+            "SIG{signal}: hark run ends with the signal's status"
+        );
+        assert!(!agent_left, "SIG{signal}: the agent is stopped");
+        assert!(
+            !socket.parent().unwrap().exists(),
+            "SIG{signal}: the run's directory is removed"
+        );
+        let event = daemon
+            .log
+            .wait_event("operator.question.unanswered", &[("session_id", &session)]);
+        assert_eq!(event["outcome"], "cancelled");
+        let runs = daemon.sandbox.hark(["runs", "--json"]).output().unwrap();
+        let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+        assert_eq!(runs[0]["status"], "failed", "SIG{signal}: {runs}");
+        assert_eq!(runs[0]["exit_code"], 128 + number, "SIG{signal}: {runs}");
+    }
+}
+
+#[test]
 fn wrap_merges_the_users_flags_without_duplicating_them() {
     let daemon = serve(json!({"Which database?": "SQLite"}));
     let log = daemon.sandbox.path("fake.log");

@@ -325,6 +325,40 @@ impl Setup {
     }
 }
 
+/// The signals that tell `hark run` to stop: SIGTERM (a logout, a service
+/// manager, `kill`) and SIGHUP (its terminal closed). Ctrl-C is the turn's
+/// own business (it stops the agent and passes its status through).
+struct StopSignals {
+    term: Option<tokio::signal::unix::Signal>,
+    hup: Option<tokio::signal::unix::Signal>,
+}
+
+/// A stop signal that arrived.
+struct Received {
+    name: &'static str,
+    number: i32,
+}
+
+impl StopSignals {
+    /// Handles the signals from now on (instead of dying of them).
+    fn listen() -> StopSignals {
+        use tokio::signal::unix::{SignalKind, signal};
+        StopSignals {
+            term: signal(SignalKind::terminate()).ok(),
+            hup: signal(SignalKind::hangup()).ok(),
+        }
+    }
+
+    /// Completes when one arrives.
+    async fn next(&mut self) -> Received {
+        tokio::select! {
+            Some(_) = async { self.term.as_mut()?.recv().await } => Received { name: "SIGTERM", number: 15 },
+            Some(_) = async { self.hup.as_mut()?.recv().await } => Received { name: "SIGHUP", number: 1 },
+            else => std::future::pending().await,
+        }
+    }
+}
+
 /// What the run's record keeps of its output: the last result, the cost
 /// of every turn.
 #[derive(Debug, Default)]
@@ -334,6 +368,8 @@ struct Kept {
 }
 
 async fn run_to_end(args: RunArgs) -> Result<i32, Stop> {
+    // Taken before anything starts, so no agent outlives a stop signal.
+    let mut stop = StopSignals::listen();
     let config = Config::load()?;
     let intake = intake_of(&args)?;
     if args.words.is_empty() {
@@ -351,7 +387,15 @@ async fn run_to_end(args: RunArgs) -> Result<i32, Stop> {
         })
         .await;
     let mut kept = Kept::default();
-    let result = turns(&args, &setup, intake.as_ref(), &mut kept).await;
+    let result = tokio::select! {
+        result = turns(&args, &setup, intake.as_ref(), &mut kept) => result,
+        // The turn is dropped: its agent is killed (kill_on_drop), and the
+        // run's directory goes with `setup`, after the run is recorded.
+        signal = stop.next() => {
+            eprintln!("hark: stopped by {}; stopping the agent", signal.name);
+            Ok(128 + signal.number)
+        }
+    };
     let exit_code = match &result {
         Ok(status) => *status,
         Err(Stop::NotAnswered { .. }) => ExitStatus::NotAnswered.code(),
