@@ -53,7 +53,8 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
         strict_defaults: args.strict_defaults,
         own_env: Vec::new(),
     };
-    runtime()?.block_on(async {
+    let runtime = runtime()?;
+    let served = runtime.block_on(async {
         // The terminal prompter reads stdin on the runtime.
         let prompter: Arc<dyn OperatorPrompter> = match &args.prompter {
             PrompterChoice::Terminal => Arc::new(TerminalPrompter::new()),
@@ -67,5 +68,10 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
         listener::run(prepared.listener, prepared.daemon, serve::shutdown_signal()).await;
         drop(prepared.socket_file);
         Ok(ExitStatus::Success)
-    })
+    });
+    // The terminal prompter reads stdin on a blocking thread that no signal
+    // wakes; waiting for it would keep a stopped daemon up until a line is
+    // typed. Everything that matters has ended by now.
+    runtime.shutdown_background();
+    served
 }
