@@ -232,6 +232,24 @@ fn a_run_told_to_stop_ends_its_agent_and_leaves_nothing_behind() {
 }
 
 #[test]
+fn a_prompt_too_long_for_a_command_line_is_named_not_blamed_on_a_missing_agent() {
+    let sandbox = sandbox();
+    // Two words a command line takes, one prompt (joined) it does not: Linux
+    // caps a single argument at 128 KiB.
+    let half = "x".repeat(100 * 1024);
+    let out = sandbox
+        .hark(["run", "--agent"])
+        .arg(fake_claude())
+        .args(["--", &half, &half])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("longer than the system lets"), "{stderr}");
+    assert!(!stderr.contains("install Claude Code"), "{stderr}");
+}
+
+#[test]
 fn wrap_merges_the_users_flags_without_duplicating_them() {
     let daemon = serve(json!({"Which database?": "SQLite"}));
     let log = daemon.sandbox.path("fake.log");

@@ -88,7 +88,14 @@ impl RunError {
     /// What the user can do about it.
     fn hint(&self) -> Option<&'static str> {
         match self {
-            RunError::Spawn { .. } => {
+            RunError::Spawn { source, .. }
+                if source.kind() == std::io::ErrorKind::ArgumentListTooLong =>
+            {
+                Some(
+                    "the prompt is longer than the system lets a command line be; put the long part in a file and tell the agent to read it",
+                )
+            }
+            RunError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 Some("install Claude Code, or name the agent with --agent PATH")
             }
             _ => None,
