@@ -155,6 +155,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_socket_binds_in_an_own_directory_after_tightening_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let path = dir.join("hark.sock");
+        let (listener, _file) = bind(&path).unwrap();
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o7777,
+            0o700
+        );
+        let _client = UnixStream::connect(&path).await.unwrap();
+        listener.accept().await.unwrap();
+    }
+
+    #[tokio::test]
     async fn the_peer_check_compares_uids() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("hark.sock");
