@@ -10,7 +10,8 @@
 //!
 //! - `listener`: ask, reply, subscribe, cancel, shutdown, approve, limits.
 //! - `relay`: a run's socket carries calls to the app socket, filed under the run.
-//! - `client`: `request` and `Call` against a listener, and their errors.
+//! - `client`: `request` and `Call` against a listener, and their errors
+//!   (a socket squatted by another user, when run as root).
 
 mod client;
 mod listener;
