@@ -567,7 +567,7 @@ fn another_user_cannot_ask_through_the_socket() {
         );
         return;
     }
-    // Open the file permissions wide so only the peer-uid check stands in the way.
+    // Open the file permissions wide so only the peer-uid checks stand in the way.
     for p in [
         daemon.sandbox.root(),
         socket.parent().unwrap(),
@@ -589,8 +589,13 @@ fn another_user_cannot_ask_through_the_socket() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    // Each end checks the other: the client refuses a server of another
+    // user before sending anything, and the server refuses the client.
     assert!(
-        stderr.contains("this socket serves its owner only"),
+        stderr.contains(&format!(
+            "{} is served by uid 0, not by this user (uid 65534)",
+            socket.display()
+        )),
         "{stderr}"
     );
     daemon.log.wait_for("the refusal to be logged", |l| {

@@ -2,7 +2,7 @@
 //! enter (the sockets, the store, the run logs, the tray's icons).
 
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// A directory hark cannot keep private.
@@ -10,6 +10,15 @@ use std::path::{Path, PathBuf};
 pub enum PrivateDirError {
     #[error("{} is owned by uid {owner}, not by this user (uid {me})", path.display())]
     Foreign { path: PathBuf, owner: u32, me: u32 },
+    #[error(
+        "{} is open to other users (mode {mode:o}) and could not be made owner-only: {source}",
+        path.display()
+    )]
+    Loose {
+        path: PathBuf,
+        mode: u32,
+        source: io::Error,
+    },
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }
@@ -23,7 +32,10 @@ pub fn own_uid() -> u32 {
     }
 }
 
-/// Creates `dir` as 0700 if missing; an existing one must belong to this user.
+/// Creates `dir` as 0700 if missing; an existing one must belong to this
+/// user, and is tightened to 0700 if it is open to anyone else (in a
+/// directory others can write, another user could replace what hark puts
+/// there: a socket, and answer the questions sent to it).
 pub fn ensure_private_dir(dir: &Path) -> Result<(), PrivateDirError> {
     let io_err = |source| PrivateDirError::Io {
         path: dir.to_owned(),
@@ -39,6 +51,20 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PrivateDirError> {
                     me,
                 });
             }
+            let mode = meta.mode() & 0o7777;
+            if mode & 0o077 != 0 {
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(
+                    |source| PrivateDirError::Loose {
+                        path: dir.to_owned(),
+                        mode,
+                        source,
+                    },
+                )?;
+                tracing::warn!(
+                    "{} was open to other users (mode {mode:o}); made it owner-only (0700)",
+                    dir.display()
+                );
+            }
             Ok(())
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::DirBuilder::new()
@@ -47,5 +73,53 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PrivateDirError> {
             .create(dir)
             .map_err(io_err),
         Err(e) => Err(io_err(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_missing_directory_is_created_owner_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a").join("b");
+        ensure_private_dir(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+    }
+
+    #[test]
+    fn an_own_directory_open_to_others_is_tightened() {
+        for loose in [0o777, 0o1777, 0o755, 0o711] {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().join("hark");
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(loose)).unwrap();
+            ensure_private_dir(&dir).unwrap();
+            assert_eq!(mode(&dir), 0o700, "from {loose:o}");
+        }
+    }
+
+    #[test]
+    fn a_directory_of_another_user_is_refused_and_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("theirs");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let other = own_uid().wrapping_add(4242);
+        if std::os::unix::fs::chown(&dir, Some(other), None).is_err() {
+            // Only root can give a directory away; ownership is checked the same way.
+            return;
+        }
+        let refused = ensure_private_dir(&dir);
+        assert!(
+            matches!(refused, Err(PrivateDirError::Foreign { owner, .. }) if owner == other),
+            "{refused:?}"
+        );
+        assert_eq!(mode(&dir), 0o777);
     }
 }

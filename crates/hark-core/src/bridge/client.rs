@@ -1,5 +1,8 @@
 //! The asking side of the bridge: dials a socket, sends one ask frame and
-//! waits for its outcome. Used by `hark mcp-operator-ask` and `hark ask`.
+//! waits for its outcome. Used by `hark mcp-operator-ask`, `hark ask`,
+//! `inbox`, `answer` and `run`, and the run relay's way to the app socket.
+//! Every connection checks that its server runs as this user before
+//! anything is sent.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -12,6 +15,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use crate::bridge::wire::{
     ClientFrame, FrameError, ServerFrame, WireError, read_frame, write_frame,
 };
+use crate::files::own_uid;
 use crate::model::approval::{DecidedBy, Scope};
 use crate::model::ids::ItemId;
 use crate::model::item::Outcome;
@@ -22,6 +26,16 @@ pub enum ClientError {
     /// Nothing listens on the socket: no operator is attached.
     #[error("no operator is reachable at {}: {source}", path.display())]
     Unreachable { path: PathBuf, source: io::Error },
+    /// The socket is served by another user: whatever it answered would be
+    /// theirs, not the operator's, so nothing is sent to it.
+    #[error(
+        "{} is served by uid {owner}, not by this user (uid {me}); refusing to send it anything",
+        path.display()
+    )]
+    ForeignServer { path: PathBuf, owner: u32, me: u32 },
+    /// The server's uid could not be read, so it cannot be trusted.
+    #[error("cannot tell which user serves {}: {source}", path.display())]
+    UnknownServer { path: PathBuf, source: io::Error },
     /// The server refused the call.
     #[error("{}", .0.message)]
     Refused(WireError),
@@ -123,15 +137,42 @@ pub struct Feed {
     writer: OwnedWriteHalf,
 }
 
+/// Connects to `socket` and checks that its server runs as this user
+/// (SO_PEERCRED) before anything is sent: in a directory others could write,
+/// another user could have put their own socket in hark's place.
+pub async fn connect(socket: &Path) -> Result<UnixStream, ClientError> {
+    let stream = UnixStream::connect(socket)
+        .await
+        .map_err(|source| ClientError::Unreachable {
+            path: socket.to_owned(),
+            source,
+        })?;
+    let server = stream
+        .peer_cred()
+        .map_err(|source| ClientError::UnknownServer {
+            path: socket.to_owned(),
+            source,
+        })?;
+    check_server(socket, server.uid(), own_uid())?;
+    Ok(stream)
+}
+
+/// Refuses a server whose uid is not `me`.
+pub fn check_server(socket: &Path, server_uid: u32, me: u32) -> Result<(), ClientError> {
+    if server_uid == me {
+        Ok(())
+    } else {
+        Err(ClientError::ForeignServer {
+            path: socket.to_owned(),
+            owner: server_uid,
+            me,
+        })
+    }
+}
+
 impl Feed {
     pub async fn open(socket: &Path, frame: &ClientFrame) -> Result<Feed, ClientError> {
-        let stream =
-            UnixStream::connect(socket)
-                .await
-                .map_err(|source| ClientError::Unreachable {
-                    path: socket.to_owned(),
-                    source,
-                })?;
+        let stream = connect(socket).await?;
         let (reader, mut writer) = stream.into_split();
         let mut reader = BufReader::new(reader);
         send(&mut reader, &mut writer, frame).await?;
@@ -165,5 +206,50 @@ async fn next_frame(reader: &mut BufReader<OwnedReadHalf>) -> Result<ServerFrame
         Ok(true) => serde_json::from_slice(&buf).map_err(ClientError::BadFrame),
         Ok(false) => Err(ClientError::Closed),
         Err(e) => Err(ClientError::Frame(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_of_another_user_is_refused_naming_the_socket_and_its_owner() {
+        let socket = Path::new("/tmp/shared/hark.sock");
+        let refused = check_server(socket, 1001, 1000);
+        let Err(ClientError::ForeignServer { path, owner, me }) = &refused else {
+            panic!("{refused:?}");
+        };
+        assert_eq!((path.as_path(), *owner, *me), (socket, 1001, 1000));
+        let message = refused.unwrap_err().to_string();
+        assert!(message.contains("/tmp/shared/hark.sock"), "{message}");
+        assert!(message.contains("uid 1001"), "{message}");
+        assert!(check_server(socket, 1000, 1000).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_server_of_this_user_is_spoken_to() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("hark.sock");
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let server = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            assert_eq!(stream.peer_cred().unwrap().uid(), own_uid());
+            let (reader, mut writer) = stream.into_split();
+            let mut buf = Vec::new();
+            assert!(
+                read_frame(&mut BufReader::new(reader), &mut buf)
+                    .await
+                    .unwrap()
+            );
+            let frame: ClientFrame = serde_json::from_slice(&buf).unwrap();
+            assert!(matches!(frame, ClientFrame::Subscribe), "{frame:?}");
+            write_frame(&mut writer, &ServerFrame::Items { items: vec![] })
+                .await
+                .unwrap();
+        });
+        let answer = request(&path, &ClientFrame::Subscribe).await.unwrap();
+        assert!(matches!(answer, ServerFrame::Items { items } if items.is_empty()));
+        server.await.unwrap();
     }
 }

@@ -3,7 +3,8 @@
 //! operator's app socket and filed under the run.
 //!
 //! Only ask calls pass (an agent cannot list, answer or skip items), each
-//! peer's uid is checked, and the directory (socket and MCP config) is
+//! peer's uid is checked, so is the app socket's server's (an ask is refused
+//! rather than carried to another user), and the directory (socket and MCP config) is
 //! removed when the run ends, on every exit path. When the agent dies
 //! mid-question its connection closes, and so does the one to the app,
 //! which settles the item as cancelled.
@@ -14,6 +15,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::task::JoinHandle;
 
+use crate::bridge::client::{self, ClientError};
 use crate::bridge::socket::{self, SocketError, peer_is_owner};
 use crate::bridge::wire::{
     ClientFrame, ErrorCode, ServerFrame, WireError, read_frame, write_frame,
@@ -158,12 +160,17 @@ async fn relay(agent: UnixStream, app_socket: PathBuf, run_id: RunId, session_id
     };
     caller.session_id = Some(session_id);
     caller.run_id = Some(run_id);
-    let mut app = match UnixStream::connect(&app_socket).await {
+    let mut app = match client::connect(&app_socket).await {
         Ok(app) => app,
-        Err(e) => {
+        Err(e @ ClientError::Unreachable { .. }) => {
             tracing::warn!("the operator went away: {e}");
             // The agent sees the hang-up as "no operator", at once.
             return;
+        }
+        Err(e) => {
+            // Another user's socket in the app's place: it gets nothing.
+            tracing::warn!("run socket: {e}");
+            return refuse(reader.into_inner(), ErrorCode::Forbidden, &e.to_string()).await;
         }
     };
     // (`frame` is `Some` here, which serializes as the frame itself.)

@@ -5,7 +5,7 @@
 //! The file is removed when its [`SocketFile`] guard drops, on every exit path.
 
 use std::io;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use tokio::net::{UnixListener, UnixStream};
@@ -72,10 +72,13 @@ pub fn peer_is_owner(stream: &UnixStream) -> io::Result<bool> {
     Ok(stream.peer_cred()?.uid() == own_uid())
 }
 
-/// Removes the socket file when dropped.
+/// Removes the socket file when dropped, if it is still the one bound.
 #[derive(Debug)]
 pub struct SocketFile {
     path: PathBuf,
+    /// The bound file's device and inode: if the file was deleted and
+    /// another daemon bound the same path since, dropping leaves theirs.
+    dev_ino: (u64, u64),
 }
 
 impl SocketFile {
@@ -86,7 +89,14 @@ impl SocketFile {
 
 impl Drop for SocketFile {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        // (Another daemon could still bind between this check and the
+        // removal; the window is a system call wide.)
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(meta) if (meta.dev(), meta.ino()) == self.dev_ino => {
+                let _ = std::fs::remove_file(&self.path);
+            }
+            _ => {}
+        }
     }
 }
 
@@ -110,8 +120,16 @@ pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile), SocketError> {
         Err(e) => return Err(io_err(path)(e)),
     }
     let listener = UnixListener::bind(path).map_err(io_err(path))?;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) => {
+            let _ = std::fs::remove_file(path);
+            return Err(io_err(path)(e));
+        }
+    };
     let file = SocketFile {
         path: path.to_owned(),
+        dev_ino: (meta.dev(), meta.ino()),
     };
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io_err(path))?;
     Ok((listener, file))
@@ -137,6 +155,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_socket_binds_in_an_own_directory_after_tightening_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let path = dir.join("hark.sock");
+        let (listener, _file) = bind(&path).unwrap();
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o7777,
+            0o700
+        );
+        let _client = UnixStream::connect(&path).await.unwrap();
+        listener.accept().await.unwrap();
+    }
+
+    #[tokio::test]
     async fn the_peer_check_compares_uids() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("hark.sock");
@@ -157,6 +191,20 @@ mod tests {
         drop(listener);
         std::mem::forget(file); // leave the file behind, as a killed process would
         let (_listener, _file) = bind(&path).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_guard_leaves_a_socket_it_did_not_bind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("hark.sock");
+        let (_first, first_file) = bind(&path).unwrap();
+        // The first daemon's file is deleted and a second daemon binds the path.
+        std::fs::remove_file(&path).unwrap();
+        let (second, _second_file) = bind(&path).unwrap();
+        drop(first_file);
+        assert!(path.exists(), "the first guard removed the second socket");
+        let _client = UnixStream::connect(&path).await.unwrap();
+        second.accept().await.unwrap();
     }
 
     #[test]

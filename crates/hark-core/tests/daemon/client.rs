@@ -96,3 +96,77 @@ async fn a_server_that_hangs_up_breaks_the_call() {
     );
     hang_up.await.unwrap();
 }
+
+/// The environment variable naming the socket [`squatter`] binds.
+const SQUAT: &str = "HARK_TEST_SQUAT";
+
+/// Not a test on its own (it returns at once without `HARK_TEST_SQUAT`):
+/// run as another user by the test below, it binds that socket, says
+/// `bound`, takes one connection and says how many bytes it was sent.
+#[test]
+fn squatter() {
+    use std::io::BufRead;
+    let Some(path) = std::env::var_os(SQUAT) else {
+        return;
+    };
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    println!("bound");
+    let (stream, _) = listener.accept().unwrap();
+    let mut sent = Vec::new();
+    std::io::BufReader::new(stream)
+        .read_until(b'\n', &mut sent)
+        .unwrap();
+    println!("received {} bytes", sent.len());
+}
+
+#[tokio::test]
+async fn a_socket_squatted_by_another_user_is_sent_nothing() {
+    use std::io::BufRead;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if hark_core::files::own_uid() != 0 {
+        eprintln!(
+            "not root: cannot run a squatter as another user; the unit test covers the check"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let open = |p: &std::path::Path, mode| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    open(tmp.path(), 0o755);
+    let shared = tmp.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    open(&shared, 0o777);
+    let socket = shared.join("hark.sock");
+    let mut squatter = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "client::squatter",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(SQUAT, &socket)
+        .uid(65534)
+        .gid(65534)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = std::io::BufReader::new(squatter.stdout.take().unwrap()).lines();
+    said.by_ref()
+        .map(Result::unwrap)
+        .find(|line| line.ends_with("bound")) // (after libtest's "test … ")
+        .expect("the squatter never bound");
+
+    let started = Call::start(&socket, &ask("s1", db())).await;
+    let Err(ClientError::ForeignServer { path, owner, me }) = &started else {
+        panic!("{started:?}");
+    };
+    assert_eq!((path, *owner, *me), (&socket, 65534, 0));
+    let received: Vec<String> = said
+        .map(Result::unwrap)
+        .filter_map(|line| Some(line[line.find("received")?..].to_owned()))
+        .collect();
+    assert_eq!(received, ["received 0 bytes"]);
+    assert!(squatter.wait().unwrap().success());
+}

@@ -12,7 +12,8 @@
 //! - `limits`: an unfinished frame is dropped at its deadline; one process
 //!   cannot hold every connection.
 //! - `relay`: a run's socket carries calls to the app socket, filed under the run.
-//! - `client`: `request` and `Call` against a listener, and their errors.
+//! - `client`: `request` and `Call` against a listener, and their errors
+//!   (a socket squatted by another user, when run as root).
 
 mod client;
 mod limits;
