@@ -11,7 +11,7 @@ use tokio::process::Command;
 
 use hark_core::agent::{ASK_TOOL, Composed};
 
-use super::RunError;
+use super::{RunError, StopSignals};
 
 /// What one turn of the agent reported.
 #[derive(Debug, Default)]
@@ -22,6 +22,8 @@ pub struct Turn {
     /// Its final result text and cost, from the `result` event.
     pub result: Option<String>,
     pub cost_usd: f64,
+    /// A stop signal ended it (`status` is then 128 + the signal).
+    pub stopped: bool,
 }
 
 /// The servers in the user's own `--mcp-config` values (files or JSON).
@@ -49,7 +51,11 @@ pub fn existing_servers(configs: &[String]) -> Result<BTreeMap<String, Value>, R
 }
 
 /// Starts the agent, shows its stream, and waits for it.
-pub async fn run_agent(composed: Composed, cwd: Option<&PathBuf>) -> Result<Turn, RunError> {
+pub async fn run_agent(
+    composed: Composed,
+    cwd: Option<&PathBuf>,
+    mut stop: StopSignals,
+) -> Result<Turn, RunError> {
     let mut command = Command::new(&composed.program);
     command
         .args(&composed.args)
@@ -72,6 +78,7 @@ pub async fn run_agent(composed: Composed, cwd: Option<&PathBuf>) -> Result<Turn
         .ok_or_else(|| RunError::Agent(std::io::Error::other("the agent has no stdout")))?;
     let mut lines = BufReader::new(stdout).lines();
     let mut turn = Turn::default();
+    let mut stopped_by = None;
     loop {
         tokio::select! {
             line = lines.next_line() => match line {
@@ -83,13 +90,24 @@ pub async fn run_agent(composed: Composed, cwd: Option<&PathBuf>) -> Result<Turn
                 let _ = child.start_kill();
                 break;
             }
+            received = stop.arrived() => {
+                eprintln!("hark: stopped by {}; stopping the agent", received.name);
+                let _ = child.start_kill();
+                stopped_by = Some(received);
+                break;
+            }
         }
     }
+    // Reaped before the run goes on or ends: no agent outlives its run.
     let status = child.wait().await.map_err(RunError::Agent)?;
-    turn.status = status.code().unwrap_or_else(|| {
-        use std::os::unix::process::ExitStatusExt;
-        128 + status.signal().unwrap_or(0)
-    });
+    turn.status = match stopped_by {
+        Some(received) => 128 + received.number,
+        None => status.code().unwrap_or_else(|| {
+            use std::os::unix::process::ExitStatusExt;
+            128 + status.signal().unwrap_or(0)
+        }),
+    };
+    turn.stopped = stopped_by.is_some();
     Ok(turn)
 }
 

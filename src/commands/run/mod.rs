@@ -26,6 +26,8 @@ use hark_core::gate::intake::{Given, GivenError, Intake, IntakeError, When};
 use hark_core::model::ids::{Ids, RunId, SessionId};
 use hark_core::model::run::RunStart;
 
+use tokio::sync::watch;
+
 use crate::cli::RunArgs;
 use crate::exit::ExitStatus;
 
@@ -334,35 +336,58 @@ impl Setup {
 
 /// The signals that tell `hark run` to stop: SIGTERM (a logout, a service
 /// manager, `kill`) and SIGHUP (its terminal closed). Ctrl-C is the turn's
-/// own business (it stops the agent and passes its status through).
-struct StopSignals {
-    term: Option<tokio::signal::unix::Signal>,
-    hup: Option<tokio::signal::unix::Signal>,
-}
+/// own business (it stops the agent and passes its status through). Every
+/// wait of the run (an agent's turn, the operator's next message) watches
+/// it, so the agent is stopped and reaped before the run ends.
+#[derive(Debug, Clone)]
+pub struct StopSignals(watch::Receiver<Option<Received>>);
 
 /// A stop signal that arrived.
-struct Received {
-    name: &'static str,
-    number: i32,
+#[derive(Debug, Clone, Copy)]
+pub struct Received {
+    pub name: &'static str,
+    pub number: i32,
 }
 
 impl StopSignals {
     /// Handles the signals from now on (instead of dying of them).
     fn listen() -> StopSignals {
         use tokio::signal::unix::{SignalKind, signal};
-        StopSignals {
-            term: signal(SignalKind::terminate()).ok(),
-            hup: signal(SignalKind::hangup()).ok(),
-        }
+        let mut term = signal(SignalKind::terminate()).ok();
+        let mut hup = signal(SignalKind::hangup()).ok();
+        let (arrived, seen) = watch::channel(None);
+        tokio::spawn(async move {
+            let received = tokio::select! {
+                Some(_) = async { term.as_mut()?.recv().await } => Received { name: "SIGTERM", number: 15 },
+                Some(_) = async { hup.as_mut()?.recv().await } => Received { name: "SIGHUP", number: 1 },
+                else => return,
+            };
+            let _ = arrived.send(Some(received));
+        });
+        StopSignals(seen)
     }
 
-    /// Completes when one arrives.
-    async fn next(&mut self) -> Received {
-        tokio::select! {
-            Some(_) = async { self.term.as_mut()?.recv().await } => Received { name: "SIGTERM", number: 15 },
-            Some(_) = async { self.hup.as_mut()?.recv().await } => Received { name: "SIGHUP", number: 1 },
-            else => std::future::pending().await,
+    /// Completes when one has arrived (at once if one already has).
+    pub async fn arrived(&mut self) -> Received {
+        match self.0.wait_for(Option::is_some).await {
+            Ok(received) => received.unwrap_or(Received {
+                name: "a signal",
+                number: 15,
+            }),
+            // The listener is gone (no signal can come): wait for ever.
+            Err(_) => std::future::pending().await,
         }
+    }
+}
+
+/// Races `work` against a stop signal; `Err` is the signal.
+async fn unless_stopped<T>(
+    stop: &mut StopSignals,
+    work: impl std::future::Future<Output = T>,
+) -> Result<T, Received> {
+    tokio::select! {
+        done = work => Ok(done),
+        received = stop.arrived() => Err(received),
     }
 }
 
@@ -376,7 +401,7 @@ struct Kept {
 
 async fn run_to_end(args: RunArgs) -> Result<i32, Stop> {
     // Taken before anything starts, so no agent outlives a stop signal.
-    let mut stop = StopSignals::listen();
+    let stop = StopSignals::listen();
     let config = Config::load()?;
     let intake = intake_of(&args)?;
     if args.words.is_empty() {
@@ -394,15 +419,7 @@ async fn run_to_end(args: RunArgs) -> Result<i32, Stop> {
         })
         .await;
     let mut kept = Kept::default();
-    let result = tokio::select! {
-        result = turns(&args, &setup, intake.as_ref(), &mut kept) => result,
-        // The turn is dropped: its agent is killed (kill_on_drop), and the
-        // run's directory goes with `setup`, after the run is recorded.
-        signal = stop.next() => {
-            eprintln!("hark: stopped by {}; stopping the agent", signal.name);
-            Ok(128 + signal.number)
-        }
-    };
+    let result = turns(&args, &setup, intake.as_ref(), &mut kept, stop).await;
     let exit_code = match &result {
         Ok(status) => *status,
         Err(Stop::NotAnswered { .. }) => ExitStatus::NotAnswered.code(),
@@ -426,7 +443,12 @@ async fn turns(
     setup: &Setup,
     intake: Option<&(Intake, Given)>,
     kept: &mut Kept,
+    mut stop: StopSignals,
 ) -> Result<i32, Stop> {
+    let stopped = |received: Received| {
+        eprintln!("hark: stopped by {}; the run ends", received.name);
+        Ok(128 + received.number)
+    };
     let run_socket = setup.run_socket();
     let read_only = setup.read_only(args);
     let mut prompt = args.words.join(" ");
@@ -436,7 +458,11 @@ async fn turns(
         if let Some((intake, given)) = intake
             && (first_turn || intake.when == When::EveryTurn)
         {
-            let answered = operator::ask_intake(intake, given, run_socket.as_deref()).await?;
+            let asked = operator::ask_intake(intake, given, run_socket.as_deref());
+            let answered = match unless_stopped(&mut stop, asked).await {
+                Ok(answered) => answered?,
+                Err(received) => return stopped(received),
+            };
             prompt = format!("{}\n{prompt}", intake.block(&answered));
         }
         first_turn = false;
@@ -447,7 +473,10 @@ async fn turns(
         };
         let composed =
             hark_core::agent::compose(user, args.verb, setup.attach(), read_only.as_deref());
-        let turn = agent::run_agent(composed, args.cwd.as_ref()).await?;
+        let turn = agent::run_agent(composed, args.cwd.as_ref(), stop.clone()).await?;
+        if turn.stopped {
+            return Ok(turn.status);
+        }
         kept.cost_usd += turn.cost_usd;
         if turn.result.is_some() {
             kept.last_result.clone_from(&turn.result);
@@ -460,10 +489,16 @@ async fn turns(
             return Ok(turn.status);
         };
         resume = Some(session);
-        let next = if setup.dispatched {
-            operator::next_message(run_socket.as_deref(), turn.result.as_deref()).await
-        } else {
-            operator::next_message_from_terminal().await
+        let next = async {
+            if setup.dispatched {
+                operator::next_message(run_socket.as_deref(), turn.result.as_deref()).await
+            } else {
+                operator::next_message_from_terminal().await
+            }
+        };
+        let next = match unless_stopped(&mut stop, next).await {
+            Ok(next) => next,
+            Err(received) => return stopped(received),
         };
         match next {
             Some(message) => prompt = message,
