@@ -467,41 +467,9 @@ fn mcp_config_names_this_hark() {
     );
 }
 
-#[test]
-fn the_terminal_daemon_stops_on_sigterm_while_the_terminal_is_quiet() {
-    let sandbox = sandbox();
-    let mut serve = sandbox
-        .hark([
-            "serve",
-            "--prompter",
-            "terminal",
-            "--log-format",
-            "json",
-            "--socket",
-        ])
-        .arg(sandbox.socket())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let log = Lines::follow("hark serve", serve.stderr.take().unwrap());
-    log.wait_event("hark is serving the operator", &[]);
-    // Its terminal stays open and nobody types.
-    let _keys = serve.stdin.take().unwrap();
-    hark_harness::process::terminate(serve.id()).unwrap();
-    let status =
-        hark_harness::process::wait_or_kill(&mut serve, hark_harness::process::EXIT_PATIENCE);
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "hark serve ended on SIGTERM without a line typed: {status:?}"
-    );
-    assert!(!sandbox.socket().exists(), "its socket is removed");
-}
-
-#[test]
-fn the_terminal_prompter_asks_with_numbered_options() {
-    let sandbox = sandbox();
+/// `hark serve --prompter terminal` on the sandbox's socket, serving; its
+/// terminal is the child's stdin and stdout (followed).
+fn terminal_daemon(sandbox: &Sandbox) -> (std::process::Child, Lines) {
     let mut serve = sandbox
         .hark([
             "serve",
@@ -520,6 +488,29 @@ fn the_terminal_prompter_asks_with_numbered_options() {
     let screen = Lines::follow("the terminal", serve.stdout.take().unwrap());
     let log = Lines::follow("hark serve", serve.stderr.take().unwrap());
     log.wait_event("hark is serving the operator", &[]);
+    (serve, screen)
+}
+
+#[test]
+fn the_terminal_daemon_stops_on_sigterm_while_the_terminal_is_quiet() {
+    let sandbox = sandbox();
+    let (mut serve, _screen) = terminal_daemon(&sandbox);
+    // Its terminal stays open and nobody types.
+    let _keys = serve.stdin.take().unwrap();
+    hark_harness::process::terminate(serve.id()).unwrap();
+    let status =
+        hark_harness::process::wait_or_kill(&mut serve, hark_harness::process::EXIT_PATIENCE);
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "hark serve ended on SIGTERM without a line typed: {status:?}"
+    );
+    assert!(!sandbox.socket().exists(), "its socket is removed");
+}
+
+#[test]
+fn the_terminal_prompter_asks_with_numbered_options() {
+    let sandbox = sandbox();
+    let (mut serve, screen) = terminal_daemon(&sandbox);
     let file = sandbox.path("q.json");
     std::fs::write(&file, questions(&[db(), features()]).to_string()).unwrap();
     let ask = sandbox

@@ -129,14 +129,14 @@ fn a_timed_out_ask_reaches_the_agent_as_an_error_it_continues_past() {
     assert!(stdout(&out).contains("carried on"));
 }
 
-#[test]
-fn a_killed_agent_cancels_its_question_and_leaves_nothing_behind() {
-    let daemon = serve(json!({}));
+/// A `hark run` in `session` whose agent asks, then hangs until killed;
+/// returned once the question is asked, with the agent's recorded start.
+fn hanging_run(daemon: &Daemon, session: &str) -> (std::process::Child, Value) {
     let log = daemon.sandbox.path("fake.log");
     let prompt = format!("{}\nHANG", ask_line());
     let run = daemon
         .sandbox
-        .hark(["run", "--session", "killed", "--agent"])
+        .hark(["run", "--session", session, "--agent"])
         .arg(fake_claude())
         .args(["--", &prompt])
         .env("FAKE_CLAUDE_LOG", &log)
@@ -144,8 +144,15 @@ fn a_killed_agent_cancels_its_question_and_leaves_nothing_behind() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    daemon.log.question_id("killed");
-    let agent = &invocations(&log)[0];
+    daemon.log.question_id(session);
+    let agent = invocations(&log).remove(0);
+    (run, agent)
+}
+
+#[test]
+fn a_killed_agent_cancels_its_question_and_leaves_nothing_behind() {
+    let daemon = serve(json!({}));
+    let (run, agent) = hanging_run(&daemon, "killed");
     let socket = PathBuf::from(agent["env"]["HARK_ASK_SOCK"].as_str().unwrap());
     assert!(socket.exists());
     let killed = std::time::Instant::now();
@@ -181,21 +188,8 @@ fn a_killed_agent_cancels_its_question_and_leaves_nothing_behind() {
 fn a_run_told_to_stop_ends_its_agent_and_leaves_nothing_behind() {
     for (signal, number) in [("TERM", 15), ("HUP", 1)] {
         let daemon = serve(json!({}));
-        let log = daemon.sandbox.path("fake.log");
         let session = format!("stopped-{signal}");
-        let prompt = format!("{}\nHANG", ask_line());
-        let run = daemon
-            .sandbox
-            .hark(["run", "--session", &session, "--agent"])
-            .arg(fake_claude())
-            .args(["--", &prompt])
-            .env("FAKE_CLAUDE_LOG", &log)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        daemon.log.question_id(&session);
-        let agent = &invocations(&log)[0];
+        let (run, agent) = hanging_run(&daemon, &session);
         let agent_pid = agent["pid"].to_string();
         let socket = PathBuf::from(agent["env"]["HARK_ASK_SOCK"].as_str().unwrap());
         let kill = |signal: &str, pid: &str| {
