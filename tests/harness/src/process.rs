@@ -64,21 +64,37 @@ fn signal(signal: &'static str, pid: u32) -> Result<(), ProcessError> {
     }
 }
 
-/// Waits up to `patience` until none of `pids` is alive; whether they all
-/// went. They are not our children, so nothing reports their exit to us
-/// (short of `pidfd_open`, which needs unsafe code or another crate): this
-/// looks at `/proc` every 10 ms.
+/// Waits up to `patience` until none of `pids` is running; whether they all
+/// ended. They are not our children, so `wait` cannot report their exit;
+/// a pidfd (Linux 5.3) becomes readable when its process exits, and `poll`
+/// waits on it.
 pub fn wait_gone(pids: &[u32], patience: Duration) -> bool {
     let deadline = Instant::now() + patience;
+    pids.iter().all(|&pid| ended_by(pid, deadline))
+}
+
+/// Whether `pid` has ended by `deadline` (at once when it is gone already).
+fn ended_by(pid: u32, deadline: Instant) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return true;
+    };
+    // No such process (ESRCH): it is gone.
+    let Ok(pidfd) = pidfd_open(pid, PidfdFlags::empty()) else {
+        return true;
+    };
     loop {
-        let alive = pids.iter().any(|pid| alive(*pid));
-        if !alive {
-            return true;
-        }
-        if Instant::now() >= deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(timeout) = Timespec::try_from(left) else {
             return false;
+        };
+        let mut fds = [PollFd::new(&pidfd, PollFlags::IN)];
+        match poll(&mut fds, Some(&timeout)) {
+            // A signal cut the wait short: wait out the rest.
+            Err(rustix::io::Errno::INTR) => continue,
+            polled => return matches!(polled, Ok(n) if n > 0),
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
