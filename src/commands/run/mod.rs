@@ -203,6 +203,8 @@ struct Setup {
     headless_gate: Option<(RunDir, PathBuf)>,
     /// The agent command.
     agent: PathBuf,
+    /// With `--wrap`, the user's own command line, read once.
+    wrapped: Option<UserCommand>,
 }
 
 impl Setup {
@@ -221,12 +223,13 @@ impl Setup {
                 .clone()
                 .unwrap_or_else(|| format!("run-{}", run_id.short())),
         );
-        let user_configs = if args.wrap {
-            UserCommand::parse(&args.words)?.mcp_configs
+        let wrapped = if args.wrap {
+            Some(UserCommand::parse(&args.words)?)
         } else {
-            Vec::new()
+            None
         };
-        let servers = agent::existing_servers(&user_configs)?;
+        let user_configs = wrapped.as_ref().map_or(&[][..], |u| &u.mcp_configs[..]);
+        let servers = agent::existing_servers(user_configs)?;
         let hark = std::env::current_exe().map_err(RunError::ThisHark)?;
         let config_json = hark_core::agent::mcp_config(&hark, servers, args.read_only).to_string();
         let write_config = |dir: &RunDir| {
@@ -266,6 +269,7 @@ impl Setup {
             bridge,
             headless_gate,
             agent,
+            wrapped,
         })
     }
 
@@ -466,10 +470,9 @@ async fn turns(
             prompt = format!("{}\n{prompt}", intake.block(&answered));
         }
         first_turn = false;
-        let user = if args.wrap {
-            UserCommand::parse(&args.words)?
-        } else {
-            hark_core::agent::base_command(&setup.agent, &prompt, resume.as_deref())
+        let user = match &setup.wrapped {
+            Some(wrapped) => wrapped.clone(),
+            None => hark_core::agent::base_command(&setup.agent, &prompt, resume.as_deref()),
         };
         let composed =
             hark_core::agent::compose(user, args.verb, setup.attach(), read_only.as_deref());
