@@ -129,11 +129,12 @@ fn a_timed_out_ask_reaches_the_agent_as_an_error_it_continues_past() {
     assert!(stdout(&out).contains("carried on"));
 }
 
-/// A `hark run` in `session` whose agent asks, then hangs until killed;
-/// returned once the question is asked, with the agent's recorded start.
+/// A `hark run` in `session` whose agent starts a background process,
+/// asks, then hangs until killed; returned once the question is asked, with
+/// the agent's recorded start (and `background_pid`).
 fn hanging_run(daemon: &Daemon, session: &str) -> (std::process::Child, Value) {
-    let log = daemon.sandbox.path("fake.log");
-    let prompt = format!("{}\nHANG", ask_line());
+    let log = daemon.sandbox.path(format!("{session}.log"));
+    let prompt = format!("BACKGROUND\n{}\nHANG", ask_line());
     let run = daemon
         .sandbox
         .hark(["run", "--session", session, "--agent"])
@@ -145,8 +146,21 @@ fn hanging_run(daemon: &Daemon, session: &str) -> (std::process::Child, Value) {
         .spawn()
         .unwrap();
     daemon.log.question_id(session);
-    let agent = invocations(&log).remove(0);
+    let lines = invocations(&log);
+    let mut agent = lines[0].clone();
+    agent["background_pid"] = lines[1]["background_pid"].clone();
     (run, agent)
+}
+
+/// Whether the agent's background process has ended (waiting a little for
+/// a signal to land).
+fn background_ended(agent: &Value) -> bool {
+    let pid = agent["background_pid"].as_u64().unwrap() as u32;
+    let ended = hark_harness::process::wait_gone(&[pid], std::time::Duration::from_secs(5));
+    if !ended {
+        let _ = hark_harness::process::terminate(pid);
+    }
+    ended
 }
 
 #[test]
@@ -182,6 +196,50 @@ fn a_killed_agent_cancels_its_question_and_leaves_nothing_behind() {
         !socket.parent().unwrap().exists(),
         "the run's directory is removed"
     );
+    assert!(
+        background_ended(&agent),
+        "what the dead agent left running is ended with its process group"
+    );
+}
+
+#[test]
+fn the_directory_of_a_run_killed_by_sigkill_is_swept_by_the_next_run() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let (mut run, agent) = hanging_run(&daemon, "sigkilled");
+    let socket = PathBuf::from(agent["env"]["HARK_ASK_SOCK"].as_str().unwrap());
+    run.kill().unwrap();
+    run.wait().unwrap();
+    // Nothing can catch SIGKILL: the agent (in its own process group) and
+    // the directory are left behind.
+    let _ = hark_harness::process::terminate(agent["pid"].as_u64().unwrap() as u32);
+    let _ = hark_harness::process::terminate(agent["background_pid"].as_u64().unwrap() as u32);
+    assert!(socket.parent().unwrap().exists());
+    // A live run's directory is not touched by the sweep.
+    let (live, live_agent) = hanging_run(&daemon, "alive");
+    let live_socket = PathBuf::from(live_agent["env"]["HARK_ASK_SOCK"].as_str().unwrap());
+
+    let log = daemon.sandbox.path("next.log");
+    let out = hark_run(&daemon.sandbox, &log, &["--", "SAY next"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !socket.parent().unwrap().exists(),
+        "the next run removed the dead run's directory"
+    );
+    assert!(live_socket.exists(), "the live run's socket is kept");
+    assert!(
+        Command::new("kill")
+            .arg(live.id().to_string())
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = live.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + 15));
+    assert!(background_ended(&live_agent));
 }
 
 #[test]
@@ -213,6 +271,10 @@ fn a_run_told_to_stop_ends_its_agent_and_leaves_nothing_behind() {
         assert!(
             !socket.parent().unwrap().exists(),
             "SIG{signal}: the run's directory is removed"
+        );
+        assert!(
+            background_ended(&agent),
+            "SIG{signal}: what the agent started is stopped with it"
         );
         let event = daemon
             .log

@@ -25,11 +25,19 @@ pub enum PrivateDirError {
 
 /// This process's effective uid.
 pub fn own_uid() -> u32 {
-    #[allow(unsafe_code)]
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe {
-        libc::geteuid()
-    }
+    rustix::process::geteuid().as_raw()
+}
+
+/// Whether a process with `pid` exists (a zombie, or another user's,
+/// counts): signal 0 checks without sending anything.
+pub fn process_exists(pid: i32) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+        return false;
+    };
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
 }
 
 /// Creates `dir` as 0700 if missing; an existing one must belong to this

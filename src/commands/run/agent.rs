@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 use hark_core::agent::{ASK_TOOL, Composed};
 
@@ -64,6 +65,9 @@ pub async fn run_agent(
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .env_remove(hark_core::env::RUN_ID)
+        // Its own process group, so that stopping it stops what it started
+        // (its MCP servers, the shells of its tools, their children).
+        .process_group(0)
         .kill_on_drop(true);
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
@@ -87,19 +91,17 @@ pub async fn run_agent(
             },
             _ = tokio::signal::ctrl_c() => {
                 eprintln!("hark: interrupted; stopping the agent");
-                let _ = child.start_kill();
                 break;
             }
             received = stop.arrived() => {
                 eprintln!("hark: stopped by {}; stopping the agent", received.name);
-                let _ = child.start_kill();
                 stopped_by = Some(received);
                 break;
             }
         }
     }
     // Reaped before the run goes on or ends: no agent outlives its run.
-    let status = child.wait().await.map_err(RunError::Agent)?;
+    let status = end_group(&mut child).await.map_err(RunError::Agent)?;
     turn.status = match stopped_by {
         Some(received) => 128 + received.number,
         None => status.code().unwrap_or_else(|| {
@@ -109,6 +111,37 @@ pub async fn run_agent(
     };
     turn.stopped = stopped_by.is_some();
     Ok(turn)
+}
+
+/// How long the agent has to end after SIGTERM before its group is killed.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// Ends the agent's process group and reaps the agent: SIGTERM to the
+/// group, and SIGKILL to what is left of it once the agent has ended or
+/// [`GRACE`] has passed. After an agent that ended by itself this only
+/// stops what it left running (a background shell), which would otherwise
+/// go on, unwatched, after the turn.
+async fn end_group(child: &mut Child) -> std::io::Result<std::process::ExitStatus> {
+    use rustix::process::{Pid, Signal, kill_process_group};
+    let group = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(Pid::from_raw);
+    let Some(group) = group else {
+        // Already reaped.
+        return child.wait().await;
+    };
+    let _ = kill_process_group(group, Signal::TERM);
+    let status = match tokio::time::timeout(GRACE, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            let _ = kill_process_group(group, Signal::KILL);
+            child.wait().await
+        }
+    };
+    // ESRCH when nothing of the group is left, which is the usual case.
+    let _ = kill_process_group(group, Signal::KILL);
+    status
 }
 
 /// Prints one stream-json event as progress (raw lines pass through).

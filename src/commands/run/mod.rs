@@ -406,6 +406,9 @@ struct Kept {
 async fn run_to_end(args: RunArgs) -> Result<i32, Stop> {
     // Taken before anything starts, so no agent outlives a stop signal.
     let stop = StopSignals::listen();
+    // The directories of runs that died by SIGKILL (which no process can
+    // catch) go now.
+    RunDir::sweep();
     let config = Config::load()?;
     let intake = intake_of(&args)?;
     if args.words.is_empty() {

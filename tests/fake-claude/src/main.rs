@@ -11,6 +11,9 @@
 //!   `ASK {json}` calls `mcp__operator__ask`; `NESTED {json}` runs a child of
 //!   itself (a sub-agent inheriting the MCP config) that asks; `SAY text`;
 //!   `HANG` waits until killed; `EXIT n` sets the exit status;
+//!   `BACKGROUND` starts a long `sleep` that outlives the agent unless its
+//!   process group is ended (as a tool's background shell would), and logs
+//!   its pid as `{"background_pid": N}`;
 //!   `TOOL name {input}` uses a tool as the model would: read tools and
 //!   tools in `--allowedTools` run; anything else goes to the
 //!   `--permission-prompt-tool` (`{"tool_name","input","tool_use_id"}`) and
@@ -190,10 +193,33 @@ fn emit(event: Value) {
     let _ = out.flush();
 }
 
-fn record(argv: &[String]) {
+/// Starts `sleep 600` with nothing of ours open, and logs its pid.
+fn background() {
+    let spawned = std::process::Command::new("sleep")
+        .arg("600")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Ok(child) = spawned {
+        log_line(&json!({"background_pid": child.id()}));
+    }
+}
+
+fn log_line(line: &Value) {
     let Some(path) = std::env::var_os("FAKE_CLAUDE_LOG") else {
         return;
     };
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(file, "{line}");
+    }
+}
+
+fn record(argv: &[String]) {
     let env: BTreeMap<String, String> = std::env::vars()
         .filter(|(k, _)| {
             k.starts_with("HARK_")
@@ -204,14 +230,7 @@ fn record(argv: &[String]) {
     let cwd = std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_default();
-    let line = json!({"argv": argv, "env": env, "cwd": cwd, "pid": std::process::id()});
-    if let Ok(mut file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-    {
-        let _ = writeln!(file, "{line}");
-    }
+    log_line(&json!({"argv": argv, "env": env, "cwd": cwd, "pid": std::process::id()}));
 }
 
 type Server = RunningService<RoleClient, ()>;
@@ -421,6 +440,7 @@ impl Session {
                     self.last_text = rest.to_owned();
                 }
                 "HANG" => std::future::pending::<()>().await,
+                "BACKGROUND" => background(),
                 "EXIT" => status = rest.trim().parse().unwrap_or(1),
                 _ => {
                     let text = format!("done: {line}");

@@ -23,17 +23,70 @@ use crate::bridge::wire::{
 use crate::model::ids::{RunId, SessionId};
 
 /// A private directory removed (with what is in it) when dropped.
+///
+/// Its name carries its owner's pid (`hark-run-<pid>-<random>`), so that a
+/// directory whose owner died without dropping it (SIGKILL, a crash, a
+/// power cut) is found and removed by the next [`RunDir::sweep`].
 #[derive(Debug)]
 pub struct RunDir {
     path: PathBuf,
 }
 
+/// The start of every run directory's name.
+const RUN_DIR_PREFIX: &str = "hark-run-";
+
 impl RunDir {
-    /// Creates `hark-run-<random>` (0700) in the temp dir.
+    /// Creates `hark-run-<pid>-<random>` (0700) in the temp dir.
     pub fn create() -> Result<RunDir, SocketError> {
-        let path = std::env::temp_dir().join(format!("hark-run-{}", uuid::Uuid::new_v4().simple()));
+        let name = format!(
+            "{RUN_DIR_PREFIX}{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let path = std::env::temp_dir().join(name);
         crate::files::ensure_private_dir(&path)?;
         Ok(RunDir { path })
+    }
+
+    /// Removes the run directories in the temp dir that belong to this user
+    /// and whose owner process is gone; how many it removed. A directory is
+    /// kept whenever its owner might be alive: a running process with its
+    /// pid (even one that reused the pid), a name without a pid (an older
+    /// hark's), another user's, or a symlink.
+    pub fn sweep() -> usize {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return 0;
+        };
+        let uid = crate::files::own_uid();
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(RUN_DIR_PREFIX))
+                .and_then(|rest| rest.split_once('-'))
+                .and_then(|(pid, _)| pid.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            use std::os::unix::fs::MetadataExt;
+            if !meta.is_dir() || meta.uid() != uid || crate::files::process_exists(pid) {
+                continue;
+            }
+            match std::fs::remove_dir_all(entry.path()) {
+                Ok(()) => {
+                    tracing::info!(dir = %entry.path().display(), pid, "removed the directory of a run that died");
+                    removed += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(dir = %entry.path().display(), "cannot remove a dead run's directory: {e}")
+                }
+            }
+        }
+        removed
     }
 
     pub fn path(&self) -> &Path {

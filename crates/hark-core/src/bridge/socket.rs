@@ -52,18 +52,11 @@ pub fn app_socket_path() -> Result<PathBuf, SocketError> {
 /// waiting question holds a connection open, and the common default of 1024
 /// would cap a busy operator at about a thousand pending questions.
 pub fn raise_open_file_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    #[allow(unsafe_code)]
-    // SAFETY: getrlimit and setrlimit only read and write the struct passed in.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        let _ = setrlimit(Resource::Nofile, limit);
     }
 }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::bridge::relay::RunDir;
 use crate::bridge::socket::{self, SocketError};
 use crate::config::{Config, ConfigError};
 use crate::daemon::listener::Daemon;
@@ -65,6 +66,7 @@ pub fn prepare(
         None => socket::app_socket_path()?,
     };
     let (listener, socket_file) = socket::bind(&path)?;
+    RunDir::sweep();
     let store_path = Store::default_path().ok_or(ServeError::NoStorePath)?;
     let store = Arc::new(Store::open(&store_path, Clock::system())?);
     let registry = Registry::with_store(Some(store));
