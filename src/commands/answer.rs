@@ -111,8 +111,7 @@ pub async fn answer(options: AnswerArgs) -> ExitStatus {
         Err(code) => return code,
     };
     // The picks are resolved here as the daemon will resolve them, so a
-    // misfit is told once, in the command line's words. (The daemon's
-    // refusal carries its issues both in its message and beside it.)
+    // misfit is told in the command line's words before anything is sent.
     let picks: Picks =
         match picks_from_words(&record.request, &options.picks, options.text.as_deref())
             .and_then(|picks| resolve(&record.request, &picks).map(|_| picks))

@@ -636,3 +636,47 @@ async fn under_strict_defaults_the_schema_requires_a_default_and_a_call_without_
     );
     agent.cancel().await.unwrap();
 }
+
+#[test]
+fn a_home_directory_that_does_not_exist_is_named_not_created() {
+    let sandbox = sandbox();
+    let gone = sandbox.path("gone");
+    for command in [&["serve"][..], &["inbox"]] {
+        let mut hark = sandbox.hark(command);
+        for name in [
+            "HARK_SOCKET",
+            "HARK_DATA_DIR",
+            "XDG_RUNTIME_DIR",
+            "XDG_DATA_HOME",
+            "XDG_CONFIG_HOME",
+            "XDG_STATE_HOME",
+            "XDG_CACHE_HOME",
+        ] {
+            hark.env_remove(name);
+        }
+        let mut hark = hark
+            .env("HOME", &gone)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // (A daemon that made the home would serve until stopped.)
+        let status =
+            hark_harness::process::wait_or_kill(&mut hark, hark_harness::process::EXIT_PATIENCE);
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut hark.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(
+            status.and_then(|s| s.code()),
+            Some(1),
+            "{command:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "the home directory {} does not exist, and hark does not create it",
+                gone.display()
+            )),
+            "{command:?}: {stderr}"
+        );
+        assert!(!gone.exists(), "{command:?} created the missing home");
+    }
+}

@@ -23,6 +23,32 @@ pub enum PrivateDirError {
     Io { path: PathBuf, source: io::Error },
 }
 
+/// Why hark has no per-user directories to default to.
+#[derive(Debug, thiserror::Error)]
+pub enum NoHomeError {
+    #[error("no home directory is set (HOME)")]
+    Unset,
+    /// hark does not create a home directory: a missing one is a mistake in
+    /// the environment (a service's, a container's), and a directory made
+    /// in its place would hide it.
+    #[error(
+        "the home directory {} does not exist, and hark does not create it",
+        home.display()
+    )]
+    Missing { home: PathBuf },
+}
+
+/// hark's per-user directories under an existing home directory.
+pub fn project_dirs() -> Result<directories::ProjectDirs, NoHomeError> {
+    let base = directories::BaseDirs::new().ok_or(NoHomeError::Unset)?;
+    if !base.home_dir().is_dir() {
+        return Err(NoHomeError::Missing {
+            home: base.home_dir().to_owned(),
+        });
+    }
+    directories::ProjectDirs::from("", "", "hark").ok_or(NoHomeError::Unset)
+}
+
 /// This process's effective uid.
 pub fn own_uid() -> u32 {
     rustix::process::geteuid().as_raw()

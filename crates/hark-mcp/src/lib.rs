@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -282,6 +282,18 @@ would have changed.";
 const NOT_APPROVED: &str =
     "This write was not approved, so it was not taken (silence is not consent)";
 
+/// What kind of JSON value `value` is, for an error message.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 fn error_text(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
@@ -308,6 +320,39 @@ impl ServerHandler for OperatorServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.tools().into_iter().find(|t| t.name == name)
+    }
+
+    /// A `tools/call` whose params rmcp cannot read as a call (arguments
+    /// that are an array, a string, a number) arrives here, as any request
+    /// it does not know. The agent gets a tool error saying what is wrong
+    /// with its call, as for any other malformed call, rather than
+    /// JSON-RPC's "method not found" for a method this server has.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        if request.method != "tools/call" {
+            return Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                request.method,
+                None,
+            ));
+        }
+        let params = request.params.unwrap_or(Value::Null);
+        let text = match (params.get("name"), params.get("arguments")) {
+            (Some(Value::String(_)), Some(arguments)) => format!(
+                "the call's arguments must be an object (`{{\"questions\": [...]}}`), not {}",
+                json_kind(arguments)
+            ),
+            _ => format!(
+                "a tools/call takes {{\"name\": TOOL, \"arguments\": {{...}}}}, not {}",
+                json_kind(&params)
+            ),
+        };
+        serde_json::to_value(error_text(text))
+            .map(CustomResult)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))
     }
 
     async fn call_tool(

@@ -18,7 +18,8 @@ use hark_core::prompter::script::{Scripted, ScriptedPrompter};
 use hark_core::registry::{Event, Registry};
 use hark_mcp::{McpSettings, OperatorServer};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam, Request,
+    CallToolRequestParams, CallToolResult, ClientRequest, CustomRequest, ProgressNotificationParam,
+    Request,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -350,5 +351,36 @@ async fn with_approvals_on_a_read_passes_and_a_write_with_no_operator_is_denied(
             .contains("no operator is attached"),
         "{verdict}"
     );
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_whose_arguments_are_not_an_object_is_a_tool_error_saying_so() {
+    let served = Served::start(HashMap::new());
+    let (agent, _) = connect(settings(&served.socket)).await;
+    for (arguments, kind) in [
+        (json!([db()]), "an array"),
+        (json!("questions"), "a string"),
+        (json!(7), "a number"),
+    ] {
+        let request = ClientRequest::CustomRequest(CustomRequest::new(
+            "tools/call",
+            Some(json!({"name": "ask", "arguments": arguments})),
+        ));
+        let response = agent.send_request(request).await.unwrap();
+        let result: CallToolResult =
+            serde_json::from_value(serde_json::to_value(&response).unwrap()).unwrap();
+        assert_eq!(result.is_error, Some(true), "{arguments}: {result:?}");
+        assert_eq!(
+            text(&result),
+            format!(
+                "the call's arguments must be an object (`{{\"questions\": [...]}}`), not {kind}"
+            )
+        );
+    }
+    // The server goes on serving well-formed calls.
+    let listed = agent.list_all_tools().await.unwrap();
+    assert!(listed.iter().any(|t| t.name == "ask"));
+    assert!(served.registry.pending().is_empty());
     agent.cancel().await.unwrap();
 }

@@ -20,8 +20,8 @@ pub enum SocketError {
     NotASocket(PathBuf),
     #[error(transparent)]
     Dir(#[from] PrivateDirError),
-    #[error("no place for the socket: set HARK_SOCKET or XDG_RUNTIME_DIR")]
-    NoPath,
+    #[error("no place for the socket: {0}; set HARK_SOCKET or XDG_RUNTIME_DIR")]
+    NoPath(#[from] crate::files::NoHomeError),
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }
@@ -43,7 +43,7 @@ pub fn app_socket_path() -> Result<PathBuf, SocketError> {
     if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(dir).join("hark").join("hark.sock"));
     }
-    let dirs = directories::ProjectDirs::from("", "", "hark").ok_or(SocketError::NoPath)?;
+    let dirs = crate::files::project_dirs()?;
     let dir = dirs.runtime_dir().unwrap_or_else(|| dirs.data_local_dir());
     Ok(dir.join("hark.sock"))
 }

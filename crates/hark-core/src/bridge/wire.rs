@@ -334,9 +334,11 @@ impl From<crate::registry::ReplyError> for WireError {
         let message = e.to_string();
         match e {
             ReplyError::NotPending(_) => WireError::new(ErrorCode::NotPending, message),
+            // The issues go beside the message, not in it as well: a client
+            // that prints both would say each twice.
             ReplyError::Invalid(issues) => WireError {
                 code: ErrorCode::Invalid,
-                message,
+                message: "the answers do not fit the questions".into(),
                 issues,
             },
             ReplyError::NotOffered { .. } => WireError::new(ErrorCode::Invalid, message),

@@ -37,8 +37,8 @@ pub enum ServeError {
     Socket(#[from] SocketError),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("no place for the store: set HARK_DATA_DIR")]
-    NoStorePath,
+    #[error("no place for the store: {0}; set HARK_DATA_DIR")]
+    NoStorePath(crate::files::NoHomeError),
 }
 
 /// The core, ready to serve: a bound socket, the store, the registry.
@@ -67,7 +67,7 @@ pub fn prepare(
     };
     let (listener, socket_file) = socket::bind(&path)?;
     RunDir::sweep();
-    let store_path = Store::default_path().ok_or(ServeError::NoStorePath)?;
+    let store_path = Store::default_path().map_err(ServeError::NoStorePath)?;
     let store = Arc::new(Store::open(&store_path, Clock::system())?);
     let registry = Registry::with_store(Some(store));
     tokio::spawn(keep_history(registry.clone(), config.history_limit));

@@ -132,11 +132,11 @@ pub fn unix_ms(t: SystemTime) -> u64 {
 
 impl Store {
     /// `$HARK_DATA_DIR/hark.db`, else the platform data dir's.
-    pub fn default_path() -> Option<PathBuf> {
+    pub fn default_path() -> Result<PathBuf, crate::files::NoHomeError> {
         if let Some(dir) = crate::env::var_os(crate::env::DATA_DIR) {
-            return Some(PathBuf::from(dir).join("hark.db"));
+            return Ok(PathBuf::from(dir).join("hark.db"));
         }
-        directories::ProjectDirs::from("", "", "hark").map(|d| d.data_dir().join("hark.db"))
+        Ok(crate::files::project_dirs()?.data_dir().join("hark.db"))
     }
 
     /// Opens (creating and migrating as needed) the store at `path`, and

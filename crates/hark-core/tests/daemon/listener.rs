@@ -114,6 +114,16 @@ async fn a_reply_from_a_second_client_settles_the_item_and_a_second_reply_is_not
             answers: picked("Which database?", label),
         },
     };
+    // A misfit is refused with its issues beside the message, said once.
+    let misfit = request(&served.socket, &reply("Mongo")).await.unwrap();
+    let ServerFrame::Error(refusal) = misfit else {
+        panic!("a label not offered was taken: {misfit:?}");
+    };
+    assert_eq!(refusal.code, ErrorCode::Invalid);
+    assert_eq!(refusal.message, "the answers do not fit the questions");
+    assert_eq!(refusal.issues.len(), 1, "{:?}", refusal.issues);
+    assert!(refusal.issues[0].message.contains("Mongo"), "{:?}", refusal.issues);
+
     let replied = request(&served.socket, &reply("SQLite")).await.unwrap();
     assert_eq!(
         wire(&replied),
