@@ -38,6 +38,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::agent::Verb;
+use crate::bridge::deadline::FrameStalled;
 use crate::bridge::views::{ItemView, RunView, SessionView};
 use crate::model::approval::{DecidedBy, Scope};
 use crate::model::ids::{ItemId, RunId, SessionId};
@@ -366,12 +367,25 @@ pub enum FrameError {
     TooLarge,
     #[error("connection closed in the middle of a frame")]
     Truncated,
+    /// The frame outstayed its deadline (see [`Deadlined`](crate::bridge::deadline::Deadlined)).
     #[error(transparent)]
-    Io(#[from] std::io::Error),
+    Stalled(FrameStalled),
+    #[error(transparent)]
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for FrameError {
+    fn from(e: std::io::Error) -> Self {
+        match FrameStalled::of(&e) {
+            Some(stalled) => FrameError::Stalled(stalled),
+            None => FrameError::Io(e),
+        }
+    }
 }
 
 /// Reads one newline-terminated frame into `buf` (cleared first). Returns
-/// `Ok(false)` on a clean end of stream. Never buffers more than [`MAX_FRAME`].
+/// `Ok(false)` on a clean end of stream. Never buffers more than [`MAX_FRAME`]
+/// (`buf` never grows past it, whatever sizes the reads come in).
 pub async fn read_frame<R: AsyncBufRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
@@ -393,12 +407,23 @@ pub async fn read_frame<R: AsyncBufRead + Unpin>(
         if buf.len() + chunk.len() > MAX_FRAME {
             return Err(FrameError::TooLarge);
         }
+        grow_within_cap(buf, chunk.len());
         buf.extend_from_slice(chunk);
         let used = done.unwrap_or(chunk.len());
         reader.consume(used);
         if done.is_some() {
             return Ok(true);
         }
+    }
+}
+
+/// Makes room for `more` bytes, doubling as a `Vec` does but never past
+/// [`MAX_FRAME`] (a `Vec` left to itself may double to twice the cap).
+fn grow_within_cap(buf: &mut Vec<u8>, more: usize) {
+    let needed = buf.len() + more;
+    if needed > buf.capacity() {
+        let target = needed.max(buf.capacity() * 2).min(MAX_FRAME);
+        buf.reserve_exact(target - buf.len());
     }
 }
 

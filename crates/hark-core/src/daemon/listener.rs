@@ -12,10 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::BufReader;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::task::JoinSet;
 
+use crate::bridge::deadline::{Deadlined, SocketReader};
 use crate::bridge::socket::peer_is_owner;
 use crate::bridge::wire::{
     Caller, ClientFrame, ErrorCode, FrameError, ServerFrame, WireError, read_frame, write_frame,
@@ -46,6 +47,14 @@ const DRAIN: Duration = Duration::from_secs(2);
 /// sends it as soon as it connects, so one that has not is stuck or hostile:
 /// it would hold a file handle (and up to a frame's worth of buffer) forever.
 pub const FIRST_FRAME: Duration = Duration::from_secs(10);
+/// How long any frame has to arrive whole once its first byte has: a client
+/// writes a frame at once, so one still unfinished after this is stuck or
+/// hostile, and would hold its file handle and up to [`MAX_FRAME`] of buffer
+/// forever. Between frames a connection may idle as long as it likes (an
+/// operator following the inbox, an asker waiting for its answer).
+///
+/// [`MAX_FRAME`]: crate::bridge::wire::MAX_FRAME
+pub const FRAME_DEADLINE: Duration = Duration::from_secs(10);
 /// How many connections one process may hold at once: enough for a client
 /// asking many questions in parallel, too few for one process to take every
 /// file handle the daemon has.
@@ -198,20 +207,23 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
         }
     }
     let (reader, mut writer) = stream.into_split();
-    let mut reader = BufReader::new(reader);
+    let mut reader = BufReader::new(Deadlined::new(reader, FRAME_DEADLINE));
     let mut buf = Vec::new();
-    let first = tokio::time::timeout(FIRST_FRAME, read_frame(&mut reader, &mut buf)).await;
-    let Ok(first) = first else {
-        tracing::debug!("a connection sent no whole frame in time");
-        let late = WireError::new(
-            ErrorCode::BadFrame,
-            format!(
-                "no whole frame arrived within {} s of connecting",
-                FIRST_FRAME.as_secs()
-            ),
-        );
-        let _ = write_frame(&mut writer, &ServerFrame::Error(late)).await;
-        return;
+    let first = match tokio::time::timeout(FIRST_FRAME, read_frame(&mut reader, &mut buf)).await {
+        Ok(read) if !matches!(read, Err(FrameError::Stalled(_))) => read,
+        // Nothing whole in time, or a first frame begun and left unfinished.
+        _ => {
+            tracing::debug!("a connection sent no whole frame in time");
+            let late = WireError::new(
+                ErrorCode::BadFrame,
+                format!(
+                    "no whole frame arrived within {} s of connecting",
+                    FIRST_FRAME.as_secs()
+                ),
+            );
+            let _ = write_frame(&mut writer, &ServerFrame::Error(late)).await;
+            return;
+        }
     };
     let frame = match first {
         Ok(true) => serde_json::from_slice::<ClientFrame>(&buf)
@@ -286,7 +298,7 @@ async fn approve(
     caller: Caller,
     tool_name: &str,
     input: &serde_json::Value,
-    reader: BufReader<OwnedReadHalf>,
+    reader: SocketReader,
     mut writer: OwnedWriteHalf,
 ) {
     let session_id = caller.session();
@@ -400,7 +412,7 @@ fn effective_timeout(requested: Option<f64>, default: Duration) -> Duration {
 async fn wait_for_operator(
     mut pending: Pending,
     daemon: &Daemon,
-    mut reader: BufReader<OwnedReadHalf>,
+    mut reader: SocketReader,
     mut writer: OwnedWriteHalf,
     before_telling: impl FnOnce(&Outcome),
 ) -> Option<Outcome> {
@@ -429,6 +441,12 @@ async fn wait_for_operator(
                     daemon.registry.cancel(id, "the agent cancelled the call");
                 }
                 Ok(true) => {}
+                // A frame left unfinished: the asker is stuck, so its item
+                // is cancelled now rather than left to its timeout.
+                Err(FrameError::Stalled(stalled)) => {
+                    daemon.registry.cancel(id, &format!("the agent's connection stalled: {stalled}"));
+                    return None;
+                }
                 // Hang-up: nobody is listening any more.
                 Ok(false) | Err(_) => return None,
             },

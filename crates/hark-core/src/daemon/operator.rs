@@ -2,10 +2,10 @@
 //! follow the inbox, clear the history. Every surface (desktop, terminal,
 //! CLI) goes through these, so one set of reply rules holds everywhere.
 
-use tokio::io::BufReader;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::bridge::deadline::SocketReader;
 use crate::bridge::views::{ItemView, RunView, SessionView, views};
 use crate::bridge::wire::{
     ClientFrame, ErrorCode, FeedEvent, ServerFrame, WireError, WireReply, read_frame, write_frame,
@@ -176,11 +176,7 @@ pub fn clear_settled(registry: &Registry) -> ServerFrame {
 /// Streams the inbox to a follower: every pending item, then each add and
 /// settle, until the follower hangs up. It subscribes before it lists, so no
 /// change falls between the two (an item may come twice; ids tell).
-pub async fn follow(
-    registry: &Registry,
-    mut reader: BufReader<OwnedReadHalf>,
-    mut writer: OwnedWriteHalf,
-) {
+pub async fn follow(registry: &Registry, mut reader: SocketReader, mut writer: OwnedWriteHalf) {
     let mut events = registry.subscribe();
     for item in registry.pending() {
         let frame = ServerFrame::Event {

@@ -1,11 +1,14 @@
 //! What a stuck or hostile local client cannot do to the daemon: hold a
-//! connection open without sending its frame, or take every file handle.
+//! connection open without sending its frame (the first or any later one),
+//! or take every file handle. What it may do: idle between frames.
 
-use hark_core::daemon::listener::{FIRST_FRAME, PER_PROCESS};
+use hark_core::daemon::listener::{FIRST_FRAME, FRAME_DEADLINE, PER_PROCESS};
+use hark_core::model::item::Outcome;
+use hark_core::registry::Event;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
-use crate::support::{Raw, Served, ask, db, operator, wire};
+use crate::support::{DEFAULT_TIMEOUT, Raw, Served, ask, db, operator, picked, wire};
 
 #[tokio::test(start_paused = true)]
 async fn a_frame_left_unfinished_is_dropped_at_its_deadline() {
@@ -27,6 +30,86 @@ async fn a_frame_left_unfinished_is_dropped_at_its_deadline() {
     let mut asker = Raw::connect(&served.socket).await;
     asker.send(&wire(ask("s1", db()))).await;
     assert_eq!(asker.next().await.unwrap()["type"], "accepted");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_asker_whose_next_frame_stalls_is_dropped_and_its_ask_cancelled() {
+    let (operator, mut prompts) = operator();
+    let served = Served::start(operator);
+    let mut events = served.registry().subscribe();
+    let mut asker = Raw::connect(&served.socket).await;
+    asker.send(&wire(ask("s1", db()))).await;
+    let accepted = asker.next().await.unwrap();
+    assert_eq!(accepted["type"], "accepted", "{accepted}");
+    let mut prompt = prompts.recv().await.unwrap();
+
+    asker.writer.write_all(b"{\"type\":\"can").await.unwrap();
+    let started = tokio::time::Instant::now();
+    let closed = tokio::time::timeout(FRAME_DEADLINE * 2, asker.next())
+        .await
+        .expect("the stalled frame is not held past its deadline");
+    assert_eq!(closed, None, "the connection is closed");
+    assert_eq!(started.elapsed(), FRAME_DEADLINE);
+
+    // The ask is settled at once, cancelled, and the prompt withdrawn.
+    let settled = loop {
+        if let Event::Settled { item, outcome, .. } = events.recv().await.unwrap() {
+            break (item.id, outcome);
+        }
+    };
+    assert_eq!(settled.0.to_string(), accepted["id"].as_str().unwrap());
+    assert!(
+        matches!(&settled.1, Outcome::Cancelled { reason } if reason.contains("stalled")),
+        "{:?}",
+        settled.1
+    );
+    prompt.dropped().await;
+    assert_eq!(started.elapsed(), FRAME_DEADLINE, "well before its timeout");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_whose_next_frame_stalls_is_dropped() {
+    let (operator, _prompts) = operator();
+    let served = Served::start(operator);
+    let mut follower = Raw::connect(&served.socket).await;
+    follower.send(&json!({"type": "subscribe"})).await;
+    follower.writer.write_all(b"{\"type\":").await.unwrap();
+    let started = tokio::time::Instant::now();
+    let closed = tokio::time::timeout(FRAME_DEADLINE * 2, follower.next())
+        .await
+        .expect("the stalled frame is not held past its deadline");
+    assert_eq!(closed, None, "the connection is closed");
+    assert_eq!(started.elapsed(), FRAME_DEADLINE);
+}
+
+#[tokio::test(start_paused = true)]
+async fn connections_idle_between_frames_stay_open() {
+    let (operator, mut prompts) = operator();
+    let served = Served::start(operator);
+    let mut follower = Raw::connect(&served.socket).await;
+    follower.send(&json!({"type": "subscribe"})).await;
+    let mut asker = Raw::connect(&served.socket).await;
+    asker.send(&wire(ask("s1", db()))).await;
+    assert_eq!(asker.next().await.unwrap()["type"], "accepted");
+    assert_eq!(follower.next().await.unwrap()["event"], "added");
+    let prompt = prompts.recv().await.unwrap();
+
+    // Both idle for many deadlines (and less than the ask's timeout).
+    let idle = FRAME_DEADLINE * 6;
+    assert!(idle < DEFAULT_TIMEOUT);
+    let quiet = tokio::time::timeout(idle, follower.next()).await;
+    assert!(quiet.is_err(), "the follower is still followed: {quiet:?}");
+
+    // Then the operator answers: the asker gets it, the follower sees it.
+    prompt.answer(Ok(picked("Which database?", "SQLite")));
+    let settled = asker.next().await.expect("the asker's connection is open");
+    assert_eq!(settled["type"], "settled", "{settled}");
+    assert_eq!(settled["outcome"]["outcome"], "answered", "{settled}");
+    let seen = follower
+        .next()
+        .await
+        .expect("the follower's connection is open");
+    assert_eq!(seen["event"], "settled", "{seen}");
 }
 
 // Real time: the connections are idle, and paused time would jump to their

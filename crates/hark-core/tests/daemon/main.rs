@@ -9,7 +9,8 @@
 //! events (a frame, a prompt, a registry event), never on a sleep.
 //!
 //! - `listener`: ask, reply, subscribe, cancel, shutdown, approve.
-//! - `limits`: an unfinished frame is dropped at its deadline; one process
+//! - `limits`: an unfinished frame (the first or a later one) is dropped at
+//!   its deadline, a connection idle between frames is not; one process
 //!   cannot hold every connection.
 //! - `relay`: a run's socket carries calls to the app socket, filed under the run.
 //! - `client`: `request` and `Call` against a listener, and their errors
