@@ -1,10 +1,11 @@
 //! The unix-socket bridge between an asker (`hark mcp-operator-ask`, `hark
 //! ask`, `hark run`) and whoever serves the operator: the frames
 //! ([`wire`]), owner-only sockets ([`socket`]), the client side of a call
-//! ([`client`]), and the per-run pass-through socket ([`relay`]). The
+//! ([`client`]), the listing copies of the views ([`listed`]), and the per-run pass-through socket ([`relay`]). The
 //! serving side is the `daemon` module, above this one.
 
 pub mod client;
+pub mod listed;
 pub mod relay;
 pub mod socket;
 pub mod views;
