@@ -11,6 +11,7 @@
 //! - `listener`: ask, reply, subscribe, cancel, shutdown, approve.
 //! - `limits`: an unfinished frame is dropped at its deadline; one process
 //!   cannot hold every connection.
+//! - `listings`: listing entries clipped and marked, pages, `get` whole.
 //! - `relay`: a run's socket carries calls to the app socket, filed under the run.
 //! - `client`: `request` and `Call` against a listener, and their errors
 //!   (a socket squatted by another user, when run as root).
@@ -18,5 +19,6 @@
 mod client;
 mod limits;
 mod listener;
+mod listings;
 mod relay;
 mod support;
