@@ -39,8 +39,11 @@ pub enum Command {
     /// operator is: `hark run [--verb task|ask|decide|converse] -- PROMPT…`,
     /// or `hark run --wrap -- claude -p "…" [their flags]`. Exits with the agent's status.
     Run(RunArgs),
-    /// List the items waiting for you (and, with --all, the history).
+    /// List the items waiting for you (and, with --all, the history); long
+    /// texts are clipped, each cut marked.
     Inbox(InboxArgs),
+    /// Show one item whole, nothing clipped (`--json` for its every byte).
+    Show(ItemArgs),
     /// The runs `hark run` dispatched: running, waiting on you, finished or
     /// failed, with the items each asked.
     Runs(ListArgs),

@@ -10,7 +10,6 @@ use hark_core::bridge::client;
 use hark_core::bridge::views::ItemView;
 use hark_core::bridge::wire::{ClientFrame, ServerFrame, WireReply};
 use hark_core::model::ids::ItemId;
-use hark_core::model::item::ItemFilter;
 use hark_core::model::item::Outcome;
 use hark_core::model::resolve::{Pick, Picks, resolve};
 use hark_core::model::schema::AskRequest;
@@ -18,59 +17,28 @@ use hark_core::model::validate::Issue;
 use hark_core::model::validate::describe;
 
 use crate::cli::{AnswerArgs, ApproveArgs, ItemArgs};
+use crate::commands::inbox;
 use crate::commands::query::{refused, socket_path, unreachable};
 use crate::exit::ExitStatus;
 
-/// Finds the pending item a full id or a unique id prefix names.
+/// Finds the pending item a full id or a unique id prefix names, whole
+/// (its picks are checked against every label as the agent wrote it).
 async fn find_pending(socket: &Path, id: &str) -> Result<ItemView, ExitStatus> {
-    // Every id starts with the empty prefix: it would pick the only pending
-    // item, whichever that is.
-    if id.trim().is_empty() {
-        eprintln!("hark: an item id is required; see `hark inbox`");
-        return Err(ExitStatus::Refused);
-    }
-    let exact = id.parse().ok().map(ItemId);
-    let filter = ItemFilter {
-        pending: exact.is_none().then_some(true),
-        id: exact,
-        ..ItemFilter::default()
+    let item = inbox::find(socket, id, true).await?;
+    let Some(outcome) = &item.outcome else {
+        return Ok(item);
     };
-    let items = match client::request(socket, &ClientFrame::List { filter }).await {
-        Ok(ServerFrame::Items { items }) => items,
-        Ok(other) => return Err(refused(other)),
-        Err(e) => return Err(unreachable(&e)),
-    };
-    let id = id.to_ascii_lowercase();
-    let mut matches = items
-        .into_iter()
-        .filter(|r| r.id.to_string().starts_with(&id));
-    match (matches.next(), matches.next()) {
-        (Some(one), None) if one.outcome.is_none() => Ok(one),
-        (Some(settled), None) => {
-            let outcome = settled
-                .outcome
-                .as_ref()
-                .map(Outcome::name)
-                .unwrap_or_default();
-            let by = settled
-                .replied_by
-                .map(|b| format!(" by {b}"))
-                .unwrap_or_default();
-            eprintln!(
-                "hark: item {} is already settled ({outcome}{by}); exactly one reply counts",
-                settled.id
-            );
-            Err(ExitStatus::Refused)
-        }
-        (Some(_), Some(_)) => {
-            eprintln!("hark: {id:?} names several pending items; give more of the id");
-            Err(ExitStatus::Refused)
-        }
-        (None, _) => {
-            eprintln!("hark: no pending item has the id {id:?}; see `hark inbox --all`");
-            Err(ExitStatus::Refused)
-        }
-    }
+    let by = item
+        .replied_by
+        .as_ref()
+        .map(|b| format!(" by {b}"))
+        .unwrap_or_default();
+    eprintln!(
+        "hark: item {} is already settled ({}{by}); exactly one reply counts",
+        item.id,
+        outcome.name()
+    );
+    Err(ExitStatus::Refused)
 }
 
 async fn send_reply(socket: &Path, id: ItemId, reply: WireReply, json: bool) -> ExitStatus {

@@ -1,7 +1,12 @@
 //! `hark inbox`: what is waiting for you, the history, or a live feed. It
 //! talks to the running app or `hark serve` over its socket.
 //! Human-readable by default, `--json` for scripts (one JSON value per line).
+//! Listings are read page by page with long texts clipped (each cut
+//! marked, the entry `"clipped": true`); `hark show ID` fetches one item
+//! whole.
 
+use std::collections::HashSet;
+use std::path::Path;
 use std::time::SystemTime;
 
 use serde_json::json;
@@ -9,12 +14,14 @@ use serde_json::json;
 use hark_core::bridge::client::{self, Feed};
 use hark_core::bridge::views::ItemView;
 use hark_core::bridge::wire::{ClientFrame, FeedEvent, ServerFrame};
+use hark_core::model::ids::ItemId;
 use hark_core::model::item::ItemFilter;
 use hark_core::model::item::Outcome;
 use hark_core::store::unix_ms;
 use hark_core::text::visible;
 
-use crate::cli::InboxArgs;
+use crate::cli::{InboxArgs, ItemArgs};
+use crate::commands::listings::pages;
 use crate::commands::query::{refused, socket_path, unreachable};
 use crate::exit::ExitStatus;
 
@@ -65,41 +72,107 @@ pub async fn run(options: InboxArgs) -> ExitStatus {
     ExitStatus::Success
 }
 
-/// Items listed per request, so that each answer stays well under a frame.
-const PAGE: u32 = 200;
-
-/// Lists items page by page (pending only when `pending_only`), up to `limit`.
-async fn list_all(
-    socket: &std::path::Path,
+/// Lists items page by page (pending only when `pending_only`), up to
+/// `limit`, each clipped as a listing shows it. An item listed twice (new
+/// items arrived between two pages and moved the rest on) is kept once.
+pub async fn list_all(
+    socket: &Path,
     pending_only: bool,
     limit: Option<u32>,
 ) -> Result<Vec<ItemView>, ExitStatus> {
-    let mut items = Vec::new();
-    loop {
-        let want = limit.map_or(PAGE, |l| l.saturating_sub(items.len() as u32).min(PAGE));
-        if want == 0 {
-            return Ok(items);
-        }
-        let filter = ItemFilter {
+    let frame = |offset, limit| ClientFrame::List {
+        filter: ItemFilter {
             pending: pending_only.then_some(true),
-            limit: Some(want),
-            offset: Some(items.len() as u32),
+            limit,
+            offset: Some(offset),
             ..ItemFilter::default()
-        };
-        let page = match client::request(socket, &ClientFrame::List { filter }).await {
-            Ok(ServerFrame::Items { items }) => items,
-            Ok(other) => return Err(refused(other)),
-            Err(e) => return Err(unreachable(&e)),
-        };
-        let done = (page.len() as u32) < want;
-        items.extend(page);
-        if done {
-            return Ok(items);
+        },
+    };
+    let page = |frame| match frame {
+        ServerFrame::Items { items, next } => Ok((items, next)),
+        other => Err(other),
+    };
+    let mut items = pages(socket, limit, frame, page).await?;
+    let mut seen = HashSet::new();
+    items.retain(|item| seen.insert(item.id));
+    Ok(items)
+}
+
+/// Fetches one item whole (nothing clipped).
+pub async fn fetch(socket: &Path, id: ItemId) -> Result<ItemView, ExitStatus> {
+    match client::request(socket, &ClientFrame::Get { id }).await {
+        Ok(ServerFrame::Item { item }) => Ok(*item),
+        Ok(other) => Err(refused(other)),
+        Err(e) => Err(unreachable(&e)),
+    }
+}
+
+/// `hark show ID`: one item whole, every text as the agent wrote it (on
+/// one line each, control characters made visible), or `--json`.
+pub async fn show(ItemArgs { id, json }: ItemArgs) -> ExitStatus {
+    let socket = match socket_path() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let item = match find(&socket, &id, false).await {
+        Ok(item) => item,
+        Err(code) => return code,
+    };
+    if json {
+        println!("{}", serde_json::to_string(&item).unwrap_or_default());
+        return ExitStatus::Success;
+    }
+    println!("{}", line(&item, unix_ms(SystemTime::now())));
+    for q in &item.request.questions {
+        println!("[{}] {}", visible(&q.header), visible(&q.question));
+        for option in &q.options {
+            println!(
+                "  - {} — {}",
+                visible(&option.label),
+                visible(&option.description)
+            );
+        }
+    }
+    if let Some(approval) = &item.approval {
+        println!("{}: {}", visible(&approval.tool), visible(&approval.target));
+        println!("{}", visible(&approval.preview));
+    }
+    ExitStatus::Success
+}
+
+/// The item a full id or a unique id prefix names (among the pending items
+/// when `pending_only`), fetched whole. The prefix is matched against the
+/// clipped listing; only the one item it names is fetched.
+pub async fn find(socket: &Path, id: &str, pending_only: bool) -> Result<ItemView, ExitStatus> {
+    // Every id starts with the empty prefix: it would pick the only
+    // item, whichever that is.
+    if id.trim().is_empty() {
+        eprintln!("hark: an item id is required; see `hark inbox`");
+        return Err(ExitStatus::Refused);
+    }
+    if let Ok(exact) = id.parse().map(ItemId) {
+        return fetch(socket, exact).await;
+    }
+    let prefix = id.to_ascii_lowercase();
+    let items = list_all(socket, pending_only, None).await?;
+    let mut matches = items
+        .iter()
+        .filter(|r| r.id.to_string().starts_with(&prefix));
+    let what = if pending_only { "pending item" } else { "item" };
+    match (matches.next(), matches.next()) {
+        (Some(one), None) => fetch(socket, one.id).await,
+        (Some(_), Some(_)) => {
+            eprintln!("hark: {id:?} names several {what}s; give more of the id");
+            Err(ExitStatus::Refused)
+        }
+        (None, _) => {
+            eprintln!("hark: no {what} has the id {id:?}; see `hark inbox --all`");
+            Err(ExitStatus::Refused)
         }
     }
 }
 
-async fn watch(socket: &std::path::Path, json: bool) -> ExitStatus {
+async fn watch(socket: &Path, json: bool) -> ExitStatus {
     let mut feed = match Feed::open(socket, &ClientFrame::Subscribe).await {
         Ok(feed) => feed,
         Err(e) => return unreachable(&e),

@@ -73,6 +73,7 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::Ask(args) => Ok(runtime()?.block_on(ask::run(args))),
         Command::Run(args) => Ok(runtime()?.block_on(run::run(args))),
         Command::Inbox(args) => Ok(runtime()?.block_on(inbox::run(args))),
+        Command::Show(args) => Ok(runtime()?.block_on(inbox::show(args))),
         Command::Runs(args) => Ok(runtime()?.block_on(listings::runs(args))),
         Command::Sessions(args) => Ok(runtime()?.block_on(listings::sessions(args))),
         Command::Answer(args) => Ok(runtime()?.block_on(answer::answer(args))),

@@ -49,9 +49,10 @@ pub fn refused(frame: ServerFrame) -> ExitStatus {
                 eprintln!("{}", describe(&e.issues));
             }
             match e.code {
-                ErrorCode::NotPending | ErrorCode::HumanReplyMismatch | ErrorCode::Invalid => {
-                    ExitStatus::Refused
-                }
+                ErrorCode::NotPending
+                | ErrorCode::NotFound
+                | ErrorCode::HumanReplyMismatch
+                | ErrorCode::Invalid => ExitStatus::Refused,
                 _ => ExitStatus::Failure,
             }
         }

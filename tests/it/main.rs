@@ -9,6 +9,8 @@
 //!   scripted operator.
 //! - `inbox`: the store through the real binary, the reply rules, the feed,
 //!   the terminal surface.
+//! - `listings`: listings of any size, paged by bytes and clipped, and
+//!   items fetched whole (`hark show`, `hark answer PREFIX`).
 //! - `run`, `intake`, `approvals`: `hark run` dispatching the fake `claude
 //!   -p` (`tests/fake-claude`): the bridge it gets, intake questions before
 //!   it starts, the write-mode gate.
@@ -24,5 +26,6 @@ mod bridge;
 mod desktop;
 mod inbox;
 mod intake;
+mod listings;
 mod run;
 mod support;

@@ -13,11 +13,11 @@
 //!   reply rules every surface goes through.
 //! - [`store`]: the SQLite inbox: items, runs, sessions.
 //! - [`bridge`]: the socket protocol and its client side (frames, the views
-//!   of store rows that cross it, owner-only sockets, the client, the
-//!   per-run relay).
-//! - [`daemon`]: the serving side: the listener, the operator's requests,
-//!   the runs the daemon dispatches, and the assembly for `hark serve` and
-//!   the desktop app.
+//!   of store rows that cross it and their clipped listing copies,
+//!   owner-only sockets, the client, the per-run relay).
+//! - [`daemon`]: the serving side: the listener, the operator's requests
+//!   (listings paged by bytes, items fetched whole), the runs the daemon
+//!   dispatches, and the assembly for `hark serve` and the desktop app.
 //! - [`agent`]: composing an agent's command line (`claude -p`) with the
 //!   bridge attached exactly when someone can answer.
 //! - [`prompter`]: the `OperatorPrompter` seam and the scripted prompter
@@ -25,7 +25,7 @@
 //!   `src-tauri`).
 //! - [`env`], [`files`], [`config`], [`trace`], [`text`]: the `HARK_*`
 //!   variables, owner-only directories, the config file, trace events and
-//!   logging, cutting text to a length.
+//!   logging, cutting text to a length and weighing it as JSON.
 //!
 //! Data flows one way: an asker's frame reaches the [`daemon`] through the
 //! [`bridge`], becomes an item in the [`registry`] (persisted by the

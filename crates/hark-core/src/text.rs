@@ -1,4 +1,5 @@
-//! Cutting text to a length, in characters (never inside one).
+//! Cutting text to a length, in characters (never inside one), and
+//! measuring what it weighs as JSON.
 
 /// The first `max` characters of `text`, with "…" when some were cut.
 pub fn clip(text: &str, max: usize) -> String {
@@ -6,6 +7,43 @@ pub fn clip(text: &str, max: usize) -> String {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_owned(),
     }
+}
+
+/// `text` cut to its first `max` characters, with a marker that says it was
+/// and how long it was whole (`…[clipped, 600 KB]`); `None` when it is no
+/// longer than `max`.
+pub fn clip_marked(text: &str, max: usize) -> Option<String> {
+    let (at, _) = text.char_indices().nth(max)?;
+    Some(format!("{}…[clipped, {}]", &text[..at], size(text.len())))
+}
+
+/// A number of bytes as a person reads it: `812 B`, `6 KB`, `1.0 MB`.
+pub fn size(bytes: usize) -> String {
+    const KB: usize = 1024;
+    match bytes {
+        0..KB => format!("{bytes} B"),
+        KB..1_048_576 => format!("{} KB", bytes / KB),
+        _ => format!("{:.1} MB", bytes as f64 / 1_048_576.0),
+    }
+}
+
+/// The bytes `value` takes as JSON (as a frame carries it), counted
+/// without writing them anywhere.
+pub fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail, nor can serializing a view.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// The last `max` characters of `text`.
@@ -54,6 +92,16 @@ mod tests {
     fn clip_keeps_the_first_characters_and_marks_the_cut() {
         assert_eq!(clip("héllo wörld", 5), "héllo…");
         assert_eq!(clip("short", 5), "short");
+    }
+
+    #[test]
+    fn a_marked_clip_says_how_long_the_text_was() {
+        let long = "é".repeat(300_000);
+        let clipped = clip_marked(&long, 4).unwrap();
+        assert_eq!(clipped, "éééé…[clipped, 585 KB]");
+        assert_eq!(clip_marked("short", 5), None);
+        assert_eq!(size(812), "812 B");
+        assert_eq!(size(1 << 20), "1.0 MB");
     }
 
     #[test]

@@ -244,12 +244,18 @@ mod tests {
             );
             let frame: ClientFrame = serde_json::from_slice(&buf).unwrap();
             assert!(matches!(frame, ClientFrame::Subscribe), "{frame:?}");
-            write_frame(&mut writer, &ServerFrame::Items { items: vec![] })
-                .await
-                .unwrap();
+            write_frame(
+                &mut writer,
+                &ServerFrame::Items {
+                    items: vec![],
+                    next: None,
+                },
+            )
+            .await
+            .unwrap();
         });
         let answer = request(&path, &ClientFrame::Subscribe).await.unwrap();
-        assert!(matches!(answer, ServerFrame::Items { items } if items.is_empty()));
+        assert!(matches!(answer, ServerFrame::Items { items, .. } if items.is_empty()));
         server.await.unwrap();
     }
 }

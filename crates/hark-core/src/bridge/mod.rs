@@ -1,11 +1,14 @@
 //! The unix-socket bridge between an asker (`hark mcp-operator-ask`, `hark
 //! ask`, `hark run`) and whoever serves the operator: the frames
-//! ([`wire`]) and the deadline a started frame has ([`deadline`]), owner-only sockets ([`socket`]), the client side of a call
-//! ([`client`]), and the per-run pass-through socket ([`relay`]). The
-//! serving side is the `daemon` module, above this one.
+//! ([`wire`]) and the deadline a started frame has ([`deadline`]),
+//! owner-only sockets ([`socket`]), the client side of a call
+//! ([`client`]), the listing copies of the views ([`listed`]), and the
+//! per-run pass-through socket ([`relay`]). The serving side is the
+//! `daemon` module, above this one.
 
 pub mod client;
 pub mod deadline;
+pub mod listed;
 pub mod relay;
 pub mod socket;
 pub mod views;

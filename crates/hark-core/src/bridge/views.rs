@@ -40,6 +40,11 @@ pub struct ItemView {
     /// The operator dismissed it from the desktop inbox (it stays in the history).
     #[serde(default)]
     pub dismissed: bool,
+    /// Some of its text was clipped for a listing (each cut is marked
+    /// `…[clipped, SIZE]`); `get` fetches it whole.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub clipped: bool,
 }
 
 impl ItemView {
@@ -59,6 +64,7 @@ impl ItemView {
             replied_by: None,
             settled_ms: None,
             dismissed: false,
+            clipped: false,
         }
     }
 
@@ -94,6 +100,7 @@ impl From<Record> for ItemView {
             replied_by: r.replied_by,
             settled_ms: r.settled_ms,
             dismissed: r.dismissed,
+            clipped: false,
         }
     }
 }
@@ -118,6 +125,11 @@ pub struct RunView {
     pub result: Option<String>,
     /// What the run cost, as the agent reported it.
     pub cost_usd: Option<f64>,
+    /// Some of its text was clipped for a listing (each cut is marked
+    /// `…[clipped, SIZE]`); the store keeps it whole.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub clipped: bool,
 }
 
 impl From<RunRecord> for RunView {
@@ -135,6 +147,7 @@ impl From<RunRecord> for RunView {
             pending: r.pending,
             result: r.result,
             cost_usd: r.cost_usd,
+            clipped: false,
         }
     }
 }
@@ -154,6 +167,11 @@ pub struct SessionView {
     pub last_asked_ms: u64,
     /// How its latest settled item ended (`answered`, `timed_out`, …).
     pub last_outcome: Option<String>,
+    /// Some of its text was clipped for a listing (each cut is marked
+    /// `…[clipped, SIZE]`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub clipped: bool,
 }
 
 impl From<SessionRecord> for SessionView {
@@ -166,6 +184,7 @@ impl From<SessionRecord> for SessionView {
             pending: r.pending,
             last_asked_ms: r.last_asked_ms,
             last_outcome: r.last_outcome,
+            clipped: false,
         }
     }
 }

@@ -18,8 +18,12 @@
 //! ```text
 //! client → {"type":"reply","id":…,"reply":{"action":"answer","answers":{…}}}
 //! server ← {"type":"replied","id":…,"outcome":{…}}   or an error: not_pending, invalid, human_reply_mismatch
-//! client → {"type":"list","filter":{"pending":true,"limit":50}}
-//! server ← {"type":"items","items":[…]}
+//! client → {"type":"list","filter":{"pending":true,"limit":50,"offset":0}}
+//! server ← {"type":"items","items":[…],"next":37}   (clipped entries; `next` when more follow)
+//! client → {"type":"get","id":…}
+//! server ← {"type":"item","item":{…}}                 (the item whole) or an error: not_found, frame_too_large
+//! client → {"type":"list_runs","limit":20,"offset":0}   (list_sessions alike)
+//! server ← {"type":"runs","runs":[…],"next":20}
 //! client → {"type":"subscribe"}
 //! server ← {"type":"event","event":"added","item":{…}}   (the pending items first, then every change)
 //! client → {"type":"clear_settled"}
@@ -28,7 +32,12 @@
 //! server ← {"type":"dispatched","run_id":…,"log":…}
 //! ```
 //!
-//! Frames are capped at [`MAX_FRAME`] bytes.
+//! Frames are capped at [`MAX_FRAME`] bytes. A listing is paged by bytes:
+//! the server fills a page until the next entry would push it past the
+//! cap, and says where the next page starts (`next`, an offset to send
+//! back); a client follows pages until there is no `next` or it has what
+//! it wants. Each entry is clipped (see `bridge::listed`), so an entry
+//! always fits.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -76,11 +85,14 @@ pub enum ClientFrame {
     Cancel,
     /// The operator's reply to a pending item.
     Reply { id: ItemId, reply: WireReply },
-    /// Lists items, pending and settled.
+    /// Lists items, pending and settled, one page of clipped entries
+    /// (from `filter.offset`).
     List {
         #[serde(default)]
         filter: ItemFilter,
     },
+    /// Fetches one item whole, nothing clipped (answered by `item`).
+    Get { id: ItemId },
     /// Follows the inbox: the pending items, then every add and settle.
     Subscribe,
     /// Deletes the settled history.
@@ -104,11 +116,17 @@ pub enum ClientFrame {
     ListRuns {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit: Option<u32>,
+        /// Where the page starts: a page's `next`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offset: Option<u32>,
     },
     /// Lists the sessions that asked, those waiting on the operator first.
     ListSessions {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit: Option<u32>,
+        /// Where the page starts: a page's `next`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offset: Option<u32>,
     },
 }
 
@@ -202,8 +220,15 @@ pub enum ServerFrame {
     },
     /// A reply was taken; the item settled with `outcome`.
     Replied { id: ItemId, outcome: Outcome },
-    /// The answer to `list`.
-    Items { items: Vec<ItemView> },
+    /// The answer to `list`: a page.
+    Items {
+        items: Vec<ItemView>,
+        /// Where the next page starts, when more follow.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next: Option<u32>,
+    },
+    /// The answer to `get`: the item whole.
+    Item { item: Box<ItemView> },
     /// One inbox change, for a subscriber.
     Event {
         event: FeedEvent,
@@ -213,10 +238,20 @@ pub enum ServerFrame {
     Cleared { removed: usize },
     /// A run's start or end was recorded.
     Recorded,
-    /// The answer to `list_runs`.
-    Runs { runs: Vec<RunView> },
-    /// The answer to `list_sessions`.
-    Sessions { sessions: Vec<SessionView> },
+    /// The answer to `list_runs`: a page.
+    Runs {
+        runs: Vec<RunView>,
+        /// Where the next page starts, when more follow.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next: Option<u32>,
+    },
+    /// The answer to `list_sessions`: a page.
+    Sessions {
+        sessions: Vec<SessionView>,
+        /// Where the next page starts, when more follow.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next: Option<u32>,
+    },
     /// The answer to `dispatch`: the run started.
     Dispatched(Dispatched),
     /// The frame was refused; nothing changed.
@@ -299,7 +334,7 @@ pub struct WireError {
 pub enum ErrorCode {
     /// The ask call failed validation; `issues` lists why.
     Invalid,
-    /// The frame exceeded [`MAX_FRAME`].
+    /// The frame exceeded [`MAX_FRAME`], or what was asked for would.
     FrameTooLarge,
     /// The frame was not a known JSON frame.
     BadFrame,
@@ -307,6 +342,8 @@ pub enum ErrorCode {
     Forbidden,
     /// The item is not pending: already settled (exactly one reply wins), or unknown.
     NotPending,
+    /// No item has the id `get` named.
+    NotFound,
     /// The reply is of the wrong shape for the item (answers to an approval,
     /// a verdict on a question set); the item stays pending.
     HumanReplyMismatch,
@@ -323,6 +360,7 @@ impl ErrorCode {
             ErrorCode::BadFrame => 400,
             ErrorCode::Forbidden => 403,
             ErrorCode::NotPending => 410,
+            ErrorCode::NotFound => 404,
             ErrorCode::HumanReplyMismatch => 409,
             ErrorCode::Unavailable => 503,
         }

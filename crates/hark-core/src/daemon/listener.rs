@@ -276,12 +276,15 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
             operator::reply(&daemon.registry, id, reply, Surface::Cli)
         }
         ClientFrame::List { filter } => operator::list(&daemon.registry, &filter),
+        ClientFrame::Get { id } => operator::get(&daemon.registry, id),
         ClientFrame::ClearSettled => operator::clear_settled(&daemon.registry),
         run @ (ClientFrame::RunStarted { .. } | ClientFrame::RunFinished { .. }) => {
             operator::record_run(&daemon.registry, run)
         }
-        ClientFrame::ListRuns { limit } => operator::runs(&daemon.registry, limit),
-        ClientFrame::ListSessions { limit } => operator::sessions(&daemon.registry, limit),
+        ClientFrame::ListRuns { limit, offset } => operator::runs(&daemon.registry, limit, offset),
+        ClientFrame::ListSessions { limit, offset } => {
+            operator::sessions(&daemon.registry, limit, offset)
+        }
         ClientFrame::Dispatch { request } => match daemon.dispatcher.start(request) {
             Ok(dispatched) => ServerFrame::Dispatched(dispatched),
             Err(e) => ServerFrame::Error(e.into()),

@@ -2,18 +2,21 @@
 //! follow the inbox, clear the history. Every surface (desktop, terminal,
 //! CLI) goes through these, so one set of reply rules holds everywhere.
 
+use serde::Serialize;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::bridge::deadline::SocketReader;
 use crate::bridge::views::{ItemView, RunView, SessionView, views};
 use crate::bridge::wire::{
-    ClientFrame, ErrorCode, FeedEvent, ServerFrame, WireError, WireReply, read_frame, write_frame,
+    ClientFrame, ErrorCode, FeedEvent, MAX_FRAME, ServerFrame, WireError, WireReply, read_frame,
+    write_frame,
 };
 use crate::model::ids::ItemId;
 use crate::model::item::{ItemFilter, Surface};
 use crate::registry::{Event, Registry};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
+use crate::text::{json_len, size};
 
 /// Applies an operator's reply; the registry's rules decide.
 pub fn reply(registry: &Registry, id: ItemId, reply: WireReply, surface: Surface) -> ServerFrame {
@@ -23,12 +26,118 @@ pub fn reply(registry: &Registry, id: ItemId, reply: WireReply, surface: Surface
     }
 }
 
-/// Lists items from the store, or the pending ones when there is no store.
+/// What the entries of one listing page may weigh together: the frame's
+/// cap less room for the frame around them.
+pub const PAGE_BUDGET: usize = MAX_FRAME - 4096;
+
+/// Rows read for one page at most (a page may keep fewer).
+const PAGE_ROWS: u32 = 100;
+
+/// One page of items from `filter.offset`, each clipped for the listing,
+/// as many as fit in a frame; from the store, or the pending ones when
+/// there is no store.
 pub fn list(registry: &Registry, filter: &ItemFilter) -> ServerFrame {
-    match items(registry, filter) {
-        Ok(items) => ServerFrame::Items { items },
-        Err(e) => ServerFrame::Error(WireError::new(ErrorCode::Unavailable, e.to_string())),
+    let window = Window::new(filter.offset, filter.limit);
+    let page = ItemFilter {
+        offset: Some(window.offset),
+        limit: Some(window.rows),
+        ..filter.clone()
+    };
+    let listed = items(registry, &page)
+        .map_err(unavailable)
+        .and_then(|items| window.fill(items.into_iter().map(ItemView::listed)));
+    match listed {
+        Ok((items, next)) => ServerFrame::Items { items, next },
+        Err(refusal) => ServerFrame::Error(refusal),
     }
+}
+
+/// One item whole, from the store (or the registry when there is none).
+pub fn get(registry: &Registry, id: ItemId) -> ServerFrame {
+    let found = match registry.store() {
+        Some(store) => store.get(id).map(|r| r.map(ItemView::from)),
+        None => Ok(registry
+            .pending()
+            .iter()
+            .find(|i| i.id == id)
+            .map(|i| ItemView::pending(i))),
+    };
+    match found {
+        Ok(Some(item)) if json_len(&item) <= PAGE_BUDGET => ServerFrame::Item {
+            item: Box::new(item),
+        },
+        // Only an item stored before asks were bounded (or one with a
+        // vast session id or asker) is this large.
+        Ok(Some(item)) => ServerFrame::Error(WireError::new(
+            ErrorCode::FrameTooLarge,
+            format!(
+                "item {id} is {} whole, more than one frame carries; `hark inbox --json` lists it clipped",
+                size(json_len(&item))
+            ),
+        )),
+        Ok(None) => ServerFrame::Error(WireError::new(
+            ErrorCode::NotFound,
+            format!("no item has the id {id}"),
+        )),
+        Err(e) => ServerFrame::Error(unavailable(e)),
+    }
+}
+
+/// Which rows a page reads: from `offset`, at most [`PAGE_ROWS`] of the
+/// `limit` the client still wants.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    offset: u32,
+    rows: u32,
+    /// The client wants more rows than this page reads.
+    wants_more: bool,
+}
+
+impl Window {
+    fn new(offset: Option<u32>, limit: Option<u32>) -> Window {
+        let wanted = limit.unwrap_or(u32::MAX);
+        Window {
+            offset: offset.unwrap_or(0),
+            rows: wanted.min(PAGE_ROWS),
+            wants_more: wanted > PAGE_ROWS,
+        }
+    }
+
+    /// Keeps entries until the next would push the page past
+    /// [`PAGE_BUDGET`], and says where the next page starts when the rows
+    /// read did not all fit or more may follow them.
+    fn fill<V: Serialize>(
+        self,
+        rows: impl ExactSizeIterator<Item = V>,
+    ) -> Result<(Vec<V>, Option<u32>), WireError> {
+        let read = rows.len();
+        let mut used = 0;
+        let mut page = Vec::new();
+        for row in rows {
+            // Its bytes and the comma before the next.
+            let weight = json_len(&row) + 1;
+            if used + weight > PAGE_BUDGET {
+                if page.is_empty() {
+                    // A clipped entry is bounded far below the budget;
+                    // this is a refusal rather than a frame over the cap.
+                    return Err(WireError::new(
+                        ErrorCode::FrameTooLarge,
+                        format!("entry {} is {} even clipped", self.offset, size(weight)),
+                    ));
+                }
+                break;
+            }
+            used += weight;
+            page.push(row);
+        }
+        let kept = page.len();
+        let more = kept < read || (read == self.rows as usize && self.wants_more);
+        Ok((page, more.then(|| self.offset + kept as u32)))
+    }
+}
+
+fn unavailable(e: StoreError) -> WireError {
+    WireError::new(ErrorCode::Unavailable, e.to_string())
 }
 
 /// The items `filter` selects: from the store, or (without one) the pending
@@ -131,36 +240,35 @@ pub fn record_run(registry: &Registry, frame: ClientFrame) -> ServerFrame {
     }
 }
 
-/// The runs, newest first (the last 100 unless `limit` says otherwise).
-pub fn runs(registry: &Registry, limit: Option<u32>) -> ServerFrame {
-    from_store(
-        registry,
-        |store| store.runs(limit.unwrap_or(100)),
-        |runs| ServerFrame::Runs { runs: views(runs) },
-    )
+/// One page of the runs, newest first, from `offset` (up to `limit`).
+pub fn runs(registry: &Registry, limit: Option<u32>, offset: Option<u32>) -> ServerFrame {
+    let window = Window::new(offset, limit);
+    let listed = match registry.store() {
+        Some(store) => store
+            .runs_page(window.rows, window.offset)
+            .map_err(unavailable)
+            .and_then(|runs| window.fill(runs.into_iter().map(|r| RunView::from(r).listed()))),
+        None => Ok((Vec::new(), None)),
+    };
+    match listed {
+        Ok((runs, next)) => ServerFrame::Runs { runs, next },
+        Err(refusal) => ServerFrame::Error(refusal),
+    }
 }
 
-/// The sessions that asked, those waiting first (100 unless limited).
-pub fn sessions(registry: &Registry, limit: Option<u32>) -> ServerFrame {
-    from_store(
-        registry,
-        |store| store.sessions(limit.unwrap_or(100)),
-        |sessions| ServerFrame::Sessions {
-            sessions: views(sessions),
-        },
-    )
-}
-
-/// A listing from the store as a frame; an empty one without a store.
-fn from_store<T>(
-    registry: &Registry,
-    list: impl FnOnce(&Store) -> Result<Vec<T>, StoreError>,
-    frame: impl FnOnce(Vec<T>) -> ServerFrame,
-) -> ServerFrame {
-    match registry.store().map(|store| list(store)) {
-        Some(Ok(rows)) => frame(rows),
-        Some(Err(e)) => ServerFrame::Error(WireError::new(ErrorCode::Unavailable, e.to_string())),
-        None => frame(Vec::new()),
+/// One page of the sessions that asked, those waiting first, from `offset`.
+pub fn sessions(registry: &Registry, limit: Option<u32>, offset: Option<u32>) -> ServerFrame {
+    let window = Window::new(offset, limit);
+    let listed = match registry.store() {
+        Some(store) => store
+            .sessions_page(window.rows, window.offset)
+            .map_err(unavailable)
+            .and_then(|rows| window.fill(rows.into_iter().map(|r| SessionView::from(r).listed()))),
+        None => Ok((Vec::new(), None)),
+    };
+    match listed {
+        Ok((sessions, next)) => ServerFrame::Sessions { sessions, next },
+        Err(refusal) => ServerFrame::Error(refusal),
     }
 }
 
@@ -181,7 +289,7 @@ pub async fn follow(registry: &Registry, mut reader: SocketReader, mut writer: O
     for item in registry.pending() {
         let frame = ServerFrame::Event {
             event: FeedEvent::Added,
-            item: Box::new(ItemView::pending(&item)),
+            item: fitting(ItemView::pending(&item)),
         };
         if write_frame(&mut writer, &frame).await.is_err() {
             return;
@@ -193,10 +301,10 @@ pub async fn follow(registry: &Registry, mut reader: SocketReader, mut writer: O
             event = events.recv() => match event {
                 // The terminal feed follows items; runs are listed with `hark runs`.
                 Ok(Event::RunChanged) => continue,
-                Ok(Event::Added(item)) => ServerFrame::Event { event: FeedEvent::Added, item: Box::new(ItemView::pending(&item)) },
+                Ok(Event::Added(item)) => ServerFrame::Event { event: FeedEvent::Added, item: fitting(ItemView::pending(&item)) },
                 Ok(Event::Settled { item, outcome, replied_by, at }) => ServerFrame::Event {
                     event: FeedEvent::Settled,
-                    item: Box::new(ItemView::settled(&item, outcome, replied_by, at)),
+                    item: fitting(ItemView::settled(&item, outcome, replied_by, at)),
                 },
                 Err(RecvError::Lagged(missed)) => ServerFrame::Error(WireError::new(
                     ErrorCode::Unavailable,
@@ -216,3 +324,16 @@ pub async fn follow(registry: &Registry, mut reader: SocketReader, mut writer: O
         }
     }
 }
+
+/// An item for the feed: whole when it fits a frame (a bounded ask always
+/// does), else clipped as a listing shows it.
+fn fitting(item: ItemView) -> Box<ItemView> {
+    Box::new(if json_len(&item) <= PAGE_BUDGET {
+        item
+    } else {
+        item.listed()
+    })
+}
+
+#[cfg(test)]
+mod tests;

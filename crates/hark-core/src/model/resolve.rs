@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::schema::{AnswerValue, Answers, AskRequest};
+use crate::model::schema::{AnswerValue, Answers, AskRequest, MAX_FREE_TEXT_BYTES};
 use crate::model::validate::Issue;
+use crate::text::json_len;
 
 /// What the operator did with one question.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -72,6 +73,14 @@ pub fn resolve(request: &AskRequest, picks: &Picks) -> Result<Resolution, Vec<Is
                     issues.push(Issue::new(path, "free text must not be empty"));
                     continue;
                 }
+                let weight = json_len(text);
+                if weight > MAX_FREE_TEXT_BYTES {
+                    issues.push(Issue::new(
+                        path,
+                        format!("free text must be at most {MAX_FREE_TEXT_BYTES} bytes (as JSON), got {weight}"),
+                    ));
+                    continue;
+                }
                 q.shape(vec![text.clone()])
             }
             Some(Pick::Label(label)) => {
@@ -103,10 +112,14 @@ pub fn resolve(request: &AskRequest, picks: &Picks) -> Result<Resolution, Vec<Is
                     ));
                     continue;
                 }
+                // A label named twice is picked once, as a box ticked twice is.
+                let mut labels = labels.clone();
+                let mut seen = std::collections::HashSet::new();
+                labels.retain(|l| seen.insert(l.clone()));
                 if q.multi_select {
-                    AnswerValue::Many(labels.clone())
+                    AnswerValue::Many(labels)
                 } else {
-                    q.shape(labels.clone())
+                    q.shape(labels)
                 }
             }
         };
@@ -235,6 +248,33 @@ mod tests {
         assert_eq!(
             serde_json::to_value(defaults).unwrap(),
             json!({"Which db?": "Postgres (Recommended)", "Which features?": ["Auth"]})
+        );
+    }
+
+    #[test]
+    fn free_text_past_the_bound_is_refused_and_a_label_named_twice_counts_once() {
+        let long = "t".repeat(MAX_FREE_TEXT_BYTES);
+        let picks = Picks::from([("Name?".to_owned(), Pick::Text { text: long })]);
+        let issues = resolve(&request(), &picks).unwrap_err();
+        assert!(
+            issues[0]
+                .message
+                .starts_with("free text must be at most 65536 bytes"),
+            "{issues:?}"
+        );
+        let fits = "t".repeat(MAX_FREE_TEXT_BYTES - 2);
+        let picks = Picks::from([("Name?".to_owned(), Pick::Text { text: fits })]);
+        assert!(resolve(&request(), &picks).is_ok());
+
+        let twice = Pick::Labels(vec!["Auth".into(), "Search".into(), "Auth".into()]);
+        let picks = Picks::from([
+            ("Which features?".to_owned(), twice),
+            ("Name?".to_owned(), Pick::Label("foo".into())),
+        ]);
+        let r = resolve(&request(), &picks).unwrap();
+        assert_eq!(
+            r.answers["Which features?"],
+            AnswerValue::Many(vec!["Auth".into(), "Search".into()])
         );
     }
 }

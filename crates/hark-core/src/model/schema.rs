@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::text::json_len;
+
 /// The label suffix that marks an option as the question's pre-picked default.
 pub const RECOMMENDED_SUFFIX: &str = " (Recommended)";
 
@@ -20,6 +22,18 @@ pub const MAX_QUESTIONS: usize = 4;
 pub const MIN_OPTIONS: usize = 2;
 pub const MAX_OPTIONS: usize = 4;
 pub const MAX_HEADER_CHARS: usize = 12;
+
+/// How much an ask may weigh, in bytes of JSON: the request, plus each
+/// question's text twice more and its labels (or default) once more, as an
+/// answer repeats them (keyed by question text, `defaulted` naming it).
+/// With [`MAX_FREE_TEXT_BYTES`] for each of [`MAX_QUESTIONS`] answers this
+/// leaves over 100 KiB of a 1 MiB frame for the rest of an item (ids,
+/// session, asker), so the largest valid item, answered, travels whole in
+/// one frame (`get`, the inbox feed).
+pub const MAX_ASK_BYTES: usize = 640 * 1024;
+
+/// How long one free-text answer may be, in bytes of JSON.
+pub const MAX_FREE_TEXT_BYTES: usize = 64 * 1024;
 
 /// One call's questions.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -109,6 +123,20 @@ impl Question {
 }
 
 impl AskRequest {
+    /// What the request weighs against [`MAX_ASK_BYTES`]: its JSON, and
+    /// what an answer to it repeats of it.
+    pub fn weight(&self) -> usize {
+        let echoed: usize = self
+            .questions
+            .iter()
+            .map(|q| {
+                let labels: usize = q.options.iter().map(|o| json_len(&o.label) + 1).sum();
+                2 * (json_len(&q.question) + 1) + labels.max(json_len(&q.default))
+            })
+            .sum();
+        json_len(self) + echoed
+    }
+
     /// The question headers, in order (for trace events and titles).
     pub fn headers(&self) -> Vec<&str> {
         self.questions.iter().map(|q| q.header.as_str()).collect()

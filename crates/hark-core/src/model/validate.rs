@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::model::schema::{
-    AskRequest, MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS,
-    RECOMMENDED_SUFFIX,
+    AskRequest, MAX_ASK_BYTES, MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS,
+    MIN_QUESTIONS, RECOMMENDED_SUFFIX,
 };
 
 /// One thing wrong with a call.
@@ -103,8 +103,18 @@ pub fn validate(args: &Value, rules: Rules) -> Result<AskRequest, Vec<Issue>> {
     if !issues.is_empty() {
         return Err(issues);
     }
-    serde_json::from_value(args.clone())
-        .map_err(|e| vec![Issue::new("", format!("could not read the call: {e}"))])
+    let request: AskRequest = serde_json::from_value(args.clone())
+        .map_err(|e| vec![Issue::new("", format!("could not read the call: {e}"))])?;
+    let weight = request.weight();
+    if weight > MAX_ASK_BYTES {
+        return Err(vec![Issue::new(
+            "questions",
+            format!(
+                "weigh {weight} bytes, more than the {MAX_ASK_BYTES} an ask may (its JSON, with each question's text counted three times and its labels twice, as its answer repeats them); shorten the descriptions or split the call"
+            ),
+        )]);
+    }
+    Ok(request)
 }
 
 fn check_question(q: &Value, path: &str, rules: Rules, issues: &mut Vec<Issue>) {
@@ -472,5 +482,24 @@ mod tests {
             paths(json!({"questions": [question]}), Rules::default()),
             ["questions[0].options"]
         );
+    }
+
+    #[test]
+    fn an_ask_too_heavy_to_travel_answered_is_refused() {
+        let described = |d: usize| {
+            json!({"questions": [{"question": "Q?", "header": "H", "options": [
+                {"label": "A", "description": "d".repeat(d)}, {"label": "B"}]}]})
+        };
+        let fits = validate(&described(600 * 1024), Rules::default()).unwrap();
+        assert!(fits.weight() <= MAX_ASK_BYTES);
+        assert_eq!(
+            paths(described(MAX_ASK_BYTES), Rules::default()),
+            ["questions"]
+        );
+        // The question text counts thrice: its answer is keyed by it.
+        let q = "q".repeat(MAX_ASK_BYTES / 3);
+        let asked = json!({"questions": [{"question": q, "header": "H",
+            "options": [{"label": "A"}, {"label": "B"}]}]});
+        assert_eq!(paths(asked, Rules::default()), ["questions"]);
     }
 }

@@ -119,6 +119,11 @@ impl Store {
     /// The newest runs first, with their items counted. A run still marked
     /// running whose `hark run` is gone (killed) shows as failed.
     pub fn runs(&self, limit: u32) -> Result<Vec<RunRecord>, StoreError> {
+        self.runs_page(limit, 0)
+    }
+
+    /// [`Store::runs`] from the `offset`th on, for a listing read page by page.
+    pub fn runs_page(&self, limit: u32, offset: u32) -> Result<Vec<RunRecord>, StoreError> {
         let conn = self.lock();
         let mut statement = conn
             .prepare(
@@ -127,11 +132,11 @@ impl Store {
                         (SELECT COUNT(*) FROM items i WHERE i.run_id = r.id),
                         (SELECT COUNT(*) FROM items i WHERE i.run_id = r.id AND i.outcome IS NULL),
                         r.result, r.cost_usd
-                 FROM runs r ORDER BY r.created_ms DESC, r.rowid DESC LIMIT ?1",
+                 FROM runs r ORDER BY r.created_ms DESC, r.rowid DESC LIMIT ?1 OFFSET ?2",
             )
             .map_err(|e| self.sql(e))?;
         let rows = statement
-            .query_map([limit], |r| {
+            .query_map([limit, offset], |r| {
                 let stored: String = r.get(4)?;
                 let pid: Option<u32> = r.get(8)?;
                 let pending: u32 = r.get(10)?;

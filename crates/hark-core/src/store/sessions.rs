@@ -25,6 +25,11 @@ impl Store {
     /// The sessions that asked, those with items waiting first, then the
     /// latest to ask.
     pub fn sessions(&self, limit: u32) -> Result<Vec<SessionRecord>, StoreError> {
+        self.sessions_page(limit, 0)
+    }
+
+    /// [`Store::sessions`] from the `offset`th on, for a listing read page by page.
+    pub fn sessions_page(&self, limit: u32, offset: u32) -> Result<Vec<SessionRecord>, StoreError> {
         let conn = self.lock();
         let mut statement = conn
             .prepare(
@@ -36,12 +41,12 @@ impl Store {
                  FROM (SELECT session_id, COUNT(*) AS items, SUM(outcome IS NULL) AS pending,
                               MAX(created_ms) AS last_ms
                        FROM items GROUP BY session_id
-                       ORDER BY pending > 0 DESC, last_ms DESC LIMIT ?1) s
+                       ORDER BY pending > 0 DESC, last_ms DESC LIMIT ?1 OFFSET ?2) s
                  ORDER BY s.pending > 0 DESC, s.last_ms DESC",
             )
             .map_err(|e| self.sql(e))?;
         let rows = statement
-            .query_map([limit], |r| {
+            .query_map([limit, offset], |r| {
                 Ok((
                     r.get::<_, SessionId>(0)?,
                     r.get::<_, u32>(1)?,

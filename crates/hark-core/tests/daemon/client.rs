@@ -19,7 +19,7 @@ async fn request_returns_the_listeners_answer() {
             ..ItemFilter::default()
         },
     };
-    let ServerFrame::Items { items } = request(&served.socket, &listing).await.unwrap() else {
+    let ServerFrame::Items { items, .. } = request(&served.socket, &listing).await.unwrap() else {
         panic!("not a listing");
     };
     assert_eq!(items.len(), 1);

@@ -12,6 +12,7 @@
 //! - `limits`: an unfinished frame (the first or a later one) is dropped at
 //!   its deadline, a connection idle between frames is not; one process
 //!   cannot hold every connection.
+//! - `listings`: listing entries clipped and marked, pages, `get` whole.
 //! - `relay`: a run's socket carries calls to the app socket, filed under the run.
 //! - `client`: `request` and `Call` against a listener, and their errors
 //!   (a socket squatted by another user, when run as root).
@@ -19,5 +20,6 @@
 mod client;
 mod limits;
 mod listener;
+mod listings;
 mod relay;
 mod support;

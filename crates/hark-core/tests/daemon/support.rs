@@ -197,7 +197,7 @@ pub async fn list(socket: &Path, filter: ItemFilter) -> Vec<ItemView> {
         .await
         .unwrap()
     {
-        ServerFrame::Items { items } => items,
+        ServerFrame::Items { items, .. } => items,
         other => panic!("not a listing: {other:?}"),
     }
 }
