@@ -270,6 +270,9 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
         }
         ClientFrame::ListRuns { limit } => operator::runs(&daemon.registry, limit),
         ClientFrame::ListSessions { limit } => operator::sessions(&daemon.registry, limit),
+        ClientFrame::Status => ServerFrame::Status {
+            store: daemon.registry.store_health(),
+        },
         ClientFrame::Dispatch { request } => match daemon.dispatcher.start(request) {
             Ok(dispatched) => ServerFrame::Dispatched(dispatched),
             Err(e) => ServerFrame::Error(e.into()),

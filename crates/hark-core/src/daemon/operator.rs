@@ -35,7 +35,7 @@ pub fn list(registry: &Registry, filter: &ItemFilter) -> ServerFrame {
 /// items the registry holds.
 pub fn items(registry: &Registry, filter: &ItemFilter) -> Result<Vec<ItemView>, StoreError> {
     if let Some(store) = registry.store() {
-        return store.list_as(filter, ItemView::from);
+        return registry.list_as(store, filter, ItemView::from);
     }
     Ok(registry
         .pending()
@@ -96,7 +96,7 @@ pub fn inbox(registry: &Registry, limits: Option<InboxLimits>) -> Result<Inbox, 
     Ok(Inbox {
         pending,
         history: {
-            let mut history = store.list_as(&settled, ItemView::from)?;
+            let mut history = registry.list_as(store, &settled, ItemView::from)?;
             history.retain(|item| !item.dismissed);
             history
         },
@@ -196,7 +196,7 @@ pub async fn follow(
         let frame = tokio::select! {
             event = events.recv() => match event {
                 // The terminal feed follows items; runs are listed with `hark runs`.
-                Ok(Event::RunChanged) => continue,
+                Ok(Event::RunChanged | Event::StoreHealth(_)) => continue,
                 Ok(Event::Added(item)) => ServerFrame::Event { event: FeedEvent::Added, item: Box::new(ItemView::pending(&item)) },
                 Ok(Event::Settled { item, outcome, replied_by, at }) => ServerFrame::Event {
                     event: FeedEvent::Settled,
