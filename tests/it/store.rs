@@ -18,14 +18,14 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 /// A small tmpfs, unmounted when dropped.
-struct Tmpfs {
+pub struct Tmpfs {
     dir: PathBuf,
 }
 
 impl Tmpfs {
     /// Mounts 400 KB on `dir`; `None`, said on stderr, where mounting is
     /// not permitted.
-    fn mount(dir: &Path) -> Option<Tmpfs> {
+    pub fn mount(dir: &Path) -> Option<Tmpfs> {
         std::fs::create_dir_all(dir).unwrap();
         let mounted = Command::new("mount")
             .args(["-t", "tmpfs", "-o", "size=400k,mode=0700", "tmpfs"])
@@ -50,7 +50,7 @@ impl Tmpfs {
     }
 
     /// Fills the disk with one file, until a write fails for want of space.
-    fn fill(&self) -> PathBuf {
+    pub fn fill(&self) -> PathBuf {
         let path = self.dir.join("filler");
         let mut file = std::fs::File::create(&path).unwrap();
         let block = [0u8; 4096];
