@@ -12,7 +12,7 @@ use hark_core::daemon::operator::{self, InboxLimits};
 use hark_core::model::ids::{ItemId, RunId, SessionId};
 use hark_core::model::item::{Outcome, Surface};
 use hark_core::model::run::RunStatus;
-use hark_core::registry::ReplyError;
+use hark_core::registry::{ReplyError, StoreHealth};
 use hark_core::store::unix_ms;
 use serde::Serialize;
 use tauri::{AppHandle, Runtime, State};
@@ -77,6 +77,10 @@ pub struct InboxView {
     /// What the window shows (`None` while it is hidden).
     pub view: Option<crate::windows::View>,
     pub do_not_disturb: bool,
+    /// The store's health while it refuses writes (the items it lacks are
+    /// held in memory, and lost if the app stops first); `None` while it
+    /// takes them.
+    pub store: Option<StoreHealth>,
     /// The app's clock, so time left is counted from the same now.
     #[ts(type = "number")]
     pub now_ms: u64,
@@ -107,6 +111,10 @@ pub fn inbox(
         focus: shell.focus(),
         view: shown.view(),
         do_not_disturb: shell.do_not_disturb(),
+        store: shell
+            .registry
+            .store_health()
+            .filter(StoreHealth::is_failing),
         now_ms: unix_ms(shell.registry.clock().now()),
     })
 }
@@ -240,6 +248,7 @@ pub fn typescript() -> String {
         Issue::decl(&cfg),
         IpcError::decl(&cfg),
         crate::windows::View::decl(&cfg),
+        StoreHealth::decl(&cfg),
         InboxView::decl(&cfg),
         Verb::decl(&cfg),
         DispatchRequest::decl(&cfg),

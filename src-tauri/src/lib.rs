@@ -160,6 +160,8 @@ impl Changed {
             }
             // A run started or ended: the inbox's Runs table changes, not the tray.
             Some(Event::RunChanged) => {}
+            // The store began or stopped failing: the tray says so.
+            Some(Event::StoreHealth(_)) => self.items = true,
             Some(Event::Added(_)) | None => self.items = true,
         }
     }

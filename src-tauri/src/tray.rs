@@ -1,6 +1,8 @@
 //! The tray icon: the pending count (icon variant and tooltip) and a menu of
-//! pending items, "Open inbox", "Do not disturb" and "Quit". With no tray
-//! host, building it succeeds and nothing shows: the app never depends on it.
+//! pending items, "Open inbox", "Do not disturb" and "Quit"; while the store
+//! refuses writes, a warning line heads the menu and ends the tooltip. With
+//! no tray host, building it succeeds and nothing shows: the app never
+//! depends on it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,10 +62,36 @@ impl TryFrom<&MenuId> for TrayItem {
     }
 }
 
-fn menu<R: Runtime>(app: &AppHandle<R>, shell: &Shell) -> tauri::Result<(Menu<R>, Vec<String>)> {
+/// The warning the tray shows while the store refuses writes.
+fn store_warning(shell: &Shell) -> Option<String> {
+    let health = shell.registry.store_health()?;
+    let error = health.error?;
+    Some(format!(
+        "⚠ The store cannot be written ({}): {} held in memory only",
+        clip(&error, MENU_LABEL_CHARS),
+        health.unrecorded
+    ))
+}
+
+fn menu<R: Runtime>(
+    app: &AppHandle<R>,
+    shell: &Shell,
+    warning: Option<&str>,
+) -> tauri::Result<(Menu<R>, Vec<String>)> {
     let pending = shell.registry.pending();
     let mut entries: Vec<Box<dyn IsMenuItem<R>>> = Vec::new();
     let mut labels = Vec::new();
+    if let Some(warning) = warning {
+        // It opens the inbox, whose banner says what to do.
+        entries.push(Box::new(MenuItem::with_id(
+            app,
+            TrayItem::OpenInbox.id(),
+            warning,
+            true,
+            None::<&str>,
+        )?));
+        entries.push(Box::new(PredefinedMenuItem::separator(app)?));
+    }
     for item in pending.iter().take(MENU_ITEMS) {
         let q = &item.request.questions[0];
         // One line per entry: a long question ends with what it asks.
@@ -141,7 +169,7 @@ struct PendingIcon(AtomicBool);
 pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     app.manage(PendingIcon::default());
     let shell = app.state::<Arc<Shell>>();
-    let (menu, _) = menu(app, &shell)?;
+    let (menu, _) = menu(app, &shell, None)?;
     // On Linux the icon goes to the tray host as an image file. It is kept
     // in a private directory beside the app socket: by default it would go
     // to a directory in /tmp that every user and every instance shares.
@@ -165,8 +193,9 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
     };
     let shell = app.state::<Arc<Shell>>();
     let count = shell.registry.pending().len();
+    let warning = store_warning(&shell);
     let result = (|| -> tauri::Result<Vec<String>> {
-        let (menu, labels) = menu(app, &shell)?;
+        let (menu, labels) = menu(app, &shell, warning.as_deref())?;
         tray.set_menu(Some(menu))?;
         let pending = count > 0;
         if app
@@ -178,17 +207,20 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
             let icon = if pending { PENDING_ICON } else { IDLE_ICON };
             tray.set_icon(Some(Image::from_bytes(icon)?))?;
         }
-        let tip = match count {
+        let mut tip = match count {
             0 => "hark — nothing is waiting".to_owned(),
             1 => "hark — 1 question waiting".to_owned(),
             n => format!("hark — {n} questions waiting"),
         };
+        if warning.is_some() {
+            tip.push_str(" — the store cannot be written");
+        }
         tray.set_tooltip(Some(tip))?;
         Ok(labels)
     })();
     match result {
         Ok(labels) => {
-            tracing::info!(pending = count, items = ?labels, dnd = shell.do_not_disturb(), "tray.updated")
+            tracing::info!(pending = count, items = ?labels, dnd = shell.do_not_disturb(), store = ?warning, "tray.updated")
         }
         Err(e) => tracing::warn!("cannot update the tray: {e}"),
     }

@@ -31,6 +31,7 @@ pub async fn run(options: InboxArgs) -> ExitStatus {
         Ok(s) => s,
         Err(code) => return code,
     };
+    crate::commands::store_health::warn_if_failing(&socket, options.json).await;
     if options.clear_settled {
         return match client::request(&socket, &ClientFrame::ClearSettled).await {
             Ok(ServerFrame::Cleared { removed }) => {

@@ -11,6 +11,7 @@ pub mod mcp;
 pub mod query;
 pub mod run;
 pub mod serve;
+pub mod store_health;
 
 use std::path::PathBuf;
 
@@ -18,6 +19,7 @@ use hark_core::bridge::socket::SocketError;
 use hark_core::config::ConfigError;
 use hark_core::daemon::serve::ServeError;
 use hark_core::prompter::script::ScriptError;
+use hark_core::store::StoreError;
 
 use crate::cli::Command;
 use crate::exit::ExitStatus;
@@ -58,6 +60,11 @@ impl Failed {
             Failed::Serve(ServeError::Socket(SocketError::AlreadyRunning(_))) => {
                 Some("stop the other `hark serve` or `hark app` first")
             }
+            Failed::Serve(ServeError::Store(
+                StoreError::Unwritable { .. } | StoreError::Sqlite { .. },
+            )) => Some(
+                "free space on the disk that holds the store and make sure its file can be written, or set HARK_DATA_DIR to another directory",
+            ),
             _ => None,
         }
     }

@@ -867,3 +867,53 @@ async fn an_intake_from_the_new_run_form_is_asked_in_the_modal_before_the_agent_
     assert!(prompt.ends_with("SAY shipping"), "{prompt}");
     desktop.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_disk_is_told_in_the_tray_and_the_inbox_and_the_question_still_answered() {
+    // The app's store on a small disk of its own (dropped after it unmounts).
+    let data = tempfile::tempdir().unwrap();
+    let Some(disk) = crate::store::Tmpfs::mount(data.path()) else {
+        return;
+    };
+    let dir = data.path().display().to_string();
+    let desktop = Desktop::start_with(&[("HARK_DATA_DIR", &dir)], true).await;
+    let filler = disk.fill();
+    let (agent, call) = ask_from_agent(&desktop, "full-disk", questions(&[db()])).await;
+    let id = desktop.log.question_id("full-disk");
+    desktop.log.wait_for("the tray to warn", |l| {
+        l.contains("tray.updated")
+            && l.contains("The store cannot be written (database or disk is full)")
+    });
+    desktop.open_inbox();
+    desktop.view("inbox").await;
+    let banner = desktop
+        .wait_for("//p[@id='store-warning' and not(@hidden)]")
+        .await
+        .text()
+        .await
+        .unwrap();
+    let says = format!("The store {dir}/hark.db cannot be written: database or disk is full");
+    assert!(banner.contains(&says), "{banner}");
+    desktop
+        .wait_for(&format!("//table[@id='pending']//tr[@data-id='{id}']"))
+        .await;
+    desktop.screenshot("store-failing").await;
+
+    let out = hark(&desktop.sandbox, &["answer", &id, "--pick", "SQLite"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result = call.await.unwrap();
+    assert_eq!(text(&result), r#"{"answers":{"Which database?":"SQLite"}}"#);
+
+    // The disk frees: the next look records what was held, and the banner goes.
+    std::fs::remove_file(filler).unwrap();
+    assert!(hark(&desktop.sandbox, &["inbox"]).stderr.is_empty());
+    desktop
+        .wait_for("//p[@id='store-warning' and @hidden]")
+        .await;
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}

@@ -14,6 +14,8 @@
 //! - `run`, `intake`, `approvals`: `hark run` dispatching the fake `claude
 //!   -p` (`tests/fake-claude`): the bridge it gets, intake questions before
 //!   it starts, the write-mode gate.
+//! - `store`: a store that cannot be written (a full disk) loses no
+//!   question, and the operator is told.
 //! - `desktop`: the app under Xvfb with a private D-Bus session and dunst,
 //!   driven through tauri-driver + WebKitWebDriver. Its tests take turns
 //!   (one desktop at a time); the others run beside them.
@@ -28,4 +30,5 @@ mod inbox;
 mod intake;
 mod listings;
 mod run;
+mod store;
 mod support;

@@ -156,6 +156,24 @@ export type IpcError = { code: string, message: string, };
 
 export type View = "modal" | "inbox";
 
+export type StoreHealth = { 
+/**
+ * The store file.
+ */
+path: string, 
+/**
+ * Why its writes fail; `None` while it takes them.
+ */
+error: string | null, 
+/**
+ * Since when (unix ms) its writes fail.
+ */
+failing_since_ms: number | null, 
+/**
+ * Items and outcomes held in memory only, until the store takes them.
+ */
+unrecorded: number, };
+
 export type InboxView = { 
 /**
  * Waiting items, oldest first.
@@ -181,6 +199,12 @@ focus: ItemId | null,
  * What the window shows (`None` while it is hidden).
  */
 view: View | null, do_not_disturb: boolean, 
+/**
+ * The store's health while it refuses writes (the items it lacks are
+ * held in memory, and lost if the app stops first); `None` while it
+ * takes them.
+ */
+store: StoreHealth | null, 
 /**
  * The app's clock, so time left is counted from the same now.
  */

@@ -91,8 +91,19 @@ async function showOutput(id) {
   $('output-section').scrollIntoView();
 }
 
+/** The banner while the store refuses writes. @param {import('./bindings').StoreHealth | null} store */
+function showStore(store) {
+  $('store-warning').hidden = !store;
+  $('store-warning').textContent = store
+    ? `The store ${store.path} cannot be written: ${store.error}. ${store.unrecorded} item write(s) are held in memory only: ` +
+      'every item can still be answered, but what is held is lost if hark stops before the store takes writes again. ' +
+      'Free space on its disk; hark records what it holds as soon as it can.'
+    : '';
+}
+
 const refresh = coalesced(async () => {
   const view = await ipc.inbox();
+  showStore(view.store);
   $('pending-count').textContent = `(${view.pending.length})`;
   const pending = /** @type {HTMLElement} */ ($('pending').querySelector('tbody'));
   pending.replaceChildren(...view.pending.map((item) => {

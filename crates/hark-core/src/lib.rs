@@ -10,7 +10,8 @@
 //! - [`gate`]: the write-mode gate of a read-only run (policy, grants,
 //!   verdicts) and the intake asked before a run starts.
 //! - [`registry`]: the pending items, their deadlines, and the one set of
-//!   reply rules every surface goes through.
+//!   reply rules every surface goes through; the writes the store refused,
+//!   held until it takes them, and the store's health.
 //! - [`store`]: the SQLite inbox: items, runs, sessions.
 //! - [`bridge`]: the socket protocol and its client side (frames, the views
 //!   of store rows that cross it and their clipped listing copies,

@@ -30,6 +30,8 @@
 //! server ← {"type":"cleared","removed":N}
 //! client → {"type":"dispatch","request":{"prompt":…,"verb":"task","cwd":…,"read_only":false}}
 //! server ← {"type":"dispatched","run_id":…,"log":…}
+//! client → {"type":"status"}
+//! server ← {"type":"status","store":{"path":…,"error":"database or disk is full","unrecorded":1,…}}
 //! ```
 //!
 //! Frames are capped at [`MAX_FRAME`] bytes. A listing is paged by bytes:
@@ -56,6 +58,7 @@ use crate::model::item::{Asker, Outcome};
 use crate::model::resolve::Picks;
 use crate::model::run::RunStart;
 use crate::model::validate::Issue;
+use crate::registry::StoreHealth;
 
 /// The largest frame either side accepts (1 MiB).
 pub const MAX_FRAME: usize = 1 << 20;
@@ -128,6 +131,8 @@ pub enum ClientFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         offset: Option<u32>,
     },
+    /// How the daemon is doing: whether its store takes writes.
+    Status,
 }
 
 /// Who asks, for which run, and how long they wait: the fields an `ask`
@@ -254,6 +259,8 @@ pub enum ServerFrame {
     },
     /// The answer to `dispatch`: the run started.
     Dispatched(Dispatched),
+    /// The answer to `status`: the store's health (`None` without a store).
+    Status { store: Option<StoreHealth> },
     /// The frame was refused; nothing changed.
     Error(WireError),
 }

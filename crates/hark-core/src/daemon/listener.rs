@@ -285,6 +285,9 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
         ClientFrame::ListSessions { limit, offset } => {
             operator::sessions(&daemon.registry, limit, offset)
         }
+        ClientFrame::Status => ServerFrame::Status {
+            store: daemon.registry.store_health(),
+        },
         ClientFrame::Dispatch { request } => match daemon.dispatcher.start(request) {
             Ok(dispatched) => ServerFrame::Dispatched(dispatched),
             Err(e) => ServerFrame::Error(e.into()),

@@ -52,15 +52,14 @@ pub fn list(registry: &Registry, filter: &ItemFilter) -> ServerFrame {
     }
 }
 
-/// One item whole, from the store (or the registry when there is none).
+/// One item whole: a pending one from the registry (which holds it even
+/// when the store could not record it), a settled one from the store.
 pub fn get(registry: &Registry, id: ItemId) -> ServerFrame {
-    let found = match registry.store() {
-        Some(store) => store.get(id).map(|r| r.map(ItemView::from)),
-        None => Ok(registry
-            .pending()
-            .iter()
-            .find(|i| i.id == id)
-            .map(|i| ItemView::pending(i))),
+    let pending = registry.pending().into_iter().find(|i| i.id == id);
+    let found = match (pending, registry.store()) {
+        (Some(item), _) => Ok(Some(ItemView::pending(&item))),
+        (None, Some(store)) => store.get(id).map(|r| r.map(ItemView::from)),
+        (None, None) => Ok(None),
     };
     match found {
         Ok(Some(item)) if json_len(&item) <= PAGE_BUDGET => ServerFrame::Item {
@@ -144,7 +143,7 @@ fn unavailable(e: StoreError) -> WireError {
 /// items the registry holds.
 pub fn items(registry: &Registry, filter: &ItemFilter) -> Result<Vec<ItemView>, StoreError> {
     if let Some(store) = registry.store() {
-        return store.list_as(filter, ItemView::from);
+        return registry.list_as(store, filter, ItemView::from);
     }
     Ok(registry
         .pending()
@@ -205,7 +204,7 @@ pub fn inbox(registry: &Registry, limits: Option<InboxLimits>) -> Result<Inbox, 
     Ok(Inbox {
         pending,
         history: {
-            let mut history = store.list_as(&settled, ItemView::from)?;
+            let mut history = registry.list_as(store, &settled, ItemView::from)?;
             history.retain(|item| !item.dismissed);
             history
         },
@@ -300,7 +299,7 @@ pub async fn follow(registry: &Registry, mut reader: SocketReader, mut writer: O
         let frame = tokio::select! {
             event = events.recv() => match event {
                 // The terminal feed follows items; runs are listed with `hark runs`.
-                Ok(Event::RunChanged) => continue,
+                Ok(Event::RunChanged | Event::StoreHealth(_)) => continue,
                 Ok(Event::Added(item)) => ServerFrame::Event { event: FeedEvent::Added, item: fitting(ItemView::pending(&item)) },
                 Ok(Event::Settled { item, outcome, replied_by, at }) => ServerFrame::Event {
                     event: FeedEvent::Settled,

@@ -7,6 +7,14 @@
 //!
 //! Settling removes the item under the lock, so exactly one settlement wins:
 //! an answer, a skip, a timeout or a cancellation, whichever comes first.
+//!
+//! Items and outcomes are recorded in the store as they happen; a write the
+//! store refuses waits in memory until it can be made (see [`recording`]),
+//! and the item is served all the same.
+
+mod recording;
+
+pub use recording::{RETRY, StoreHealth};
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -41,6 +49,10 @@ struct Shared {
     events: broadcast::Sender<Event>,
     /// Wakes the expiry task when an earlier deadline arrives or on shutdown.
     expiry: Notify,
+    /// The writes the store refused, until it takes them.
+    backlog: Mutex<recording::Backlog>,
+    /// Wakes the retry task when the store begins to fail or on shutdown.
+    retry: Notify,
 }
 
 #[derive(Debug, Default)]
@@ -126,6 +138,8 @@ pub enum Event {
         /// When it settled, by the registry's clock.
         at: SystemTime,
     },
+    /// The store began or stopped refusing writes.
+    StoreHealth(StoreHealth),
 }
 
 /// Why a reply was refused. The item is left as it was.
@@ -207,8 +221,13 @@ impl Registry {
             events: broadcast::channel(EVENT_BUFFER).0,
             state: Mutex::new(State::default()),
             expiry: Notify::new(),
+            backlog: Mutex::default(),
+            retry: Notify::new(),
         });
         tokio::spawn(expire_items(shared.clone()));
+        if shared.store.is_some() {
+            tokio::spawn(recording::retry_backlog(shared.clone()));
+        }
         Registry { shared }
     }
 
@@ -264,11 +283,7 @@ impl Registry {
             );
             earliest
         };
-        if let Some(store) = &self.shared.store
-            && let Err(e) = store.insert(&item)
-        {
-            tracing::error!(question_id = %item.id, "could not record the item: {e}");
-        }
+        self.record(recording::Write::Insert(item.clone()));
         trace::asked(&item);
         let _ = self.shared.events.send(Event::Added(item.clone()));
         if wake {
@@ -372,7 +387,9 @@ impl Registry {
         for id in ids {
             self.cancel(id, reason);
         }
+        self.flush_on_shutdown();
         self.shared.expiry.notify_one();
+        self.shared.retry.notify_one();
     }
 
     /// Removes the item if it is still pending and delivers its outcome.
@@ -389,18 +406,21 @@ impl Registry {
             let outcome = outcome(&entry);
             (entry, outcome)
         };
-        // Recorded before the asker hears of it, so no answer an agent acted on is lost.
-        if let Some(store) = &self.shared.store
-            && let Err(e) = store.settle(id, &outcome, surface.map(Surface::name))
-        {
-            tracing::error!(question_id = %id, "could not record the outcome: {e}");
-        }
+        // Recorded (or held until the store takes it) before the asker
+        // hears of it, so no answer an agent acted on is lost.
+        let at = self.shared.clock.now();
+        self.record(recording::Write::Settle {
+            item: entry.item.clone(),
+            outcome: outcome.clone(),
+            replied_by: surface,
+            at,
+        });
         trace::settled(&entry.item, &outcome, entry.opened.elapsed());
         let _ = self.shared.events.send(Event::Settled {
             item: entry.item.clone(),
             outcome: outcome.clone(),
             replied_by: surface,
-            at: self.shared.clock.now(),
+            at,
         });
         // The asker may be gone already; the outcome is still traced.
         let _ = entry.settle.send(outcome.clone());

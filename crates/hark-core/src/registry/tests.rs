@@ -3,6 +3,7 @@
 use super::*;
 use crate::model::ids::Ids;
 use crate::model::item::Asker;
+use crate::model::item::ItemFilter;
 use crate::model::resolve::Pick;
 use crate::model::validate::{Rules, validate};
 use serde_json::json;
@@ -203,4 +204,170 @@ fn a_surfaces_pick_is_a_verdict_on_an_approval_and_answers_to_a_question_set() {
     // A label that is no verdict, or a pick on another question, is none.
     assert_eq!(Reply::from_picks(&write, pick(&asked, "Yes")), None);
     assert_eq!(Reply::from_picks(&write, pick("Go?", "Deny")), None);
+}
+
+/// A registry on a store in a temp dir.
+fn on_a_store() -> (tempfile::TempDir, Arc<Store>, Registry) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("hark.db"), Clock::system()).unwrap());
+    let registry = Registry::with_store(Some(store.clone()));
+    (dir, store, registry)
+}
+
+/// An item too big for a store that cannot grow.
+fn big_item() -> Item {
+    Item {
+        asker: Asker {
+            command: Some("x".repeat(20_000)),
+            ..Asker::default()
+        },
+        ..item(Duration::from_secs(600))
+    }
+}
+
+fn answer_no() -> Reply {
+    Reply::Answer(Picks::from([("Go?".into(), Pick::Label("No".into()))]))
+}
+
+/// The store's health events among what followers were sent so far.
+fn health_events(events: &mut broadcast::Receiver<Event>) -> Vec<StoreHealth> {
+    std::iter::from_fn(|| events.try_recv().ok())
+        .filter_map(|e| match e {
+            Event::StoreHealth(health) => Some(health),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_item_the_store_refuses_is_listed_answered_and_recorded_once_it_can() {
+    let (_dir, store, registry) = on_a_store();
+    let mut earlier = registry.open(item(Duration::from_secs(60)));
+    registry
+        .reply(earlier.item.id, Reply::Skip, Surface::Cli)
+        .unwrap();
+    earlier.outcome().await;
+    let before = store.list(&ItemFilter::default()).unwrap();
+    assert_eq!(registry.store_health().unwrap().error, None);
+    let mut events = registry.subscribe();
+
+    store.cap_growth(true);
+    let mut held = registry.open(big_item());
+    let id = held.item.id;
+    assert_eq!(store.get(id).unwrap(), None, "the store took no row");
+    let health = registry.store_health().unwrap();
+    assert!(
+        health.error.as_deref().unwrap().contains("full"),
+        "{health:?}"
+    );
+    assert_eq!(
+        (health.path.as_path(), health.unrecorded),
+        (store.path(), 1)
+    );
+    assert_eq!(health_events(&mut events), [health]);
+
+    // Listed as pending, and found by its id as `hark answer` looks it up.
+    let list = |filter: ItemFilter| registry.list_as(&store, &filter, |r| r).unwrap();
+    let pending = list(ItemFilter {
+        pending: Some(true),
+        ..ItemFilter::default()
+    });
+    assert_eq!(pending.iter().map(|r| r.id).collect::<Vec<_>>(), [id]);
+    assert_eq!(pending[0].asker, held.item.asker);
+    let by_id = list(ItemFilter {
+        id: Some(id),
+        ..ItemFilter::default()
+    });
+    assert_eq!((by_id.len(), &by_id[0].outcome), (1, &None));
+
+    // Answered, and the answer reaches the asker.
+    registry.reply(id, answer_no(), Surface::Cli).unwrap();
+    let Outcome::Answered(resolution) = held.outcome().await else {
+        panic!("not answered")
+    };
+    assert_eq!(
+        serde_json::to_value(resolution.answers).unwrap(),
+        json!({"Go?": "No"})
+    );
+    let all = list(ItemFilter::default());
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0].outcome.as_ref().map(Outcome::name), Some("answered"));
+    assert_eq!(store.list(&ItemFilter::default()).unwrap(), before);
+    assert_eq!(registry.store_health().unwrap().unrecorded, 2);
+
+    // The disk frees: the item and its outcome are written, the health clears.
+    store.cap_growth(false);
+    let health = registry.store_health().unwrap();
+    assert_eq!((health.error, health.unrecorded), (None, 0));
+    let row = store.get(id).unwrap().expect("recorded");
+    assert_eq!(row.outcome.as_ref().map(Outcome::name), Some("answered"));
+    assert_eq!(row.replied_by.as_deref(), Some("cli"));
+    assert_eq!(row.asker, held.item.asker);
+    assert_eq!(list(ItemFilter::default()).len(), 2, "listed once");
+    assert!(store.get(before[0].id).unwrap().as_ref() == Some(&before[0]));
+    assert!(!health_events(&mut events)[0].is_failing());
+}
+
+#[tokio::test]
+async fn an_outcome_the_store_refuses_is_listed_in_place_of_its_pending_row() {
+    let (_dir, store, registry) = on_a_store();
+    let mut pending = registry.open(item(Duration::from_secs(60)));
+    let id = pending.item.id;
+    store.cap_growth(true);
+    let long = Pick::Text {
+        text: "y".repeat(20_000),
+    };
+    let reply = Reply::Answer(Picks::from([("Go?".into(), long)]));
+    registry.reply(id, reply, Surface::Cli).unwrap();
+    assert_eq!(pending.outcome().await.name(), "answered");
+    assert_eq!(store.get(id).unwrap().unwrap().outcome, None);
+    assert_eq!(registry.store_health().unwrap().unrecorded, 1);
+
+    let waiting = ItemFilter {
+        pending: Some(true),
+        ..ItemFilter::default()
+    };
+    let listed = registry.list_as(&store, &waiting, |r| r).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        listed[0].outcome.as_ref().map(Outcome::name),
+        Some("answered")
+    );
+
+    store.cap_growth(false);
+    assert!(!registry.store_health().unwrap().is_failing());
+    assert_eq!(
+        store
+            .get(id)
+            .unwrap()
+            .unwrap()
+            .outcome
+            .as_ref()
+            .map(Outcome::name),
+        Some("answered")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_store_is_tried_again_without_anyone_asking() {
+    let (_dir, store, registry) = on_a_store();
+    let mut events = registry.subscribe();
+    store.cap_growth(true);
+    let held = registry.open(big_item());
+    store.cap_growth(false);
+    // The retry task writes it within one retry: the paused clock runs
+    // straight to it.
+    let cleared = tokio::time::timeout(RETRY * 2, async {
+        loop {
+            if let Ok(Event::StoreHealth(health)) = events.recv().await
+                && !health.is_failing()
+            {
+                return health;
+            }
+        }
+    })
+    .await
+    .expect("the health cleared");
+    assert_eq!(cleared.unrecorded, 0);
+    assert!(store.get(held.item.id).unwrap().is_some());
 }

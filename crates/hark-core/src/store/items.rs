@@ -1,5 +1,7 @@
 //! The items: every question set and approval, pending or settled.
 
+use std::time::SystemTime;
+
 use rusqlite::{OptionalExtension, params};
 
 use super::{RESTARTED, Store, StoreError, sql_count, to_json, unix_ms};
@@ -66,13 +68,25 @@ impl Store {
             .map_err(|e| self.sql(e))
     }
 
-    /// Records an item's outcome. Only a pending row is updated, so a
-    /// settled outcome is never overwritten.
+    /// Records an item's outcome, settled now. Only a pending row is
+    /// updated, so a settled outcome is never overwritten.
     pub fn settle(
         &self,
         id: ItemId,
         outcome: &Outcome,
         replied_by: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        self.settle_at(id, outcome, replied_by, self.clock.now())
+    }
+
+    /// [`Store::settle`], stamped `at` (an outcome recorded later than it
+    /// happened keeps its time).
+    pub fn settle_at(
+        &self,
+        id: ItemId,
+        outcome: &Outcome,
+        replied_by: Option<&str>,
+        at: SystemTime,
     ) -> Result<bool, StoreError> {
         let detail = serde_json::to_string(outcome)?;
         self.lock()
@@ -84,7 +98,7 @@ impl Store {
                     outcome.name(),
                     detail,
                     replied_by,
-                    self.now_ms()
+                    unix_ms(at) as i64
                 ],
             )
             .map(|n| n == 1)

@@ -97,6 +97,14 @@ pub enum StoreError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    /// The store opens but takes no write (its disk is full, its file or
+    /// directory is read-only): every item from the first one on would go
+    /// unrecorded.
+    #[error("the store {} cannot be written: {source}", path.display())]
+    Unwritable {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
     #[error("the store {} was written by a newer hark (schema {found}, this hark knows {known})", path.display())]
     TooNew {
         path: PathBuf,
@@ -139,9 +147,9 @@ impl Store {
         Ok(crate::files::project_dirs()?.data_dir().join("hark.db"))
     }
 
-    /// Opens (creating and migrating as needed) the store at `path`, and
-    /// closes out items a previous run left pending.
-    /// Opens (creating, migrating) the store at `path`; `clock` stamps its rows.
+    /// Opens (creating and migrating as needed) the store at `path`, makes
+    /// sure it takes writes, and closes out items a previous run left
+    /// pending; `clock` stamps its rows.
     pub fn open(path: &Path, clock: Clock) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             crate::files::ensure_private_dir(dir)?;
@@ -174,6 +182,13 @@ impl Store {
                 .map_err(sql)?;
             tx.commit().map_err(sql)?;
         }
+        // A store that opens but cannot be written is found out now, not at
+        // the first question: the header is rewritten as it is.
+        conn.pragma_update(None, "user_version", known as i64)
+            .map_err(|source| StoreError::Unwritable {
+                path: path.to_owned(),
+                source,
+            })?;
         let store = Store {
             path: path.to_owned(),
             conn: Mutex::new(conn),
@@ -205,6 +220,18 @@ impl Store {
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Lets the file grow no more (`false` lifts the cap): a write that
+    /// needs a new page fails as on a full disk.
+    #[cfg(test)]
+    pub(crate) fn cap_growth(&self, capped: bool) {
+        let conn = self.lock();
+        let pages: i64 = conn
+            .pragma_query_value(None, "page_count", |r| r.get(0))
+            .unwrap();
+        let cap = if capped { pages } else { i64::from(u32::MAX) };
+        conn.pragma_update(None, "max_page_count", cap).unwrap();
     }
 
     fn sql(&self, source: rusqlite::Error) -> StoreError {
