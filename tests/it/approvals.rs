@@ -322,3 +322,63 @@ fn an_approval_takes_a_verdict_never_answers_and_one_from_the_cli_lets_the_write
     assert_eq!(outcome(item), ("approved", "action"));
     assert_eq!(item["replied_by"], "cli");
 }
+
+/// Claude Code's Bash sandbox is pinned into the user's own `--settings`
+/// file, which is read once and otherwise kept; one that is not JSON stops
+/// the run before the agent starts.
+#[test]
+fn a_read_only_wrap_merges_the_sandbox_into_the_users_settings_file() {
+    let nobody = sandbox();
+    let log = nobody.path("fake.log");
+    let theirs = nobody.path("settings.json");
+    let mine = json!({"env": {"MINE": "1"}, "sandbox": {"autoAllowBashIfSandboxed": true}});
+    std::fs::write(&theirs, mine.to_string()).unwrap();
+    let work = nobody.path("work");
+    std::fs::create_dir(&work).unwrap();
+    let wrap = |settings: &Path| {
+        nobody
+            .hark(["run", "--read-only", "--wrap", "--"])
+            .current_dir(&work)
+            .arg(fake_claude())
+            .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
+            .arg("--settings")
+            .arg(settings)
+            .env("FAKE_CLAUDE_LOG", &log)
+            .output()
+            .unwrap()
+    };
+    let out = wrap(&theirs);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = &invocations(&log)[0];
+    let count = run["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| *a == "--settings")
+        .count();
+    assert_eq!(count, 1, "the CLI reads only the last --settings");
+    let merged: Value = serde_json::from_str(&flag(run, "--settings").unwrap()).unwrap();
+    assert_eq!(merged["env"], json!({"MINE": "1"}));
+    assert_eq!(merged["sandbox"]["enabled"], true);
+    assert_eq!(merged["sandbox"]["failIfUnavailable"], true);
+    assert_eq!(merged["sandbox"]["autoAllowBashIfSandboxed"], false);
+    assert_eq!(
+        merged["sandbox"]["filesystem"]["denyWrite"],
+        json!([work.canonicalize().unwrap()]),
+        "with nobody to approve a write, Bash may not write where it works"
+    );
+
+    std::fs::write(&theirs, "not json").unwrap();
+    let out = wrap(&theirs);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not JSON"));
+    assert_eq!(
+        invocations(&log).len(),
+        1,
+        "the agent was not started again"
+    );
+}

@@ -51,6 +51,24 @@ pub fn existing_servers(configs: &[String]) -> Result<BTreeMap<String, Value>, R
     Ok(servers)
 }
 
+/// The user's own `--settings` value (a file or JSON) as JSON, so a
+/// read-only run can merge its sandbox into it.
+pub fn existing_settings(settings: &str) -> Result<String, RunError> {
+    let text = if settings.trim_start().starts_with('{') {
+        settings.to_owned()
+    } else {
+        std::fs::read_to_string(settings).map_err(|source| RunError::SettingsRead {
+            settings: settings.to_owned(),
+            source,
+        })?
+    };
+    serde_json::from_str::<Value>(&text).map_err(|source| RunError::SettingsJson {
+        settings: settings.to_owned(),
+        source,
+    })?;
+    Ok(text)
+}
+
 /// Starts the agent, shows its stream, and waits for it.
 pub async fn run_agent(
     composed: Composed,

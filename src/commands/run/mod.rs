@@ -16,7 +16,7 @@ mod operator;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use hark_core::agent::{Attached, NoCommandLine, UserCommand, Verb};
+use hark_core::agent::{Attached, NoCommandLine, ReadOnly, UserCommand, Verb};
 use hark_core::bridge::client;
 use hark_core::bridge::relay::{Relay, RunDir};
 use hark_core::bridge::socket::{self, SocketError};
@@ -59,6 +59,16 @@ pub enum RunError {
     #[error("--mcp-config {config} is not JSON: {source}")]
     McpConfigJson {
         config: String,
+        source: serde_json::Error,
+    },
+    #[error("cannot read --settings {settings}: {source}")]
+    SettingsRead {
+        settings: String,
+        source: std::io::Error,
+    },
+    #[error("--settings {settings} is not JSON: {source}")]
+    SettingsJson {
+        settings: String,
         source: serde_json::Error,
     },
     #[error("cannot write the MCP config: {0}")]
@@ -205,6 +215,8 @@ struct Setup {
     agent: PathBuf,
     /// With `--wrap`, the user's own command line, read once.
     wrapped: Option<UserCommand>,
+    /// Where the agent works, absolute: a read-only run's sandbox names it.
+    cwd: PathBuf,
 }
 
 impl Setup {
@@ -223,11 +235,17 @@ impl Setup {
                 .clone()
                 .unwrap_or_else(|| format!("run-{}", run_id.short())),
         );
-        let wrapped = if args.wrap {
+        let mut wrapped = if args.wrap {
             Some(UserCommand::parse(&args.words)?)
         } else {
             None
         };
+        // A read-only run merges its sandbox into the user's settings.
+        if args.read_only
+            && let Some(settings) = wrapped.as_mut().and_then(|w| w.settings.as_mut())
+        {
+            *settings = agent::existing_settings(settings)?;
+        }
         let user_configs = wrapped.as_ref().map_or(&[][..], |u| &u.mcp_configs[..]);
         let servers = agent::existing_servers(user_configs)?;
         let hark = std::env::current_exe().map_err(RunError::ThisHark)?;
@@ -261,6 +279,11 @@ impl Setup {
             .clone()
             .or_else(|| config.agent_command.clone())
             .unwrap_or_else(|| PathBuf::from("claude"));
+        let cwd = match &args.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().map_err(RunError::Cwd)?,
+        };
+        let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
         Ok(Setup {
             run_id,
             session,
@@ -270,6 +293,7 @@ impl Setup {
             headless_gate,
             agent,
             wrapped,
+            cwd,
         })
     }
 
@@ -277,16 +301,21 @@ impl Setup {
         self.bridge.as_ref().map(|(_, attach)| attach)
     }
 
-    /// The MCP config carrying `approve`, for a read-only run.
-    fn read_only(&self, args: &RunArgs) -> Option<PathBuf> {
+    /// The MCP config carrying `approve` and the directory the agent works
+    /// in, for a read-only run.
+    fn read_only(&self, args: &RunArgs) -> Option<ReadOnly> {
         if !args.read_only {
             return None;
         }
-        match (&self.bridge, &self.headless_gate) {
-            (Some((_, attach)), _) => Some(attach.mcp_config.clone()),
-            (None, Some((_, config))) => Some(config.clone()),
-            (None, None) => None,
-        }
+        let mcp_config = match (&self.bridge, &self.headless_gate) {
+            (Some((_, attach)), _) => attach.mcp_config.clone(),
+            (None, Some((_, config))) => config.clone(),
+            (None, None) => return None,
+        };
+        Some(ReadOnly {
+            mcp_config,
+            cwd: self.cwd.clone(),
+        })
     }
 
     /// The run's own socket, through which it asks the operator.
@@ -478,7 +507,7 @@ async fn turns(
             None => hark_core::agent::base_command(&setup.agent, &prompt, resume.as_deref()),
         };
         let composed =
-            hark_core::agent::compose(user, args.verb, setup.attach(), read_only.as_deref());
+            hark_core::agent::compose(user, args.verb, setup.attach(), read_only.as_ref());
         let turn = agent::run_agent(composed, args.cwd.as_ref(), stop.clone()).await?;
         if turn.stopped {
             return Ok(turn.status);

@@ -152,7 +152,7 @@ fn parse(argv: &[String]) -> Result<Args, ArgsError> {
             "-p" | "--print" => {}
             "--verbose" => args.verbose = true,
             "--output-format" => args.output_format = Some(value(&mut i)?),
-            "--append-system-prompt" | "--model" => {
+            "--append-system-prompt" | "--model" | "--settings" => {
                 value(&mut i)?;
             }
             "--permission-prompt-tool" => args.permission_prompt_tool = Some(value(&mut i)?),

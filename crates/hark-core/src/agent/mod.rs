@@ -7,13 +7,17 @@
 //! `--permission-prompt-tool` is hidden from the model, so it is never `ask`;
 //! hosts may cut a silent tool call, so `MCP_TOOL_TIMEOUT` is set above the
 //! bounded wait.
+//!
+//! A read-only run also turns on Claude Code's own Bash sandboxing
+//! ([`read_only_settings`]), so that a command the gate lets through unasked
+//! still cannot write outside the working directory or reach the network.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::model::ids::SessionId;
 
@@ -141,6 +145,86 @@ pub fn mcp_config(hark: &Path, existing: BTreeMap<String, Value>, approvals: boo
     json!({ "mcpServers": servers })
 }
 
+/// The sandbox a read-only run pins, whatever the user's settings say.
+/// Measured with Claude Code 2.1.332 on Linux (bubblewrap 0.8, socat):
+/// - `enabled`: Bash runs under bubblewrap: the working directory and
+///   `$TMPDIR` (`/tmp/claude-UID`) are writable, the rest of the filesystem is
+///   read-only, and the network is reached only through a proxy that refuses
+///   every host no setting allows (in `-p` nobody is asked).
+/// - `failIfUnavailable`: with bwrap or socat missing the CLI refuses to start
+///   (exit 1, no model call); without it, it warns and runs Bash unsandboxed.
+/// - `allowUnsandboxedCommands: false`: the Bash tool's
+///   `dangerouslyDisableSandbox` is ignored; otherwise the call goes to the
+///   gate as an ordinary one and, allowed, runs outside the sandbox.
+/// - `autoAllowBashIfSandboxed: false`: every Bash call still goes through
+///   the permission flow, so the gate sees it; with `true` a sandboxed write
+///   in the working directory runs without calling `approve`.
+/// - `allowNestedUserNamespaces`, `filesystem.disabled`: each would undo the
+///   filesystem isolation (a `--settings` with `filesystem.disabled: true`
+///   let a write to `/tmp` through).
+///
+/// A `--settings` value wins over user, project and local settings for these
+/// keys; of two `--settings` flags only the last counts, so hark passes one.
+pub const READ_ONLY_SANDBOX: [(&str, bool); 5] = [
+    ("enabled", true),
+    ("failIfUnavailable", true),
+    ("allowUnsandboxedCommands", false),
+    ("autoAllowBashIfSandboxed", false),
+    ("allowNestedUserNamespaces", false),
+];
+
+/// What a read-only run adds to the agent's command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadOnly {
+    /// The MCP config serving `approve`, with the user's servers merged in.
+    pub mcp_config: PathBuf,
+    /// The agent's working directory, absolute (the sandbox reads a relative
+    /// path as its own). The sandbox leaves it writable, for the writes the
+    /// operator approves; with nobody attached to approve one it is made
+    /// read-only too.
+    pub cwd: PathBuf,
+}
+
+/// The `--settings` of a read-only run: the user's own settings (`{}` when
+/// they gave none) with [`READ_ONLY_SANDBOX`] pinned over theirs, the
+/// filesystem isolation kept on, no `excludedCommands` (nothing leaves the
+/// sandbox), and `deny_write` added to `filesystem.denyWrite`. Whatever else
+/// they set (`filesystem.allowWrite`, `network.allowedDomains`, keys outside
+/// `sandbox`) is kept: it is theirs.
+pub fn read_only_settings(user: Value, deny_write: Option<&Path>) -> Value {
+    let mut settings = match user {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    let sandbox = object_at(&mut settings, "sandbox");
+    for (key, value) in READ_ONLY_SANDBOX {
+        sandbox.insert(key.to_owned(), Value::Bool(value));
+    }
+    sandbox.remove("excludedCommands");
+    let filesystem = object_at(sandbox, "filesystem");
+    filesystem.insert("disabled".to_owned(), Value::Bool(false));
+    if let Some(path) = deny_write {
+        let path = Value::String(path.display().to_string());
+        match filesystem.entry("denyWrite").or_insert_with(|| json!([])) {
+            Value::Array(paths) => paths.push(path),
+            other => *other = json!([path]),
+        }
+    }
+    Value::Object(settings)
+}
+
+/// The object under `key`, made an empty one if it is missing or not one.
+fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    let slot = map.entry(key).or_insert_with(|| json!({}));
+    if !slot.is_object() {
+        *slot = json!({});
+    }
+    match slot {
+        Value::Object(object) => object,
+        _ => unreachable!("made an object just above"),
+    }
+}
+
 /// A command line to run: program, arguments, and environment added to the
 /// caller's (the agent inherits API keys, base URLs, proxies).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,7 +241,10 @@ const LIST_FLAGS: [(&str, &str); 3] = [
     ("--mcp-config", "--mcp-config"),
 ];
 
-/// A user's agent command line, with the list flags hark merges taken out.
+/// The flag carrying settings: one value, which a read-only run merges into.
+const SETTINGS: &str = "--settings";
+
+/// A user's agent command line, with the flags hark merges taken out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UserCommand {
     pub program: OsString,
@@ -166,6 +253,10 @@ pub struct UserCommand {
     pub allowed: Vec<String>,
     pub disallowed: Vec<String>,
     pub mcp_configs: Vec<String>,
+    /// The user's `--settings` (a file or JSON; the last one, as the CLI
+    /// reads only that). For a read-only run the caller replaces a file with
+    /// its JSON, since the sandbox is merged into it.
+    pub settings: Option<String>,
 }
 
 fn split_tools(value: &str) -> impl Iterator<Item = String> + '_ {
@@ -192,6 +283,12 @@ impl UserCommand {
                 Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
                 _ => (arg.as_str(), None),
             };
+            if name == SETTINGS {
+                let step = if inline.is_some() { 1 } else { 2 };
+                user.settings = inline.or_else(|| args.get(i + 1).cloned());
+                i += step;
+                continue;
+            }
             let Some(slot) = LIST_FLAGS
                 .iter()
                 .position(|(a, b)| name == *a || name == *b)
@@ -232,14 +329,16 @@ fn push_unique(list: &mut Vec<String>, item: &str) {
 /// Composes the agent's command line. `user` is the agent and whatever the
 /// user passed (for `hark run`: `claude -p PROMPT` plus output flags); the
 /// bridge is attached when `attached` is given.
-/// `read_only` names the MCP config serving `approve` (with the user's
-/// servers merged in) for a run dispatched read-only: every write then goes
-/// through the write-mode gate, and with nobody attached it is denied.
+/// `read_only` is given for a run dispatched read-only: every write then
+/// goes through the write-mode gate, and with nobody attached it is denied;
+/// Bash also runs in Claude Code's sandbox ([`read_only_settings`], merged
+/// into the user's `--settings`, which must then be JSON), where with nobody
+/// attached the working directory is read-only as well.
 pub fn compose(
     mut user: UserCommand,
     verb: Verb,
     attached: Option<&Attached>,
-    read_only: Option<&Path>,
+    read_only: Option<&ReadOnly>,
 ) -> Composed {
     let mut env = BTreeMap::new();
     push_unique(&mut user.disallowed, BUILTIN_ASK);
@@ -273,22 +372,36 @@ pub fn compose(
     };
     let mut args = user.rest;
     let clause = match read_only {
-        Some(config) => {
+        Some(read_only) => {
             if attached.is_none() {
                 // Served for `approve` only: nobody can answer a question.
                 push_unique(&mut user.disallowed, ASK_TOOL);
             }
-            user.mcp_configs = vec![config.display().to_string()];
+            user.mcp_configs = vec![read_only.mcp_config.display().to_string()];
             // One permission prompt: the gate's replaces any the user named.
             if let Some(at) = args.iter().position(|a| a == "--permission-prompt-tool") {
                 args.drain(at..(at + 2).min(args.len()));
             }
             args.push("--permission-prompt-tool".into());
             args.push(APPROVE_TOOL.into());
+            // Not JSON (a file the caller did not read): the sandbox alone,
+            // rather than a run without it.
+            let theirs = user
+                .settings
+                .take()
+                .and_then(|s| serde_json::from_str(&s).ok());
+            args.push(SETTINGS.into());
+            let deny_write = attached.is_none().then_some(read_only.cwd.as_path());
+            let settings = read_only_settings(theirs.unwrap_or(Value::Null), deny_write);
+            args.push(settings.to_string());
             format!("{clause} {READ_ONLY_CLAUSE}")
         }
         None => clause,
     };
+    if let Some(settings) = user.settings {
+        args.push(SETTINGS.into());
+        args.push(settings);
+    }
     if !user.allowed.is_empty() {
         args.push("--allowedTools".into());
         args.push(user.allowed.join(","));
@@ -334,7 +447,7 @@ mod tests {
 
     #[test]
     fn a_read_only_run_is_gated_through_approve_attached_or_not() {
-        let gate = Path::new("/run/h/mcp-approvals.json");
+        let gate = &read_only("/run/h/mcp-approvals.json");
         let mut user = UserCommand::parse(&words(&[
             "claude",
             "-p",
@@ -371,6 +484,13 @@ mod tests {
 
     fn words(s: &[&str]) -> Vec<String> {
         s.iter().map(|w| w.to_string()).collect()
+    }
+
+    fn read_only(config: &str) -> ReadOnly {
+        ReadOnly {
+            mcp_config: config.into(),
+            cwd: "/work/project".into(),
+        }
     }
 
     fn attached() -> Attached {
@@ -456,6 +576,151 @@ mod tests {
         assert_eq!(c.args.iter().filter(|a| *a == "--mcp-config").count(), 1);
         assert!(c.args.windows(2).any(|w| w == ["--model", "opus"]));
         assert!(c.args.windows(2).any(|w| w == ["-p", "do it"]));
+    }
+
+    /// The one `--settings` value, as JSON.
+    fn settings(args: &[String]) -> Value {
+        let values = flag(args, "--settings");
+        assert_eq!(
+            values.len(),
+            1,
+            "one --settings: the CLI reads only the last"
+        );
+        serde_json::from_str(values[0]).unwrap()
+    }
+
+    fn assert_sandboxed(settings: &Value) {
+        let sandbox = &settings["sandbox"];
+        assert_eq!(sandbox["enabled"], true);
+        assert_eq!(sandbox["failIfUnavailable"], true, "no sandbox, no run");
+        assert_eq!(sandbox["allowUnsandboxedCommands"], false);
+        assert_eq!(
+            sandbox["autoAllowBashIfSandboxed"], false,
+            "the gate sees Bash"
+        );
+        assert_eq!(sandbox["allowNestedUserNamespaces"], false);
+        assert_eq!(sandbox["filesystem"]["disabled"], false);
+        assert!(sandbox.get("excludedCommands").is_none());
+    }
+
+    #[test]
+    fn a_read_only_run_sandboxes_bash_and_others_do_not() {
+        let gate = &read_only("/run/h/mcp-approvals.json");
+        let c = compose(
+            base_command(Path::new("claude"), "look", None),
+            Verb::Ask,
+            None,
+            Some(gate),
+        );
+        let headless = settings(&c.args);
+        assert_sandboxed(&headless);
+        assert_eq!(
+            headless["sandbox"]["filesystem"]["denyWrite"],
+            json!(["/work/project"]),
+            "nobody can approve a write, so Bash may not write the project either"
+        );
+
+        let c = compose(
+            base_command(Path::new("claude"), "look", None),
+            Verb::Ask,
+            Some(&attached()),
+            Some(gate),
+        );
+        let approvable = settings(&c.args);
+        assert_sandboxed(&approvable);
+        assert!(
+            approvable["sandbox"]["filesystem"]
+                .get("denyWrite")
+                .is_none(),
+            "a write the operator approves in the project must work"
+        );
+
+        let c = compose(
+            base_command(Path::new("claude"), "look", None),
+            Verb::Ask,
+            Some(&attached()),
+            None,
+        );
+        assert!(flag(&c.args, "--settings").is_empty());
+    }
+
+    #[test]
+    fn the_sandbox_is_merged_into_the_users_settings_and_wins() {
+        let theirs = json!({
+            "env": {"FOO": "1"},
+            "model": "opus",
+            "sandbox": {
+                "enabled": false,
+                "allowNestedUserNamespaces": true,
+                "autoAllowBashIfSandboxed": true,
+                "allowUnsandboxedCommands": true,
+                "excludedCommands": ["touch:*"],
+                "filesystem": {"disabled": true, "allowWrite": ["/srv/out"], "denyWrite": ["/etc"]},
+                "network": {"allowedDomains": ["crates.io"]}
+            }
+        });
+        let user = UserCommand::parse(&words(&[
+            "claude",
+            "-p",
+            "x",
+            "--settings",
+            &theirs.to_string(),
+            "--model",
+            "opus",
+        ]))
+        .unwrap();
+        assert!(!user.rest.contains(&"--settings".to_owned()));
+        let c = compose(user, Verb::Task, None, Some(&read_only("/run/h/mcp.json")));
+        let merged = settings(&c.args);
+        assert_sandboxed(&merged);
+        assert_eq!(merged["env"], json!({"FOO": "1"}));
+        assert_eq!(merged["model"], "opus");
+        assert_eq!(
+            merged["sandbox"]["filesystem"]["allowWrite"],
+            json!(["/srv/out"])
+        );
+        assert_eq!(
+            merged["sandbox"]["filesystem"]["denyWrite"],
+            json!(["/etc", "/work/project"])
+        );
+        assert_eq!(
+            merged["sandbox"]["network"]["allowedDomains"],
+            json!(["crates.io"])
+        );
+
+        // Settings that are not an object, or a file the caller did not
+        // read, give way to the sandbox alone.
+        for odd in ["[1]", "/home/me/settings.json"] {
+            let user =
+                UserCommand::parse(&words(&["claude", &format!("--settings={odd}")])).unwrap();
+            let c = compose(user, Verb::Task, None, Some(&read_only("/run/h/mcp.json")));
+            let alone = settings(&c.args);
+            assert_sandboxed(&alone);
+            assert_eq!(alone.as_object().map(|o| o.len()), Some(1), "{alone}");
+        }
+    }
+
+    #[test]
+    fn without_read_only_the_users_settings_pass_as_they_are() {
+        for argv in [
+            &["claude", "-p", "x", "--settings", "/home/me/s.json"][..],
+            &["claude", "-p", "x", "--settings=/home/me/s.json"][..],
+            &[
+                "claude",
+                "--settings",
+                "a.json",
+                "-p",
+                "x",
+                "--settings",
+                "/home/me/s.json",
+            ][..],
+        ] {
+            let user = UserCommand::parse(&words(argv)).unwrap();
+            assert_eq!(user.settings.as_deref(), Some("/home/me/s.json"));
+            let c = compose(user, Verb::Task, Some(&attached()), None);
+            assert_eq!(flag(&c.args, "--settings"), ["/home/me/s.json"]);
+            assert!(c.args.windows(2).any(|w| w == ["-p", "x"]));
+        }
     }
 
     #[test]

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""A scripted stand-in for the Anthropic Messages API, for driving the real
+Claude Code CLI (`claude -p`) offline.
+
+It emulates what `claude -p` needs from ANTHROPIC_BASE_URL:
+  POST /v1/messages               streamed (SSE: message_start,
+                                  content_block_start/delta/stop,
+                                  message_delta, message_stop) or plain JSON
+  POST /v1/messages/count_tokens  {"input_tokens": N}
+  anything else                   404 with an Anthropic-style error body
+A request whose tools include a scripted tool (the agent's main loop) gets
+the next scripted call (--bash and --tool-json, in the order given): step N
+answers a request that already holds N tool calls in its `messages`, and once
+the steps run out, the --final text. Any other request (titles, summaries,
+side queries) gets the --final text too. Every request is appended to --log
+as one JSON line (method, path, body), so the tool_result blocks Claude Code
+sent back can be read.
+
+Measured against Claude Code 2.1.332 with DISABLE_TELEMETRY=1 and
+CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1: it asks for nothing but
+POST /v1/messages?beta=true, streamed.
+
+  python3 mock_anthropic.py --port-file P --log L \
+      --bash 'touch /tmp/x && echo done' \
+      --tool-json '{"name":"Bash","input":{"command":"id","dangerouslyDisableSandbox":true}}'
+  ANTHROPIC_BASE_URL=http://127.0.0.1:$(cat P) ANTHROPIC_API_KEY=x claude -p go ...
+
+Stdlib only; it serves until killed.
+"""
+
+import argparse
+import json
+import os
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODEL = "claude-mock"
+
+
+def message(content, stop_reason):
+    return {
+        "id": f"msg_mock_{uuid.uuid4().hex}",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def sse_events(content, stop_reason):
+    """The stream of events that builds `content`, as the API sends it."""
+    start = message([], None)
+    yield "message_start", {"type": "message_start", "message": start}
+    for index, block in enumerate(content):
+        if block["type"] == "text":
+            empty = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        else:
+            empty = dict(block, input={})
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": empty}
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    yield "message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+        "usage": {"output_tokens": 5},
+    }
+    yield "message_stop", {"type": "message_stop"}
+
+
+class Script:
+    def __init__(self, steps, final):
+        self.steps = steps
+        self.final = final
+        self.lock = threading.Lock()
+
+    def reply(self, body):
+        """The content and stop reason answering one /v1/messages body."""
+        tools = {t.get("name") for t in body.get("tools") or []}
+        wanted = {s["name"] for s in self.steps}
+        if not wanted or not wanted & tools:
+            return [{"type": "text", "text": self.final}], "end_turn"
+        # Tool calls already made: Claude Code may merge assistant turns, so count blocks.
+        done = sum(
+            1
+            for m in body.get("messages", [])
+            if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+            for b in m["content"]
+            if b.get("type") == "tool_use"
+        )
+        if done >= len(self.steps):
+            return [{"type": "text", "text": self.final}], "end_turn"
+        step = self.steps[done]
+        block = {"type": "tool_use", "id": f"toolu_mock_{done}_{uuid.uuid4().hex[:8]}", "name": step["name"], "input": step["input"]}
+        return [block], "tool_use"
+
+
+def handler(script, log_path):
+    log_lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *_):
+            pass
+
+        def record(self, body):
+            with log_lock, open(log_path, "a") as log:
+                log.write(json.dumps({"method": self.command, "path": self.path, "body": body}) + "\n")
+
+        def send_json(self, status, value):
+            data = json.dumps(value).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self.record(None)
+            self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
+
+        def do_POST(self):
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length)
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {"unparsed": raw.decode(errors="replace")}
+            self.record(body)
+            path = self.path.split("?")[0]
+            if path.endswith("/v1/messages/count_tokens"):
+                return self.send_json(200, {"input_tokens": 10})
+            if not path.endswith("/v1/messages"):
+                return self.do_GET()
+            content, stop = script.reply(body)
+            if not body.get("stream"):
+                return self.send_json(200, message(content, stop))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for name, data in sse_events(content, stop):
+                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free one")
+    parser.add_argument("--port-file", help="write the port here once listening")
+    parser.add_argument("--log", required=True, help="append each request as a JSON line")
+    bash = lambda c: {"name": "Bash", "input": {"command": c, "description": "scripted"}}  # noqa: E731
+    parser.add_argument("--bash", dest="steps", action="append", type=bash, help="a Bash call (repeatable)")
+    parser.add_argument("--tool-json", dest="steps", action="append", type=json.loads, help='{"name":…,"input":…}')
+    parser.add_argument("--final", default="All done.", help="the text that ends the run")
+    args = parser.parse_args()
+    steps = args.steps or []
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler(Script(steps, args.final), args.log))
+    if args.port_file:
+        with open(args.port_file + ".tmp", "w") as f:
+            f.write(str(server.server_address[1]))
+        os.replace(args.port_file + ".tmp", args.port_file)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
