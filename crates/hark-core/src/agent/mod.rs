@@ -9,7 +9,7 @@
 //! bounded wait.
 //!
 //! A read-only run also turns on Claude Code's own Bash sandboxing
-//! ([`read_only_settings`]), so that a command the gate lets through unasked
+//! ([`sandbox`]), so that a command the gate lets through unasked
 //! still cannot write outside the working directory or reach the network.
 
 use std::collections::BTreeMap;
@@ -17,9 +17,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::model::ids::SessionId;
+
+pub mod sandbox;
 
 /// The MCP server's name: the agent sees its tool as `mcp__operator__ask`.
 pub const SERVER: &str = "operator";
@@ -145,34 +147,6 @@ pub fn mcp_config(hark: &Path, existing: BTreeMap<String, Value>, approvals: boo
     json!({ "mcpServers": servers })
 }
 
-/// The sandbox a read-only run pins, whatever the user's settings say.
-/// Measured with Claude Code 2.1.332 on Linux (bubblewrap 0.8, socat):
-/// - `enabled`: Bash runs under bubblewrap: the working directory and
-///   `$TMPDIR` (`/tmp/claude-UID`) are writable, the rest of the filesystem is
-///   read-only, and the network is reached only through a proxy that refuses
-///   every host no setting allows (in `-p` nobody is asked).
-/// - `failIfUnavailable`: with bwrap or socat missing the CLI refuses to start
-///   (exit 1, no model call); without it, it warns and runs Bash unsandboxed.
-/// - `allowUnsandboxedCommands: false`: the Bash tool's
-///   `dangerouslyDisableSandbox` is ignored; otherwise the call goes to the
-///   gate as an ordinary one and, allowed, runs outside the sandbox.
-/// - `autoAllowBashIfSandboxed: false`: every Bash call still goes through
-///   the permission flow, so the gate sees it; with `true` a sandboxed write
-///   in the working directory runs without calling `approve`.
-/// - `allowNestedUserNamespaces`, `filesystem.disabled`: each would undo the
-///   filesystem isolation (a `--settings` with `filesystem.disabled: true`
-///   let a write to `/tmp` through).
-///
-/// A `--settings` value wins over user, project and local settings for these
-/// keys; of two `--settings` flags only the last counts, so hark passes one.
-pub const READ_ONLY_SANDBOX: [(&str, bool); 5] = [
-    ("enabled", true),
-    ("failIfUnavailable", true),
-    ("allowUnsandboxedCommands", false),
-    ("autoAllowBashIfSandboxed", false),
-    ("allowNestedUserNamespaces", false),
-];
-
 /// What a read-only run adds to the agent's command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadOnly {
@@ -183,46 +157,6 @@ pub struct ReadOnly {
     /// operator approves; with nobody attached to approve one it is made
     /// read-only too.
     pub cwd: PathBuf,
-}
-
-/// The `--settings` of a read-only run: the user's own settings (`{}` when
-/// they gave none) with [`READ_ONLY_SANDBOX`] pinned over theirs, the
-/// filesystem isolation kept on, no `excludedCommands` (nothing leaves the
-/// sandbox), and `deny_write` added to `filesystem.denyWrite`. Whatever else
-/// they set (`filesystem.allowWrite`, `network.allowedDomains`, keys outside
-/// `sandbox`) is kept: it is theirs.
-pub fn read_only_settings(user: Value, deny_write: Option<&Path>) -> Value {
-    let mut settings = match user {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    let sandbox = object_at(&mut settings, "sandbox");
-    for (key, value) in READ_ONLY_SANDBOX {
-        sandbox.insert(key.to_owned(), Value::Bool(value));
-    }
-    sandbox.remove("excludedCommands");
-    let filesystem = object_at(sandbox, "filesystem");
-    filesystem.insert("disabled".to_owned(), Value::Bool(false));
-    if let Some(path) = deny_write {
-        let path = Value::String(path.display().to_string());
-        match filesystem.entry("denyWrite").or_insert_with(|| json!([])) {
-            Value::Array(paths) => paths.push(path),
-            other => *other = json!([path]),
-        }
-    }
-    Value::Object(settings)
-}
-
-/// The object under `key`, made an empty one if it is missing or not one.
-fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
-    let slot = map.entry(key).or_insert_with(|| json!({}));
-    if !slot.is_object() {
-        *slot = json!({});
-    }
-    match slot {
-        Value::Object(object) => object,
-        _ => unreachable!("made an object just above"),
-    }
 }
 
 /// A command line to run: program, arguments, and environment added to the
@@ -331,7 +265,7 @@ fn push_unique(list: &mut Vec<String>, item: &str) {
 /// bridge is attached when `attached` is given.
 /// `read_only` is given for a run dispatched read-only: every write then
 /// goes through the write-mode gate, and with nobody attached it is denied;
-/// Bash also runs in Claude Code's sandbox ([`read_only_settings`], merged
+/// Bash also runs in Claude Code's sandbox ([`sandbox::read_only_settings`], merged
 /// into the user's `--settings`, which must then be JSON), where with nobody
 /// attached the working directory is read-only as well.
 pub fn compose(
@@ -391,8 +325,11 @@ pub fn compose(
                 .take()
                 .and_then(|s| serde_json::from_str(&s).ok());
             args.push(SETTINGS.into());
-            let deny_write = attached.is_none().then_some(read_only.cwd.as_path());
-            let settings = read_only_settings(theirs.unwrap_or(Value::Null), deny_write);
+            let settings = sandbox::read_only_settings(
+                theirs.unwrap_or(Value::Null),
+                &read_only.cwd,
+                attached.is_some(),
+            );
             args.push(settings.to_string());
             format!("{clause} {READ_ONLY_CLAUSE}")
         }
@@ -442,295 +379,4 @@ pub fn base_command(agent: &Path, prompt: &str, resume: Option<&str>) -> UserCom
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_read_only_run_is_gated_through_approve_attached_or_not() {
-        let gate = &read_only("/run/h/mcp-approvals.json");
-        let mut user = UserCommand::parse(&words(&[
-            "claude",
-            "-p",
-            "x",
-            "--permission-prompt-tool",
-            "mcp__mine__ok",
-        ]))
-        .unwrap();
-        user.rest.push("--verbose".into());
-        let c = compose(user, Verb::Task, Some(&attached()), Some(gate));
-        assert_eq!(flag(&c.args, "--permission-prompt-tool"), [APPROVE_TOOL]);
-        assert_eq!(flag(&c.args, "--mcp-config"), ["/run/h/mcp-approvals.json"]);
-        assert_eq!(flag(&c.args, "--allowedTools"), [ASK_TOOL]);
-        assert!(flag(&c.args, "--append-system-prompt")[0].contains("read-only"));
-
-        let c = compose(
-            base_command(Path::new("claude"), "fix it", None),
-            Verb::Task,
-            None,
-            Some(gate),
-        );
-        assert_eq!(flag(&c.args, "--permission-prompt-tool"), [APPROVE_TOOL]);
-        assert_eq!(
-            flag(&c.args, "--disallowedTools"),
-            ["AskUserQuestion,mcp__operator__ask"]
-        );
-        assert!(c.env.is_empty(), "no socket when nobody is attached");
-        let approvals = mcp_config(Path::new("/bin/hark"), BTreeMap::new(), true);
-        assert_eq!(
-            approvals["mcpServers"]["operator"]["args"],
-            json!(["mcp-operator-ask", "--approvals"])
-        );
-    }
-
-    fn words(s: &[&str]) -> Vec<String> {
-        s.iter().map(|w| w.to_string()).collect()
-    }
-
-    fn read_only(config: &str) -> ReadOnly {
-        ReadOnly {
-            mcp_config: config.into(),
-            cwd: "/work/project".into(),
-        }
-    }
-
-    fn attached() -> Attached {
-        Attached {
-            socket: "/run/h/ask.sock".into(),
-            mcp_config: "/run/h/mcp.json".into(),
-            session_id: "s1".into(),
-            ask_timeout: Duration::from_secs(300),
-        }
-    }
-
-    fn flag<'a>(args: &'a [String], name: &str) -> Vec<&'a String> {
-        args.iter()
-            .enumerate()
-            .filter(|(_, a)| *a == name)
-            .map(|(i, _)| &args[i + 1])
-            .collect()
-    }
-
-    #[test]
-    fn attached_runs_get_the_tool_the_socket_and_the_clause() {
-        let c = compose(
-            base_command(Path::new("claude"), "fix it", None),
-            Verb::Task,
-            Some(&attached()),
-            None,
-        );
-        assert_eq!(flag(&c.args, "--allowedTools"), ["mcp__operator__ask"]);
-        assert_eq!(flag(&c.args, "--disallowedTools"), ["AskUserQuestion"]);
-        assert_eq!(flag(&c.args, "--mcp-config"), ["/run/h/mcp.json"]);
-        assert!(flag(&c.args, "--append-system-prompt")[0].contains("mcp__operator__ask"));
-        assert_eq!(c.env["HARK_ASK_SOCK"], "/run/h/ask.sock");
-        assert_eq!(c.env["HARK_SESSION_ID"], "s1");
-        assert_eq!(c.env["MCP_TOOL_TIMEOUT"], "360000");
-        assert!(
-            c.args
-                .windows(2)
-                .any(|w| w == ["--output-format", "stream-json"])
-        );
-        assert!(c.args.contains(&"--verbose".to_owned()));
-        assert!(!c.args.iter().any(|a| a.contains("permission-prompt-tool")));
-    }
-
-    #[test]
-    fn headless_runs_get_none_of_it_but_still_deny_the_builtin() {
-        let c = compose(
-            base_command(Path::new("claude"), "fix it", None),
-            Verb::Decide,
-            None,
-            None,
-        );
-        assert!(flag(&c.args, "--allowedTools").is_empty());
-        assert!(flag(&c.args, "--mcp-config").is_empty());
-        assert_eq!(flag(&c.args, "--disallowedTools"), ["AskUserQuestion"]);
-        assert!(flag(&c.args, "--append-system-prompt")[0].contains("No operator is available"));
-        assert!(c.env.is_empty());
-    }
-
-    #[test]
-    fn wrapping_merges_the_users_lists_without_duplicates() {
-        let user = UserCommand::parse(&words(&[
-            "claude",
-            "-p",
-            "do it",
-            "--allowedTools",
-            "Read,Edit",
-            "Bash(git:*)",
-            "--disallowedTools=AskUserQuestion",
-            "--mcp-config",
-            "theirs.json",
-            "--model",
-            "opus",
-        ]))
-        .unwrap();
-        assert_eq!(user.allowed, ["Read", "Edit", "Bash(git:*)"]);
-        assert_eq!(user.mcp_configs, ["theirs.json"]);
-        let c = compose(user, Verb::Task, Some(&attached()), None);
-        assert_eq!(
-            flag(&c.args, "--allowedTools"),
-            ["Read,Edit,Bash(git:*),mcp__operator__ask"]
-        );
-        assert_eq!(flag(&c.args, "--disallowedTools"), ["AskUserQuestion"]);
-        assert_eq!(c.args.iter().filter(|a| *a == "--mcp-config").count(), 1);
-        assert!(c.args.windows(2).any(|w| w == ["--model", "opus"]));
-        assert!(c.args.windows(2).any(|w| w == ["-p", "do it"]));
-    }
-
-    /// The one `--settings` value, as JSON.
-    fn settings(args: &[String]) -> Value {
-        let values = flag(args, "--settings");
-        assert_eq!(
-            values.len(),
-            1,
-            "one --settings: the CLI reads only the last"
-        );
-        serde_json::from_str(values[0]).unwrap()
-    }
-
-    fn assert_sandboxed(settings: &Value) {
-        let sandbox = &settings["sandbox"];
-        assert_eq!(sandbox["enabled"], true);
-        assert_eq!(sandbox["failIfUnavailable"], true, "no sandbox, no run");
-        assert_eq!(sandbox["allowUnsandboxedCommands"], false);
-        assert_eq!(
-            sandbox["autoAllowBashIfSandboxed"], false,
-            "the gate sees Bash"
-        );
-        assert_eq!(sandbox["allowNestedUserNamespaces"], false);
-        assert_eq!(sandbox["filesystem"]["disabled"], false);
-        assert!(sandbox.get("excludedCommands").is_none());
-    }
-
-    #[test]
-    fn a_read_only_run_sandboxes_bash_and_others_do_not() {
-        let gate = &read_only("/run/h/mcp-approvals.json");
-        let c = compose(
-            base_command(Path::new("claude"), "look", None),
-            Verb::Ask,
-            None,
-            Some(gate),
-        );
-        let headless = settings(&c.args);
-        assert_sandboxed(&headless);
-        assert_eq!(
-            headless["sandbox"]["filesystem"]["denyWrite"],
-            json!(["/work/project"]),
-            "nobody can approve a write, so Bash may not write the project either"
-        );
-
-        let c = compose(
-            base_command(Path::new("claude"), "look", None),
-            Verb::Ask,
-            Some(&attached()),
-            Some(gate),
-        );
-        let approvable = settings(&c.args);
-        assert_sandboxed(&approvable);
-        assert!(
-            approvable["sandbox"]["filesystem"]
-                .get("denyWrite")
-                .is_none(),
-            "a write the operator approves in the project must work"
-        );
-
-        let c = compose(
-            base_command(Path::new("claude"), "look", None),
-            Verb::Ask,
-            Some(&attached()),
-            None,
-        );
-        assert!(flag(&c.args, "--settings").is_empty());
-    }
-
-    #[test]
-    fn the_sandbox_is_merged_into_the_users_settings_and_wins() {
-        let theirs = json!({
-            "env": {"FOO": "1"},
-            "model": "opus",
-            "sandbox": {
-                "enabled": false,
-                "allowNestedUserNamespaces": true,
-                "autoAllowBashIfSandboxed": true,
-                "allowUnsandboxedCommands": true,
-                "excludedCommands": ["touch:*"],
-                "filesystem": {"disabled": true, "allowWrite": ["/srv/out"], "denyWrite": ["/etc"]},
-                "network": {"allowedDomains": ["crates.io"]}
-            }
-        });
-        let user = UserCommand::parse(&words(&[
-            "claude",
-            "-p",
-            "x",
-            "--settings",
-            &theirs.to_string(),
-            "--model",
-            "opus",
-        ]))
-        .unwrap();
-        assert!(!user.rest.contains(&"--settings".to_owned()));
-        let c = compose(user, Verb::Task, None, Some(&read_only("/run/h/mcp.json")));
-        let merged = settings(&c.args);
-        assert_sandboxed(&merged);
-        assert_eq!(merged["env"], json!({"FOO": "1"}));
-        assert_eq!(merged["model"], "opus");
-        assert_eq!(
-            merged["sandbox"]["filesystem"]["allowWrite"],
-            json!(["/srv/out"])
-        );
-        assert_eq!(
-            merged["sandbox"]["filesystem"]["denyWrite"],
-            json!(["/etc", "/work/project"])
-        );
-        assert_eq!(
-            merged["sandbox"]["network"]["allowedDomains"],
-            json!(["crates.io"])
-        );
-
-        // Settings that are not an object, or a file the caller did not
-        // read, give way to the sandbox alone.
-        for odd in ["[1]", "/home/me/settings.json"] {
-            let user =
-                UserCommand::parse(&words(&["claude", &format!("--settings={odd}")])).unwrap();
-            let c = compose(user, Verb::Task, None, Some(&read_only("/run/h/mcp.json")));
-            let alone = settings(&c.args);
-            assert_sandboxed(&alone);
-            assert_eq!(alone.as_object().map(|o| o.len()), Some(1), "{alone}");
-        }
-    }
-
-    #[test]
-    fn without_read_only_the_users_settings_pass_as_they_are() {
-        for argv in [
-            &["claude", "-p", "x", "--settings", "/home/me/s.json"][..],
-            &["claude", "-p", "x", "--settings=/home/me/s.json"][..],
-            &[
-                "claude",
-                "--settings",
-                "a.json",
-                "-p",
-                "x",
-                "--settings",
-                "/home/me/s.json",
-            ][..],
-        ] {
-            let user = UserCommand::parse(&words(argv)).unwrap();
-            assert_eq!(user.settings.as_deref(), Some("/home/me/s.json"));
-            let c = compose(user, Verb::Task, Some(&attached()), None);
-            assert_eq!(flag(&c.args, "--settings"), ["/home/me/s.json"]);
-            assert!(c.args.windows(2).any(|w| w == ["-p", "x"]));
-        }
-    }
-
-    #[test]
-    fn a_resumed_turn_names_the_agents_session() {
-        let c = compose(
-            base_command(Path::new("claude"), "next", Some("abc")),
-            Verb::Converse,
-            None,
-            None,
-        );
-        assert!(c.args.windows(2).any(|w| w == ["--resume", "abc"]));
-    }
-}
+mod tests;

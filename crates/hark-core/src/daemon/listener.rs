@@ -337,22 +337,29 @@ async fn approve(
     }
     let item = daemon.new_item(caller, approval.request(), Some(approval.clone()));
     let pending = daemon.registry.open(item);
-    let grant = |outcome: &Outcome| {
-        if let Outcome::Approved { scope } = outcome {
-            daemon.gate.grants.grant(*scope, &run, session);
-        }
+    // The grant, and the audit line, come before the agent hears of the
+    // verdict: its next call may come at once, and its audit line must
+    // follow this one.
+    let decided = |outcome: &Outcome| {
+        let verdict = match outcome {
+            Outcome::Approved { scope } => {
+                daemon.gate.grants.grant(*scope, &run, session);
+                Some(*scope)
+            }
+            _ => None,
+        };
+        let by = match outcome {
+            Outcome::Approved { .. } | Outcome::Denied => "operator",
+            other => other.name(),
+        };
+        trace::write_mode(&approval, &run, session, verdict, by);
     };
-    let outcome = wait_for_operator(pending, daemon, reader, writer, grant).await;
-    let verdict = match outcome {
-        Some(Outcome::Approved { scope }) => Some(scope),
-        _ => None,
-    };
-    let by = match &outcome {
-        Some(Outcome::Approved { .. } | Outcome::Denied) => "operator",
-        Some(other) => other.name(),
-        None => "hang_up",
-    };
-    trace::write_mode(&approval, &run, session, verdict, by);
+    if wait_for_operator(pending, daemon, reader, writer, decided)
+        .await
+        .is_none()
+    {
+        trace::write_mode(&approval, &run, session, None, "hang_up");
+    }
 }
 
 impl Daemon {

@@ -122,7 +122,11 @@ async fn a_reply_from_a_second_client_settles_the_item_and_a_second_reply_is_not
     assert_eq!(refusal.code, ErrorCode::Invalid);
     assert_eq!(refusal.message, "the answers do not fit the questions");
     assert_eq!(refusal.issues.len(), 1, "{:?}", refusal.issues);
-    assert!(refusal.issues[0].message.contains("Mongo"), "{:?}", refusal.issues);
+    assert!(
+        refusal.issues[0].message.contains("Mongo"),
+        "{:?}",
+        refusal.issues
+    );
 
     let replied = request(&served.socket, &reply("SQLite")).await.unwrap();
     assert_eq!(

@@ -95,7 +95,14 @@ proptest! {
                 Some(Pick::Text { text }) => prop_assert_eq!(&given, &vec![text]),
                 Some(Pick::Label(label)) => prop_assert_eq!(&given, &vec![label]),
                 Some(Pick::Labels(labels)) => {
-                    prop_assert_eq!(&given, &labels.iter().collect::<Vec<_>>());
+                    // Each label once, in the order first named.
+                    let mut once: Vec<&String> = Vec::new();
+                    for label in labels {
+                        if !once.contains(&label) {
+                            once.push(label);
+                        }
+                    }
+                    prop_assert_eq!(&given, &once);
                 }
             }
             if picks.contains_key(&q.question) {

@@ -133,7 +133,15 @@ fn client_frame() -> impl Strategy<Value = ClientFrame> {
         Just(ClientFrame::Cancel),
         Just(ClientFrame::Subscribe),
         Just(ClientFrame::ClearSettled),
-        proptest::option::of(any::<u32>()).prop_map(|limit| ClientFrame::ListRuns { limit }),
+        (
+            proptest::option::of(any::<u32>()),
+            proptest::option::of(any::<u32>())
+        )
+            .prop_map(|(limit, offset)| ClientFrame::ListRuns { limit, offset }),
+        Just(ClientFrame::Status),
+        any::<u128>().prop_map(|id| ClientFrame::Get {
+            id: ItemId(uuid::Uuid::from_u128(id))
+        }),
         json(false).prop_map(|request| ClientFrame::Ask {
             caller: Default::default(),
             request,
