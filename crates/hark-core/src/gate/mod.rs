@@ -3,6 +3,11 @@
 //! was allowed already: [`grants`]) and the authored questions asked before
 //! the work starts ([`intake`]).
 
+pub mod commands;
 pub mod grants;
 pub mod intake;
 pub mod policy;
+pub mod shell;
+
+#[cfg(test)]
+mod tests;
