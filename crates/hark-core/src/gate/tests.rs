@@ -183,9 +183,8 @@ mod properties {
         *class == Class::ReadOnly
     }
 
+    // proptest's default of 256 cases each; PROPTEST_CASES sets more.
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
-
         /// Any text at all is classified without a panic.
         #[test]
         fn any_text_is_classified(text in prop::collection::vec(any::<char>(), 0..64)) {
