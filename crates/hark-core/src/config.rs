@@ -13,11 +13,21 @@
 //! buttons = true           # answer a short single-select question from its notification
 //! urgency = "normal"       # low, normal or critical, as the notification server is told
 //!
-//! [approvals]              # the write-mode gate (`hark run --read-only`)
-//! read_only_tools = ["Read", "Glob", "Grep", "LS", …]
-//! read_only_commands = ["ls", "git status", …]   # Bash that passes unasked
-//! external_effects = ["git push", "gh pr create", …]  # asked every time
+//! [approvals]              # the write-mode gate (`hark run --read-only`); adds to its defaults
+//! read_only_tools = ["MyViewer"]                  # tools that pass unasked
+//! external_effects = ["make deploy"]              # asked every time, never granted longer
+//!
+//! [[approvals.read_only_commands]]                # Bash that passes unasked…
+//! command = "git shortlog"                        # …this command (words; `git` may carry -C DIR)
+//! flags = ["-s", "-n", "--summary"]               # …with only these flags (`-sn` combines)
+//! value_flags = ["--since"]                       # …and these, each taking a value
+//! max_operands = 1                                # …and at most one other word (no limit if left out)
+//! numeric_flag = false                            # whether `-5` is allowed
 //! ```
+//!
+//! The gate's defaults are `gate/defaults.toml`, in the same shape. An entry
+//! naming `hark`, or a path, or a writing tool (`Bash`, `Edit`, …) as
+//! read-only, is refused when the config loads.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -168,11 +178,73 @@ mod tests {
         assert!(toml::from_str::<Config>("ask_timeout = 5").is_err());
         let c: Config =
             toml::from_str("[approvals]\nexternal_effects = [\"make deploy\"]").unwrap();
-        assert_eq!(c.approvals.external_effects, ["make deploy"]);
+        assert!(
+            c.approvals
+                .external_effects
+                .contains(&"make deploy".to_owned())
+        );
+        assert!(
+            c.approvals
+                .external_effects
+                .contains(&"git push".to_owned()),
+            "it adds"
+        );
         assert!(c.approvals.read_only_tools.contains(&"Read".to_owned()));
         let c: Config = toml::from_str("[notifications]\nurgency = \"critical\"").unwrap();
         assert_eq!(c.notifications.urgency.level(), 2);
         assert!(c.notifications.buttons, "the others keep their defaults");
         assert!(toml::from_str::<Config>("[notifications]\nurgency = \"loud\"").is_err());
+    }
+
+    fn bash(c: &Config, command: &str) -> bool {
+        let input = serde_json::json!({ "command": command });
+        c.approvals.classify("Bash", &input) == crate::gate::policy::Class::ReadOnly
+    }
+
+    #[test]
+    fn read_only_commands_are_added_as_command_and_flags() {
+        let c: Config = toml::from_str(
+            "[[approvals.read_only_commands]]\n\
+             command = \"git shortlog\"\n\
+             flags = [\"-s\", \"-n\"]\n\
+             value_flags = [\"--since\"]\n\
+             max_operands = 1\n",
+        )
+        .unwrap();
+        assert!(bash(&c, "git shortlog -sn --since=1.week HEAD"));
+        assert!(bash(&c, "git status"), "the defaults stay");
+        assert!(!bash(&c, "git shortlog -e"), "a flag it does not list asks");
+        assert!(!bash(&c, "git shortlog a b"), "one operand too many asks");
+        assert!(!bash(&Config::default(), "git shortlog -sn"));
+    }
+
+    #[test]
+    fn entries_that_would_let_writes_pass_are_refused_by_name() {
+        let refused = |toml: &str| toml::from_str::<Config>(toml).unwrap_err().to_string();
+        let entry =
+            |command: &str| format!("[[approvals.read_only_commands]]\ncommand = \"{command}\"\n");
+        let hark = refused(&entry("hark approve"));
+        assert!(
+            hark.contains("\"hark approve\"") && hark.contains("hark itself never passes"),
+            "{hark}"
+        );
+        let path = refused(&entry("/usr/bin/sort"));
+        assert!(
+            path.contains("\"/usr/bin/sort\"") && path.contains("bare words"),
+            "{path}"
+        );
+        let flag = refused(&format!("{}flags = [\"o\"]\n", entry("sort")));
+        assert!(
+            flag.contains("\"sort\"") && flag.contains("\"o\""),
+            "{flag}"
+        );
+        assert!(refused(&entry(" ")).contains("names no command"));
+        let unknown = refused(&format!("{}writes = false\n", entry("sort")));
+        assert!(unknown.contains("writes"), "{unknown}");
+        let tool = refused("[approvals]\nread_only_tools = [\"Bash\"]");
+        assert!(
+            tool.contains("\"Bash\"") && tool.contains("writes"),
+            "{tool}"
+        );
     }
 }

@@ -7,8 +7,9 @@
 //! - [`model`]: AskUserQuestion's shapes, the checks on a call, answer
 //!   resolution, the items that wait on the operator and what approvals ask,
 //!   runs, the typed ids, and where new ids and the wall clock come from.
-//! - [`gate`]: the write-mode gate of a read-only run (policy, grants,
-//!   verdicts) and the intake asked before a run starts.
+//! - [`gate`]: the write-mode gate of a read-only run (policy, the Bash
+//!   parser and the per-command flag rules it checks, grants, verdicts) and
+//!   the intake asked before a run starts.
 //! - [`registry`]: the pending items, their deadlines, and the one set of
 //!   reply rules every surface goes through; the writes the store refused,
 //!   held until it takes them, and the store's health.

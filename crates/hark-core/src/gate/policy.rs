@@ -4,9 +4,13 @@
 //! grant. [`permission_result`] is the JSON text Claude Code expects back
 //! from its `--permission-prompt-tool`.
 
+use std::sync::LazyLock;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::commands::{CommandRule, RuleError, normalized};
+use super::shell::Script;
 use crate::model::approval::Approval;
 use crate::text::clip;
 
@@ -20,97 +24,93 @@ pub enum Class {
 }
 
 /// Which tools and commands are read-only and which effects leave the
-/// machine. The config can extend every list.
+/// machine. The defaults are `defaults.toml`; the config adds to every list.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(try_from = "Lists")]
 pub struct Policy {
     /// Tools that never write (Claude Code's read tools by default).
     pub read_only_tools: Vec<String>,
-    /// Bash commands that pass without asking: a command passes when each
-    /// part of it (split at `|`, `&&`, `||`, `;`) starts with one of these
-    /// and it redirects nothing into a file.
-    pub read_only_commands: Vec<String>,
-    /// Bash command fragments with an external effect: asked every time,
-    /// never granted for longer than the action.
+    /// Bash commands that pass without asking: a command line passes when
+    /// it parses, every simple command in it matches one of these rules,
+    /// and nothing in it redirects, substitutes, expands or backgrounds.
+    pub read_only_commands: Vec<CommandRule>,
+    /// Words of a simple command with an external effect: asked every
+    /// time, never granted for longer than the action.
     pub external_effects: Vec<String>,
 }
 
+/// The lists as written, in `defaults.toml` or a config's `[approvals]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Lists {
+    read_only_tools: Vec<String>,
+    read_only_commands: Vec<CommandRule>,
+    external_effects: Vec<String>,
+}
+
+/// An `[approvals]` entry the gate refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    #[error("the read_only_tools entry {tool:?} is refused: that tool writes")]
+    WritingTool { tool: String },
+}
+
+/// Tools the config may not call read-only.
+const WRITING_TOOLS: &[&str] = &["Bash", "Edit", "MultiEdit", "Write", "NotebookEdit"];
+
+/// Shells that run a script given with `-c`; its effects are judged too.
+const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh"];
+
+/// How deep shells given scripts are followed looking for an effect.
+const NESTING: usize = 3;
+
+static DEFAULTS: LazyLock<Policy> = LazyLock::new(|| {
+    let lists: Lists = toml::from_str(include_str!("defaults.toml")).expect("defaults.toml parses");
+    let empty = Policy {
+        read_only_tools: Vec::new(),
+        read_only_commands: Vec::new(),
+        external_effects: Vec::new(),
+    };
+    empty
+        .extended(lists)
+        .expect("defaults.toml holds valid entries")
+});
+
 impl Default for Policy {
     fn default() -> Self {
-        let words = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect();
-        Policy {
-            read_only_tools: words(&[
-                "Read",
-                "Glob",
-                "Grep",
-                "LS",
-                "NotebookRead",
-                "TodoWrite",
-                "Task",
-                "WebSearch",
-                "BashOutput",
-                "ExitPlanMode",
-            ]),
-            read_only_commands: words(&[
-                "ls",
-                "cat",
-                "head",
-                "tail",
-                "wc",
-                "grep",
-                "rg",
-                "find",
-                "pwd",
-                "echo",
-                "file",
-                "stat",
-                "du",
-                "df",
-                "which",
-                "tree",
-                "sort",
-                "uniq",
-                "diff",
-                "git status",
-                "git diff",
-                "git log",
-                "git show",
-                "git branch",
-                "git rev-parse",
-                "git blame",
-                "cargo metadata",
-                "cargo tree",
-            ]),
-            external_effects: words(&[
-                "git push",
-                "gh pr create",
-                "gh pr merge",
-                "gh release",
-                "gh issue create",
-                "gh api",
-                "npm publish",
-                "cargo publish",
-                "docker push",
-                "kubectl apply",
-                "kubectl delete",
-                "terraform apply",
-                "curl -X POST",
-                "curl -X PUT",
-                "curl -X DELETE",
-                "curl --data",
-                "curl -d",
-                "scp",
-                "rsync",
-                "ssh",
-            ]),
-        }
+        DEFAULTS.clone()
     }
 }
 
-/// `find` options that write or run something.
-const FIND_WRITES: &[&str] = &["-delete", "-exec", "-execdir", "-ok", "-fprint"];
+impl TryFrom<Lists> for Policy {
+    type Error = PolicyError;
+
+    /// The defaults with a config's entries added.
+    fn try_from(lists: Lists) -> Result<Policy, PolicyError> {
+        Policy::default().extended(lists)
+    }
+}
 
 impl Policy {
+    fn extended(mut self, lists: Lists) -> Result<Policy, PolicyError> {
+        if let Some(tool) = lists
+            .read_only_tools
+            .iter()
+            .find(|t| WRITING_TOOLS.contains(&t.as_str()))
+        {
+            return Err(PolicyError::WritingTool { tool: tool.clone() });
+        }
+        for rule in &lists.read_only_commands {
+            rule.check()?;
+        }
+        self.read_only_tools.extend(lists.read_only_tools);
+        self.read_only_commands.extend(lists.read_only_commands);
+        self.external_effects.extend(lists.external_effects);
+        Ok(self)
+    }
+
     /// Sorts one proposed call (`tool_name` and `input` as Claude Code sends them).
     pub fn classify(&self, tool: &str, input: &Value) -> Class {
         if self.read_only_tools.iter().any(|t| t == tool) {
@@ -128,10 +128,14 @@ impl Policy {
         match tool {
             "Bash" => {
                 let command = field("command");
-                if self.read_only_command(command) {
+                // A background process outlives the review: it asks.
+                let background = input
+                    .get("run_in_background")
+                    .is_some_and(|v| !v.is_null() && v != &Value::Bool(false));
+                if !background && self.read_only_command(command) {
                     return Class::ReadOnly;
                 }
-                let external = self.external_command(command);
+                let external = self.external_command(command, 0);
                 approval(command.to_owned(), command.to_owned(), external)
             }
             "Edit" => approval(
@@ -175,48 +179,73 @@ impl Policy {
         }
     }
 
+    /// Whether a Bash command line is provably read-only (see
+    /// [`Script::simple_commands`]); `hark` itself never is.
     fn read_only_command(&self, command: &str) -> bool {
-        let command = command.trim();
-        if command.is_empty()
-            || command.contains('>')
-            || command.contains('`')
-            || command.contains("$(")
-            || command.contains('\n')
-        {
-            return false;
-        }
-        command
-            .split(['|', ';', '&'])
-            .map(str::trim)
-            .filter(|part| !part.is_empty())
-            .all(|part| {
-                let words: Vec<&str> = part.split_whitespace().collect();
-                let first_word_is_find = words.first() == Some(&"find");
-                if first_word_is_find && words.iter().any(|w| FIND_WRITES.contains(w)) {
-                    return false;
-                }
-                self.read_only_commands
-                    .iter()
-                    .any(|allowed| starts_with_words(&words, allowed))
+        let commands = Script::parse(command).and_then(|s| s.simple_commands());
+        commands.is_some_and(|commands| {
+            commands.iter().all(|words| {
+                words.first().is_some_and(|name| name != "hark")
+                    && self.read_only_commands.iter().any(|r| r.accepts(words))
             })
+        })
     }
 
-    fn external_command(&self, command: &str) -> bool {
-        let words: Vec<&str> = command.split_whitespace().collect();
+    /// Whether any simple command in the line, nested ones and the scripts
+    /// of `bash -c`/`eval` included, has an external effect. A line that
+    /// does not parse is judged by its words as written.
+    fn external_command(&self, command: &str, depth: usize) -> bool {
+        let Some(script) = Script::parse(command) else {
+            let unquote = |w: &str| w.trim_matches(['\'', '"']).to_owned();
+            let words: Vec<String> = command.split_whitespace().map(unquote).collect();
+            return self.effect(&words);
+        };
+        script.all_commands().iter().any(|words| {
+            self.effect(words) || depth < NESTING && self.nested_effect(words, depth + 1)
+        })
+    }
+
+    fn nested_effect(&self, words: &[String], depth: usize) -> bool {
+        let Some(name) = words.first() else {
+            return false;
+        };
+        if name == "eval" {
+            return self.external_command(&words[1..].join(" "), depth);
+        }
+        let script = words
+            .iter()
+            .position(|w| w == "-c")
+            .and_then(|i| words.get(i + 1));
+        SHELLS.contains(&name.as_str()) && script.is_some_and(|s| self.external_command(s, depth))
+    }
+
+    /// Whether one simple command's words hold an external effect pattern.
+    fn effect(&self, words: &[String]) -> bool {
+        let raw: Vec<&str> = words.iter().map(String::as_str).collect();
+        let plain = normalized(words).unwrap_or_default();
         self.external_effects.iter().any(|pattern| {
             let pattern: Vec<&str> = pattern.split_whitespace().collect();
-            !pattern.is_empty()
-                && words
-                    .windows(pattern.len())
-                    .any(|w| w == pattern.as_slice())
+            holds(&raw, &pattern) || holds(&plain, &pattern)
         })
     }
 }
 
-/// Whether `words` begins with the words of `prefix`.
-fn starts_with_words(words: &[&str], prefix: &str) -> bool {
-    let prefix: Vec<&str> = prefix.split_whitespace().collect();
-    !prefix.is_empty() && words.len() >= prefix.len() && words[..prefix.len()] == prefix[..]
+/// Whether `words` hold `pattern`: its leading words in a row, then its
+/// flags in a row after them (a flag matching any word it begins).
+fn holds(words: &[&str], pattern: &[&str]) -> bool {
+    let head = pattern.iter().take_while(|p| !p.starts_with('-')).count();
+    let (head, flags) = pattern.split_at(head);
+    if head.is_empty() {
+        return false;
+    }
+    (0..words.len()).any(|at| {
+        let rest = &words[at..];
+        rest.starts_with(head)
+            && (flags.is_empty()
+                || rest[head.len()..]
+                    .windows(flags.len())
+                    .any(|w| w[0].starts_with(flags[0]) && w[1..] == flags[1..]))
+    })
 }
 
 /// A line diff preview: removed lines with `-`, added ones with `+`.

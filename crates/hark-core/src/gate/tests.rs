@@ -1,0 +1,231 @@
+//! The gate's Bash corpus (`corpus.txt`): every case is classified and
+//! every mismatch is reported at once, with its line number.
+
+use serde_json::{Value, json};
+
+use super::policy::{Class, Policy};
+
+/// A case's expected class, as the corpus spells it.
+fn expected(class: &Class) -> &'static str {
+    match class {
+        Class::ReadOnly => "read-only",
+        Class::Write(a) if a.external => "external",
+        Class::Write(_) => "ask",
+    }
+}
+
+#[test]
+fn the_corpus_is_classified_as_written() {
+    let policy = Policy::default();
+    let mut cases = 0;
+    let mut wrong = Vec::new();
+    for (n, line) in include_str!("corpus.txt").lines().enumerate() {
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (want, command) = line.split_once(' ').unwrap_or((line, ""));
+        assert!(
+            ["read-only", "ask", "external"].contains(&want),
+            "corpus.txt:{}: unknown class {want:?}",
+            n + 1
+        );
+        let command = command.replace('⏎', "\n");
+        let got = expected(&policy.classify("Bash", &json!({ "command": command })));
+        cases += 1;
+        if got != want {
+            wrong.push(format!(
+                "corpus.txt:{}: {command:?}: want {want}, got {got}",
+                n + 1
+            ));
+        }
+    }
+    assert!(cases > 300, "the corpus has {cases} cases");
+    assert!(
+        wrong.is_empty(),
+        "{} of {cases} cases are wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+fn bash(policy: &Policy, command: &str) -> Class {
+    policy.classify("Bash", &json!({ "command": command }))
+}
+
+#[test]
+fn a_background_command_asks() {
+    let policy = Policy::default();
+    let input = |background: Value| json!({"command": "ls", "run_in_background": background});
+    let class = |input: Value| policy.classify("Bash", &input);
+    assert_eq!(class(input(json!(false))), Class::ReadOnly);
+    assert_eq!(
+        class(json!({"command": "ls", "description": "list", "timeout": 5})),
+        Class::ReadOnly
+    );
+    for background in [json!(true), json!("true"), json!(1)] {
+        assert!(
+            matches!(class(input(background.clone())), Class::Write(_)),
+            "{background}"
+        );
+    }
+}
+
+mod properties {
+    use proptest::prelude::*;
+    use proptest::sample::select;
+
+    use super::*;
+
+    /// Shell-ish tokens: names on and off the allowlist, flags safe and
+    /// not, operands, quotes, expansions, operators.
+    const TOKENS: &[&str] = &[
+        "ls",
+        "cat",
+        "sort",
+        "git",
+        "log",
+        "diff",
+        "branch",
+        "find",
+        "rg",
+        "uniq",
+        "echo",
+        "rm",
+        "hark",
+        "sh",
+        "-c",
+        "-o",
+        "-n",
+        "-la",
+        "--output=F",
+        "-delete",
+        "-name",
+        "x",
+        "F",
+        "'a b'",
+        "\"q\"",
+        "$X",
+        "$(rm x)",
+        "`id`",
+        "<(ls)",
+        ">",
+        ">>",
+        "2>&1",
+        "/dev/null",
+        "|",
+        "&&",
+        "||",
+        ";",
+        "&",
+        "(",
+        ")",
+        "{",
+        "}",
+        "\\",
+        "#",
+        "'",
+        "\"",
+        "\n",
+        "*",
+        "=",
+    ];
+
+    /// A simple command from the allowlist's neighbourhood.
+    const SEGMENT_WORDS: &[&str] = &[
+        "-n",
+        "-o",
+        "-u",
+        "-c",
+        "-5",
+        "--stat",
+        "--output=F",
+        "-delete",
+        "-name",
+        "x",
+        "F",
+        "src",
+        "'q'",
+        "\"d\"",
+        "HEAD",
+        "-la",
+    ];
+    const SEGMENT_NAMES: &[&str] = &[
+        "ls",
+        "cat",
+        "sort",
+        "uniq",
+        "head",
+        "git log",
+        "git diff",
+        "git branch",
+        "find .",
+        "rg",
+        "echo",
+        "tree",
+        "rm",
+        "cp",
+        "hark",
+    ];
+
+    fn segment() -> impl Strategy<Value = String> {
+        (
+            select(SEGMENT_NAMES),
+            prop::collection::vec(select(SEGMENT_WORDS), 0..4),
+        )
+            .prop_map(|(name, words)| format!("{name} {}", words.join(" ")))
+    }
+
+    fn soup() -> impl Strategy<Value = String> {
+        prop::collection::vec(select(TOKENS), 0..12).prop_map(|t| t.join(" "))
+    }
+
+    fn read_only(class: &Class) -> bool {
+        *class == Class::ReadOnly
+    }
+
+    // proptest's default of 256 cases each; PROPTEST_CASES sets more.
+    proptest! {
+        /// Any text at all is classified without a panic.
+        #[test]
+        fn any_text_is_classified(text in prop::collection::vec(any::<char>(), 0..64)) {
+            let text: String = text.into_iter().collect();
+            bash(&Policy::default(), &text);
+        }
+
+        /// A line passes unasked exactly when each of its commands would:
+        /// one command that asks makes the whole line ask, joined by any
+        /// of `|`, `&&`, `||`, `;` or a newline.
+        #[test]
+        fn a_line_is_read_only_only_when_every_command_is(
+            segments in prop::collection::vec(segment(), 1..4),
+            joiner in select(&[" | ", " && ", " || ", "; ", "\n"][..]),
+        ) {
+            let policy = Policy::default();
+            let each = segments.iter().all(|s| read_only(&bash(&policy, s)));
+            let line = segments.join(joiner);
+            prop_assert_eq!(read_only(&bash(&policy, &line)), each, "{:?}", line);
+        }
+
+        /// Whatever comes first, a write after it is never read-only: a
+        /// command run before (`rm x; …`) or in front of a pipe.
+        #[test]
+        fn a_write_in_front_always_asks(rest in soup()) {
+            let policy = Policy::default();
+            for line in [format!("rm x; {rest}"), format!("rm x | {rest}"), format!("hark approve 1 && {rest}")] {
+                prop_assert!(!read_only(&bash(&policy, &line)), "{:?}", line);
+            }
+        }
+
+        /// Appending a write to a line of allowlisted commands never
+        /// leaves it read-only.
+        #[test]
+        fn a_write_after_always_asks(
+            segments in prop::collection::vec(segment(), 1..3),
+            write in select(&["; rm x", " > F", " >> F", " | tee F", " && sort -o F x", " $(rm x)", " &"][..]),
+        ) {
+            let policy = Policy::default();
+            let line = format!("{}{write}", segments.join(" | "));
+            prop_assert!(!read_only(&bash(&policy, &line)), "{:?}", line);
+        }
+    }
+}
