@@ -128,15 +128,26 @@ impl Policy {
         match tool {
             "Bash" => {
                 let command = field("command");
-                // A background process outlives the review: it asks.
-                let background = input
-                    .get("run_in_background")
-                    .is_some_and(|v| !v.is_null() && v != &Value::Bool(false));
-                if !background && self.read_only_command(command) {
+                let set = |name: &str| {
+                    input
+                        .get(name)
+                        .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
+                };
+                // A background process outlives the review; a command outside
+                // Claude Code's sandbox has no second line of defence if the
+                // classifier is wrong: both ask, whatever the command.
+                let background = set("run_in_background");
+                let unsandboxed = set("dangerouslyDisableSandbox");
+                if !background && !unsandboxed && self.read_only_command(command) {
                     return Class::ReadOnly;
                 }
                 let external = self.external_command(command, 0);
-                approval(command.to_owned(), command.to_owned(), external)
+                let preview = if unsandboxed {
+                    format!("{command}\n\n(asks to run outside the sandbox)")
+                } else {
+                    command.to_owned()
+                };
+                approval(command.to_owned(), preview, external)
             }
             "Edit" => approval(
                 field("file_path").to_owned(),

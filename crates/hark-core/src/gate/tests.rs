@@ -70,6 +70,30 @@ fn a_background_command_asks() {
     }
 }
 
+#[test]
+fn a_command_outside_the_sandbox_asks_whatever_it_is() {
+    let policy = Policy::default();
+    let class = |flag: Value| {
+        policy.classify(
+            "Bash",
+            &json!({"command": "git status", "dangerouslyDisableSandbox": flag}),
+        )
+    };
+    assert_eq!(class(json!(false)), Class::ReadOnly);
+    assert_eq!(class(Value::Null), Class::ReadOnly);
+    for flag in [json!(true), json!("yes"), json!(1)] {
+        let Class::Write(approval) = class(flag.clone()) else {
+            panic!("{flag}: an unsandboxed command passed unasked")
+        };
+        assert_eq!(approval.target, "git status");
+        assert!(
+            approval.preview.contains("outside the sandbox"),
+            "{}",
+            approval.preview
+        );
+    }
+}
+
 mod properties {
     use proptest::prelude::*;
     use proptest::sample::select;
