@@ -52,7 +52,8 @@ pub fn refused(frame: ServerFrame) -> ExitStatus {
                 ErrorCode::NotPending
                 | ErrorCode::NotFound
                 | ErrorCode::HumanReplyMismatch
-                | ErrorCode::Invalid => ExitStatus::Refused,
+                | ErrorCode::Invalid
+                | ErrorCode::InsideAgent => ExitStatus::Refused,
                 _ => ExitStatus::Failure,
             }
         }

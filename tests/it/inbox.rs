@@ -9,7 +9,7 @@ use crate::support::*;
 use serde_json::{Value, json};
 
 /// Starts `hark ask` in the background against the daemon.
-fn ask_in_background(daemon: &Daemon, session: &str, qs: Value) -> std::process::Child {
+pub(crate) fn ask_in_background(daemon: &Daemon, session: &str, qs: Value) -> std::process::Child {
     let file = daemon.sandbox.path(format!("{session}.json"));
     std::fs::write(&file, qs.to_string()).unwrap();
     daemon

@@ -238,6 +238,13 @@ fn two_pending_items_of_600_kb_are_listed_clipped_and_answered_by_prefix() {
 fn runs_with_1_mb_prompts_are_listed_clipped() {
     let daemon = serve(json!({}));
     let prompt = "p".repeat(1000 * 1000);
+    // A process of its own stands for the runs (they are running while it
+    // lives): a run the test reported as itself would have the test's own
+    // `hark runs` inside it, and refused.
+    let mut runner = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
     let ids = [
         "00000000-0000-0000-0000-00000000000a",
         "00000000-0000-0000-0000-00000000000b",
@@ -246,7 +253,7 @@ fn runs_with_1_mb_prompts_are_listed_clipped() {
         let mut raw = Raw::connect(&daemon.sandbox);
         raw.send(&json!({"type": "run_started", "run": {
             "id": id, "session_id": "long", "command": format!("claude -p {prompt}"),
-            "pid": std::process::id()}}));
+            "pid": runner.id()}}));
         assert_eq!(raw.next().0["type"], "recorded");
     }
 
@@ -278,6 +285,8 @@ fn runs_with_1_mb_prompts_are_listed_clipped() {
     assert_eq!(limited.as_array().unwrap().len(), 1);
     let sessions = hark(&daemon.sandbox, &["sessions", "--json"]);
     assert!(sessions.status.success());
+    let _ = runner.kill();
+    let _ = runner.wait();
 }
 
 /// Stores an answered item whose free-text answer is `text`, as an older

@@ -19,6 +19,8 @@
 //! - `desktop`: the app under Xvfb with a private D-Bus session and dunst,
 //!   driven through tauri-driver + WebKitWebDriver. Its tests take turns
 //!   (one desktop at a time); the others run beside them.
+//! - `tree`: an agent, and every process it starts, is refused the
+//!   operator's frames while it waits on the operator.
 //! - `support`: what they share beyond the harness: the build under test,
 //!   sandboxes and daemons, MCP clients, the questions, the fake agent's
 //!   record; `support::desktop` drives the app through WebDriver.
@@ -32,3 +34,4 @@ mod listings;
 mod run;
 mod store;
 mod support;
+mod tree;

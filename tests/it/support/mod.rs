@@ -91,9 +91,14 @@ impl ClientHandler for Host {
 pub type Agent = RunningService<RoleClient, Host>;
 
 /// Spawns `hark mcp-operator-ask` as an agent host would, in `sandbox` and
-/// pointed at its socket; `env` is added.
+/// pointed at its socket; `env` is added. A shell stands for the agent and
+/// starts the server, so the test process is the agent's parent, outside
+/// it (like the operator's terminal), and may answer what it asks.
 pub async fn agent(sandbox: &Sandbox, env: &[(&str, &str)]) -> Agent {
-    let mut cmd = sandbox.hark(["mcp-operator-ask"]);
+    let mut cmd = sandbox.command("sh");
+    // (A background command's stdin is /dev/null unless given back.)
+    cmd.args(["-c", "exec 3<&0; \"$0\" mcp-operator-ask <&3 3<&- & wait"])
+        .arg(sandbox.bin("hark"));
     cmd.env("HARK_ASK_SOCK", sandbox.socket());
     for (k, v) in env {
         cmd.env(k, v);

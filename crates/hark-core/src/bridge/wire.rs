@@ -356,6 +356,9 @@ pub enum ErrorCode {
     HumanReplyMismatch,
     /// The server could not do it (its store failed).
     Unavailable,
+    /// An operator frame from an agent waiting on the operator, or from a
+    /// process inside one: an agent cannot answer its own questions.
+    InsideAgent,
 }
 
 impl ErrorCode {
@@ -365,7 +368,7 @@ impl ErrorCode {
             ErrorCode::Invalid => 422,
             ErrorCode::FrameTooLarge => 413,
             ErrorCode::BadFrame => 400,
-            ErrorCode::Forbidden => 403,
+            ErrorCode::Forbidden | ErrorCode::InsideAgent => 403,
             ErrorCode::NotPending => 410,
             ErrorCode::NotFound => 404,
             ErrorCode::HumanReplyMismatch => 409,

@@ -15,6 +15,7 @@ use std::process::Stdio;
 use crate::bridge::relay::RunDir;
 use crate::bridge::socket::SocketError;
 use crate::bridge::wire::{DispatchRequest, Dispatched, Environment, ErrorCode, WireError};
+use crate::daemon::peers::{Agents, Watch};
 use crate::gate::intake::{Intake, IntakeError};
 use crate::model::ids::{Ids, RunId, SessionId};
 use crate::model::run::RunStart;
@@ -39,6 +40,9 @@ pub struct Dispatcher {
     pub log_limit: u64,
     /// Where new runs' ids come from.
     pub ids: Ids,
+    /// The agents the daemon watches: each run is one while it lives, so
+    /// nothing it starts can act as the operator.
+    pub agents: Agents,
 }
 
 impl Dispatcher {
@@ -90,6 +94,7 @@ impl Dispatcher {
             .stdout(log)
             .stderr(stderr);
         let child = command.spawn().map_err(io("cannot start the run"))?;
+        let watched = self.agents.dispatched(child.id());
         let log = self.logs.join(format!("{run_id}.log"));
         tracing::info!(%run_id, log = %log.display(), pid = child.id(), "run dispatched");
         // What the record says if the run dies before it reports itself.
@@ -102,6 +107,7 @@ impl Dispatcher {
         };
         tokio::spawn(watch(
             child,
+            watched,
             dir,
             self.registry.clone(),
             fallback,
@@ -215,16 +221,19 @@ fn check(request: &DispatchRequest) -> Result<(), DispatchError> {
     Ok(())
 }
 
-/// Waits for a dispatched run to end, then removes its directory and
-/// records it if it never reported itself.
+/// Waits for a dispatched run to end, then stops watching it (its pid is
+/// free again once reaped), removes its directory, and records it if it
+/// never reported itself.
 async fn watch(
     mut child: tokio::process::Child,
+    watched: Watch,
     dir: RunDir,
     registry: Registry,
     fallback: RunStart,
     log: PathBuf,
 ) {
     let status = child.wait().await;
+    drop(watched);
     drop(dir);
     let code = status.as_ref().ok().and_then(|s| s.code()).unwrap_or(-1);
     tracing::info!(

@@ -24,6 +24,7 @@ use crate::bridge::wire::{
 use crate::config::Config;
 use crate::daemon::dispatcher::Dispatcher;
 use crate::daemon::operator;
+use crate::daemon::peers::Agents;
 use crate::gate::grants::Grants;
 use crate::gate::policy::{Class, Policy};
 use crate::model::approval::{Approval, DecidedBy};
@@ -76,6 +77,9 @@ pub struct Daemon {
     pub ids: Ids,
     /// What new items are stamped with.
     pub clock: Clock,
+    /// The agents waiting on the operator and the runs it dispatched: no
+    /// operator frame is taken from inside one (shared with the dispatcher).
+    pub agents: Agents,
 }
 
 /// The write-mode gate, as the daemon keeps it.
@@ -206,6 +210,7 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
             return;
         }
     }
+    let peer = stream.peer_cred().ok().and_then(|c| c.pid());
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::new(Deadlined::new(reader, FRAME_DEADLINE));
     let mut buf = Vec::new();
@@ -248,12 +253,25 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
             return;
         }
     };
+    // An asker is watched while its call is served; an operator frame from
+    // inside an agent that is watched is refused.
+    let asking = match daemon.agents.admit(peer, &frame) {
+        Ok(asking) => asking,
+        Err(refusal) => {
+            tracing::warn!(?peer, "{refusal}");
+            let _ = write_frame(&mut writer, &ServerFrame::Error(refusal.into())).await;
+            return;
+        }
+    };
     let answer = match frame {
         ClientFrame::Ask { caller, request } => match validate(&request, daemon.rules) {
             Ok(request) => {
                 let item = daemon.new_item(caller, request, None);
                 let pending = daemon.registry.open(item);
-                wait_for_operator(pending, &daemon, reader, writer, |_| {}).await;
+                // Settled: the asker's tools may act as the operator again
+                // by the time it hears the outcome.
+                let stop_watching = move |_: &Outcome| drop(asking);
+                wait_for_operator(pending, &daemon, reader, writer, stop_watching).await;
                 return;
             }
             Err(issues) => {
@@ -270,7 +288,12 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
         ClientFrame::Cancel => {
             ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "nothing to cancel"))
         }
-        ClientFrame::Subscribe => return operator::follow(&daemon.registry, reader, writer).await,
+        ClientFrame::Subscribe => {
+            return daemon
+                .agents
+                .follow(&daemon.registry, peer, reader, writer)
+                .await;
+        }
         // A reply on the socket is the command line's, whoever sends it.
         ClientFrame::Reply { id, reply } => {
             operator::reply(&daemon.registry, id, reply, Surface::Cli)
@@ -375,6 +398,7 @@ impl Daemon {
         socket: PathBuf,
         logs: PathBuf,
     ) -> Daemon {
+        let agents = Agents::default();
         Daemon {
             dispatcher: Dispatcher {
                 hark: Dispatcher::sibling_hark(),
@@ -384,7 +408,9 @@ impl Daemon {
                 own_env: Vec::new(),
                 log_limit: config.run_log_limit,
                 ids: Ids::random(),
+                agents: agents.clone(),
             },
+            agents,
             registry,
             prompter,
             default_timeout: config.ask_timeout(),

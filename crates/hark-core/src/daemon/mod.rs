@@ -1,9 +1,13 @@
 //! What serves the operator: the listener that takes each connection
 //! ([`listener`]), the operator's requests on it ([`operator`]: reply, list,
-//! follow), the runs the daemon starts ([`dispatcher`]), and putting it all
-//! together for `hark serve` and the desktop app ([`serve`]).
+//! follow), who may make them ([`peers`]: not an agent waiting on the
+//! operator nor anything it started, read from the process tree by
+//! [`ancestry`]), the runs the daemon starts ([`dispatcher`]), and putting
+//! it all together for `hark serve` and the desktop app ([`serve`]).
 
+pub mod ancestry;
 pub mod dispatcher;
 pub mod listener;
 pub mod operator;
+pub mod peers;
 pub mod serve;

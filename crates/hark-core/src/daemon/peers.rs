@@ -1,0 +1,386 @@
+//! Who may act as the operator: not an agent waiting on the operator, nor
+//! any process running inside it.
+//!
+//! An agent's tools run as its children. Were they to send operator frames
+//! (list the inbox, answer, approve), the agent could read the operator's
+//! inbox and answer its own questions, or approve its own writes. So the
+//! daemon watches the agents it knows of — each asker while its ask is
+//! pending, each run while it lives (one it dispatched until it is reaped,
+//! one that reported its start until it reports its end or is gone) — and
+//! refuses every operator frame from a peer that is one of them or descends
+//! from one.
+//!
+//! What is watched is what the daemon observes, not what a client says:
+//! the ask connection's own process (its SO_PEERCRED pid) and, when the
+//! client names it as the agent, that process's parent as the daemon reads
+//! it (the agent that started its MCP server). A claimed pid that is not
+//! the peer's parent is not watched, so no client can lock out a process
+//! of its choosing. Each process is kept with its start time, so a pid
+//! reused after it exits is not taken for it.
+//!
+//! An ancestor of an agent (the operator's terminal that started it) is not
+//! inside it; only its descendants are. The daemon's own process is never
+//! refused (an in-process surface is the operator's).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::net::UnixStream;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::sync::watch;
+
+use crate::bridge::deadline::SocketReader;
+use crate::bridge::wire::{ClientFrame, ErrorCode, ServerFrame, WireError, write_frame};
+use crate::daemon::ancestry::{self, AncestryError, Process};
+use crate::daemon::operator;
+use crate::model::ids::RunId;
+use crate::registry::Registry;
+
+/// The agents the daemon watches; cheap to clone (all clones share them).
+#[derive(Debug, Clone, Default)]
+pub struct Agents {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    watched: Mutex<Watched>,
+    /// Bumped whenever an agent is added, so a follower that subscribed
+    /// before its agent asked is checked again (and cut off).
+    added: watch::Sender<u64>,
+}
+
+#[derive(Debug, Default)]
+struct Watched {
+    next: u64,
+    agents: HashMap<u64, Agent>,
+    /// The runs that reported their start (`hark run`), by id, until they
+    /// report their end.
+    runs: HashMap<RunId, Vec<u64>>,
+}
+
+/// One watched agent.
+#[derive(Debug, Clone)]
+struct Agent {
+    process: Process,
+    name: String,
+    why: Why,
+}
+
+/// Why an agent is watched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// It is waiting on the operator.
+    Asking,
+    /// It is a run: one the daemon dispatched, or a `hark run` that
+    /// reported its start.
+    Run,
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Why::Asking => "is waiting on the operator",
+            Why::Run => "is a run in progress",
+        })
+    }
+}
+
+/// Why an operator frame was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error(
+        "refused: this process runs inside agent pid {pid} ({name}), which {why}; an agent cannot answer its own questions"
+    )]
+    InsideAgent { pid: u32, name: String, why: Why },
+    /// The check could not be made, so it fails closed.
+    #[error(
+        "refused: an agent {why}, and hark cannot tell whether this process runs inside it ({reason}); an agent cannot answer its own questions"
+    )]
+    Unknown { why: Why, reason: String },
+}
+
+impl From<Refusal> for WireError {
+    fn from(refusal: Refusal) -> WireError {
+        WireError::new(ErrorCode::InsideAgent, refusal.to_string())
+    }
+}
+
+/// Keeps its agents watched until dropped.
+#[derive(Debug)]
+pub struct Watch {
+    agents: Agents,
+    keys: Vec<u64>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let mut watched = self.agents.lock();
+        for key in &self.keys {
+            watched.agents.remove(key);
+        }
+    }
+}
+
+/// Whether a frame acts as the operator. Asks, approvals and cancels are an
+/// agent's; a run's reports of its own start and end are `hark run`'s.
+pub fn is_operator(frame: &ClientFrame) -> bool {
+    match frame {
+        ClientFrame::Ask { .. }
+        | ClientFrame::Approve { .. }
+        | ClientFrame::Cancel
+        | ClientFrame::RunStarted { .. }
+        | ClientFrame::RunFinished { .. } => false,
+        ClientFrame::Reply { .. }
+        | ClientFrame::List { .. }
+        | ClientFrame::Get { .. }
+        | ClientFrame::Status
+        | ClientFrame::Subscribe
+        | ClientFrame::ClearSettled
+        | ClientFrame::Dispatch { .. }
+        | ClientFrame::ListRuns { .. }
+        | ClientFrame::ListSessions { .. } => true,
+    }
+}
+
+impl Agents {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Watched> {
+        // Nothing panics while holding it; a poisoned lock still holds a
+        // consistent set.
+        self.shared
+            .watched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Admits `frame` from `peer` (its SO_PEERCRED pid): refuses an
+    /// operator frame from inside a watched agent, and watches the asker of
+    /// an ask or approval for as long as the returned guard is kept.
+    pub fn admit(&self, peer: Option<i32>, frame: &ClientFrame) -> Result<Option<Watch>, Refusal> {
+        match frame {
+            ClientFrame::Ask { caller, .. } | ClientFrame::Approve { caller, .. } => {
+                Ok(Some(self.asking(peer, caller.asker.pid)))
+            }
+            // `hark run` reports its own pid: a report from another process
+            // than the one it names watches nobody.
+            ClientFrame::RunStarted { run } => {
+                let reporter = peer.and_then(|p| u32::try_from(p).ok());
+                if reporter == Some(run.pid) {
+                    let keys = self.add(self.run(reporter));
+                    self.lock().runs.insert(run.id, keys);
+                }
+                Ok(None)
+            }
+            ClientFrame::RunFinished { run_id, .. } => {
+                let mut watched = self.lock();
+                for key in watched.runs.remove(run_id).unwrap_or_default() {
+                    watched.agents.remove(&key);
+                }
+                Ok(None)
+            }
+            frame if is_operator(frame) => self.check(peer).map(|()| None),
+            _ => Ok(None),
+        }
+    }
+
+    /// Watches the asker on a connection from `peer`: that process, and its
+    /// parent when `claimed` (the client's word for the agent's pid) names
+    /// it.
+    pub fn asking(&self, peer: Option<i32>, claimed: Option<u32>) -> Watch {
+        let Some(pid) = peer.and_then(|p| u32::try_from(p).ok()) else {
+            tracing::warn!(
+                "an asker's pid is unknown: operator frames from inside it are not refused"
+            );
+            return self.watch(Vec::new());
+        };
+        let mut agents = vec![pid];
+        match ancestry::step(pid) {
+            Ok(step) if claimed == Some(step.ppid) => agents.push(step.ppid),
+            Ok(_) => {}
+            Err(e) => tracing::debug!("the asker's parent is unknown: {e}"),
+        }
+        self.watch(
+            agents
+                .into_iter()
+                .filter_map(|pid| observe(pid, Why::Asking))
+                .collect(),
+        )
+    }
+
+    /// Watches a run the daemon started (its `hark run`, by pid) while the
+    /// returned guard is kept.
+    pub fn dispatched(&self, pid: Option<u32>) -> Watch {
+        self.watch(self.run(pid))
+    }
+
+    /// A run's `hark run`, to watch.
+    fn run(&self, pid: Option<u32>) -> Vec<Agent> {
+        pid.and_then(|pid| observe(pid, Why::Run))
+            .into_iter()
+            .collect()
+    }
+
+    fn watch(&self, agents: Vec<Agent>) -> Watch {
+        Watch {
+            agents: self.clone(),
+            keys: self.add(agents),
+        }
+    }
+
+    /// Watches `agents`; their keys.
+    fn add(&self, agents: Vec<Agent>) -> Vec<u64> {
+        let mut keys = Vec::new();
+        {
+            let mut watched = self.lock();
+            for agent in agents {
+                let key = watched.next;
+                watched.next += 1;
+                watched.agents.insert(key, agent);
+                keys.push(key);
+            }
+        }
+        if !keys.is_empty() {
+            self.shared.added.send_modify(|n| *n += 1);
+        }
+        keys
+    }
+
+    /// Stops watching the agents that are gone (a run that never reported
+    /// its end); what is left.
+    fn live(&self) -> Vec<Agent> {
+        let watched: Vec<(u64, Agent)> = self
+            .lock()
+            .agents
+            .iter()
+            .map(|(key, agent)| (*key, agent.clone()))
+            .collect();
+        let (live, gone): (Vec<_>, Vec<_>) = watched.into_iter().partition(|(_, agent)| {
+            ancestry::step(agent.process.pid).is_ok_and(|step| agent.process.is(&step.process))
+        });
+        if !gone.is_empty() {
+            let mut watched = self.lock();
+            for (key, _) in &gone {
+                watched.agents.remove(key);
+            }
+            watched.runs.retain(|_, keys| {
+                keys.retain(|key| watched_key(&gone, *key));
+                !keys.is_empty()
+            });
+        }
+        live.into_iter().map(|(_, agent)| agent).collect()
+    }
+
+    /// Notes each agent added from now on.
+    pub fn added(&self) -> watch::Receiver<u64> {
+        self.shared.added.subscribe()
+    }
+
+    /// Refuses `peer` when it is a watched agent or runs inside one; when
+    /// agents are watched and its ancestry cannot be read, refuses it too.
+    pub fn check(&self, peer: Option<i32>) -> Result<(), Refusal> {
+        let agents = self.live();
+        let Some(first) = agents.first() else {
+            return Ok(());
+        };
+        let unknown = |reason: String| Refusal::Unknown {
+            why: first.why,
+            reason,
+        };
+        let pid = peer
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|&p| p != 0)
+            .ok_or_else(|| unknown("the system did not say which process connected".into()))?;
+        if pid == std::process::id() {
+            return Ok(());
+        }
+        let steps = ancestry::ancestry(pid).map_err(|e: AncestryError| unknown(e.to_string()))?;
+        for step in &steps {
+            if let Some(agent) = agents.iter().find(|a| a.process.is(&step.process)) {
+                return Err(Refusal::InsideAgent {
+                    pid: agent.process.pid,
+                    name: agent.name.clone(),
+                    why: agent.why,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Streams the inbox to a follower until it hangs up, or until an agent it
+    /// runs inside asks: it is checked again each time an agent is watched, and
+    /// cut off — told why, and the feed ends — before that agent's item
+    /// reaches it.
+    pub async fn follow(
+        &self,
+        registry: &Registry,
+        peer: Option<i32>,
+        reader: SocketReader,
+        writer: OwnedWriteHalf,
+    ) {
+        let mut added = self.added();
+        let mut told = match second_handle(&writer) {
+            Ok(told) => told,
+            Err(e) => {
+                tracing::warn!("cannot follow the inbox: {e}");
+                return;
+            }
+        };
+        let feed = operator::follow(registry, reader, writer);
+        tokio::pin!(feed);
+        loop {
+            tokio::select! {
+                biased;
+                Ok(()) = added.changed() => {
+                    if let Err(refusal) = self.check(peer) {
+                        tracing::warn!(?peer, "a follower was cut off: {refusal}");
+                        // Told while the feed's half is open (dropping it shuts
+                        // the socket for writing). The feed is not writing now,
+                        // unless a follower that stopped reading left it halfway
+                        // through a frame: that one gets a garbled end instead.
+                        let _ = write_frame(&mut told, &ServerFrame::Error(refusal.into())).await;
+                        return;
+                    }
+                }
+                () = &mut feed => return,
+            }
+        }
+    }
+}
+
+/// Whether `key` is not among `gone`.
+fn watched_key(gone: &[(u64, Agent)], key: u64) -> bool {
+    !gone.iter().any(|(k, _)| *k == key)
+}
+
+/// `pid` as the daemon sees it now, to watch; never the daemon itself.
+fn observe(pid: u32, why: Why) -> Option<Agent> {
+    if pid == std::process::id() || pid == 0 {
+        return None;
+    }
+    match ancestry::step(pid) {
+        Ok(step) => Some(Agent {
+            process: step.process,
+            name: step.name,
+            why,
+        }),
+        Err(e) => {
+            // Gone already, or unreadable: watch the pid alone.
+            tracing::debug!("watching pid {pid} without its start time: {e}");
+            Some(Agent {
+                process: Process { pid, started: None },
+                name: "unknown".into(),
+                why,
+            })
+        }
+    }
+}
+
+/// A second handle on the follower's connection, to tell it why it is cut off.
+fn second_handle(writer: &OwnedWriteHalf) -> std::io::Result<UnixStream> {
+    use std::os::fd::AsFd;
+    let fd = writer.as_ref().as_fd().try_clone_to_owned()?;
+    UnixStream::from_std(std::os::unix::net::UnixStream::from(fd))
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests;
