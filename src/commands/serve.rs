@@ -60,12 +60,14 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
             PrompterChoice::Terminal => Arc::new(TerminalPrompter::new()),
             PrompterChoice::Script(path) => Arc::new(ScriptedPrompter::load(path)?),
         };
+        // Before it says it serves, so a stop that follows at once is heard.
+        let shutdown = serve::shutdown_signal();
         let prepared = serve::prepare(prompter, options)?;
         eprintln!(
             "hark: serving on {} — agents started with `--mcp-config \"$(hark mcp-config)\"` ask here",
             prepared.socket_file.path().display()
         );
-        listener::run(prepared.listener, prepared.daemon, serve::shutdown_signal()).await;
+        listener::run(prepared.listener, prepared.daemon, shutdown).await;
         drop(prepared.socket_file);
         Ok(ExitStatus::Success)
     });

@@ -130,12 +130,19 @@ async fn keep_history(registry: Registry, limit: u64) {
 }
 
 /// Completes on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
+    // Taken now, not when first awaited: a signal that arrives in between
+    // (the daemon has said it serves, and a service manager stops it at
+    // once) is handled, not fatal.
     let mut term = signal(SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        Some(_) = async { term.as_mut()?.recv().await } => {}
+    let mut int = signal(SignalKind::interrupt()).ok();
+    async move {
+        tokio::select! {
+            Some(_) = async { int.as_mut()?.recv().await } => {}
+            Some(_) = async { term.as_mut()?.recv().await } => {}
+            else => std::future::pending::<()>().await,
+        }
+        tracing::info!("hark is shutting down");
     }
-    tracing::info!("hark is shutting down");
 }
