@@ -11,7 +11,8 @@ It emulates what `claude -p` needs from ANTHROPIC_BASE_URL:
 A request whose tools include a scripted tool (the agent's main loop) gets
 the next scripted call (--bash and --tool-json, in the order given): step N
 answers a request that already holds N tool calls in its `messages`, and once
-the steps run out, the --final text. Any other request (titles, summaries,
+the steps run out, the --final text. A --tool-json list is one message with
+several tool calls (parallel tool use), counted as that many steps. Any other request (titles, summaries,
 side queries) gets the --final text too. Every request is appended to --log
 as one JSON line (method, path, body), so the tool_result blocks Claude Code
 sent back can be read.
@@ -82,7 +83,7 @@ class Script:
     def reply(self, body):
         """The content and stop reason answering one /v1/messages body."""
         tools = {t.get("name") for t in body.get("tools") or []}
-        wanted = {s["name"] for s in self.steps}
+        wanted = {c["name"] for s in self.steps for c in s}
         if not wanted or not wanted & tools:
             return [{"type": "text", "text": self.final}], "end_turn"
         # Tool calls already made: Claude Code may merge assistant turns, so count blocks.
@@ -93,11 +94,16 @@ class Script:
             for b in m["content"]
             if b.get("type") == "tool_use"
         )
-        if done >= len(self.steps):
-            return [{"type": "text", "text": self.final}], "end_turn"
-        step = self.steps[done]
-        block = {"type": "tool_use", "id": f"toolu_mock_{done}_{uuid.uuid4().hex[:8]}", "name": step["name"], "input": step["input"]}
-        return [block], "tool_use"
+        start = 0
+        for step in self.steps:
+            if start >= done:
+                blocks = [
+                    {"type": "tool_use", "id": f"toolu_mock_{start + i}_{uuid.uuid4().hex[:8]}", "name": c["name"], "input": c["input"]}
+                    for i, c in enumerate(step)
+                ]
+                return blocks, "tool_use"
+            start += len(step)
+        return [{"type": "text", "text": self.final}], "end_turn"
 
 
 def handler(script, log_path):
@@ -159,9 +165,10 @@ def main():
     parser.add_argument("--port", type=int, default=0, help="0 picks a free one")
     parser.add_argument("--port-file", help="write the port here once listening")
     parser.add_argument("--log", required=True, help="append each request as a JSON line")
-    bash = lambda c: {"name": "Bash", "input": {"command": c, "description": "scripted"}}  # noqa: E731
+    bash = lambda c: [{"name": "Bash", "input": {"command": c, "description": "scripted"}}]  # noqa: E731
+    calls = lambda t: v if isinstance(v := json.loads(t), list) else [v]  # noqa: E731
     parser.add_argument("--bash", dest="steps", action="append", type=bash, help="a Bash call (repeatable)")
-    parser.add_argument("--tool-json", dest="steps", action="append", type=json.loads, help='{"name":…,"input":…}')
+    parser.add_argument("--tool-json", dest="steps", action="append", type=calls, help='{"name":…,"input":…} or a list of them (one message)')
     parser.add_argument("--final", default="All done.", help="the text that ends the run")
     args = parser.parse_args()
     steps = args.steps or []

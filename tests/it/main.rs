@@ -14,6 +14,9 @@
 //! - `run`, `intake`, `approvals`: `hark run` dispatching the fake `claude
 //!   -p` (`tests/fake-claude`): the bridge it gets, intake questions before
 //!   it starts, the write-mode gate.
+//! - `fake_agent`: the fake `claude -p` itself, against what was measured
+//!   on the real CLI: `PreToolUse` hooks, `defer` and resuming a deferred
+//!   call (docs/agents/claude-code.md).
 //! - `store`: a store that cannot be written (a full disk) loses no
 //!   question, and the operator is told.
 //! - `desktop`: the app under Xvfb with a private D-Bus session and dunst,
@@ -28,6 +31,7 @@
 mod approvals;
 mod bridge;
 mod desktop;
+mod fake_agent;
 mod inbox;
 mod intake;
 mod listings;

@@ -1,15 +1,21 @@
-//! `fake-claude`: behaves like `claude -p` where hark depends on it.
+//! `fake-claude`: behaves like `claude -p` where hark depends on it (what
+//! that is, and how each fact was measured on the real CLI:
+//! docs/agents/claude-code.md).
 //!
 //! - parses `-p PROMPT`, `--output-format`, `--verbose`, `--allowedTools`,
 //!   `--disallowedTools`, `--mcp-config`, `--append-system-prompt`,
-//!   `--resume`, `--permission-prompt-tool`, as the real CLI takes them;
+//!   `--resume`, `--permission-prompt-tool`, `--settings`, as the real CLI
+//!   takes them;
 //! - refuses `--output-format stream-json` without `--verbose`, as it does;
 //! - denies an MCP tool not named in `--allowedTools` (in `-p` mode);
 //! - spawns the MCP servers named in `--mcp-config`, initializes them and
-//!   lists their tools;
+//!   lists their tools; every `tools/call` carries `_meta`
+//!   `{"claudecode/toolUseId": <the tool use's id>, "progressToken": N}`
+//!   (rmcp adds its own protocol keys beside them);
 //! - follows a script in its prompt, one command a line:
 //!   `ASK {json}` calls `mcp__operator__ask`; `NESTED {json}` runs a child of
-//!   itself (a sub-agent inheriting the MCP config) that asks; `SAY text`;
+//!   itself (a sub-agent inheriting the MCP config and settings, in a
+//!   session of its own) that asks; `SAY text`;
 //!   `HANG` waits until killed; `EXIT n` sets the exit status;
 //!   `BACKGROUND` starts a long `sleep` that outlives the agent unless its
 //!   process group is ended (as a tool's background shell would), and logs
@@ -19,19 +25,60 @@
 //!   `--permission-prompt-tool` (`{"tool_name","input","tool_use_id"}`) and
 //!   runs only on `{"behavior":"allow"}`, else is denied; `Write` and `Edit`
 //!   really change the file;
+//!   `BOTH CALL && CALL …` (each CALL an `ASK …` or `TOOL …`) is one message
+//!   with several tool calls: every tool use is printed, then each is
+//!   carried out in turn; if hooks defer one (at most one is kept), the
+//!   others still run and the run stops after them;
+//!   every tool use gets a fresh id, `toolu_fake<pid>_<n>`;
+//! - `PreToolUse` hooks (`--settings FILE_OR_JSON`, `{"hooks":{"PreToolUse":
+//!   [{"matcher","hooks":[{"type":"command","command","timeout"}]}]}}`): a
+//!   matcher is a tool name or `A|B` alternatives (`""`/`*`/none: every
+//!   tool; the real CLI also takes regexes, the fake does not). Before a
+//!   tool use each matching hook runs as `sh -c COMMAND` with the hook input
+//!   on stdin (`session_id`, `transcript_path` = the session file below,
+//!   `cwd`, `permission_mode` "default", `hook_event_name` "PreToolUse",
+//!   `tool_name`, `tool_input`, `tool_use_id`, `mcp_server {name}` for MCP
+//!   tools) and its `hookSpecificOutput.permissionDecision` counts:
+//!   `allow` runs the tool with no permission check; `deny` gives the model
+//!   the tool error `PreToolUse:TOOL hook error: REASON`; `ask` goes to the
+//!   `--permission-prompt-tool`, or without one is refused with the reason;
+//!   `defer` ends the run: the final `result` event has `"stop_reason"` and
+//!   `"terminal_reason"` `"tool_deferred"` and `"deferred_tool_use"
+//!   {id,name,input}`, the session is saved, the exit status is 0. Exit
+//!   status 2 is a deny whose reason is `[COMMAND]: STDERR`; no output, any
+//!   other status, or a hook killed at its `timeout` (seconds, 600 if none;
+//!   the `system`/`informational` `hook_no_verdict` warning is printed) is
+//!   the normal flow. Of several matching hooks the strictest decision wins
+//!   (deny, defer, ask, allow);
+//! - sessions: each is saved (`{"session_id","script","next","deferred",
+//!   "uses"}`) to `$HOME/.claude/projects/fake/<session_id>.json`, mode
+//!   0600. `--resume ID -p PROMPT` starts a new script in session ID;
+//!   `--resume ID` with no prompt carries out the deferred tool use first
+//!   (its hooks fire again with the same `tool_use_id`, before
+//!   `system/init`, as the real CLI does), then goes on with the rest of the
+//!   saved script. A session with no file fails as the real CLI does:
+//!   `No conversation found with session ID: ID` on stderr, a `result`
+//!   event `error_during_execution`, exit status 1;
 //! - prints stream-json events (system/init, assistant, user, result);
 //! - when `FAKE_CLAUDE_LOG` names a file, appends its argv and the hark
 //!   environment it received, one JSON line per run.
+
+mod hooks;
+mod saved;
 
 use std::collections::BTreeMap;
 use std::error::Error;
 use std::io::Write;
 use std::process::ExitCode;
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{ClientInitializeError, RunningService};
+use hooks::{Decision, Outcome, PreToolUse};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientRequest, Request, RequestMetaObject, ServerResult,
+};
+use rmcp::service::{ClientInitializeError, PeerRequestOptions, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceError, ServiceExt};
+use saved::{Saved, ToolUse};
 use serde_json::{Value, json};
 
 /// What is wrong with the command line, worded as the real CLI words it.
@@ -127,6 +174,7 @@ struct Args {
     mcp_configs: Vec<String>,
     resume: Option<String>,
     permission_prompt_tool: Option<String>,
+    settings: Vec<String>,
 }
 
 fn tools(value: &str) -> Vec<String> {
@@ -152,7 +200,8 @@ fn parse(argv: &[String]) -> Result<Args, ArgsError> {
             "-p" | "--print" => {}
             "--verbose" => args.verbose = true,
             "--output-format" => args.output_format = Some(value(&mut i)?),
-            "--append-system-prompt" | "--model" | "--settings" => {
+            "--settings" => args.settings.push(value(&mut i)?),
+            "--append-system-prompt" | "--model" => {
                 value(&mut i)?;
             }
             "--permission-prompt-tool" => args.permission_prompt_tool = Some(value(&mut i)?),
@@ -276,27 +325,93 @@ async fn connect(configs: &[String]) -> Result<BTreeMap<String, Server>, Connect
     Ok(servers)
 }
 
+/// The operator's ask tool, as the model names it.
+const ASK_TOOL: &str = "mcp__operator__ask";
+
+/// A tool call in a script line: `ASK {json}` or `TOOL name {json}`.
+fn call(line: &str) -> Option<(String, Value)> {
+    let (command, rest) = line.trim().split_once(' ')?;
+    match command {
+        "ASK" => match serde_json::from_str::<Value>(rest) {
+            Ok(input @ Value::Object(_)) => Some((ASK_TOOL.to_owned(), input)),
+            _ => None,
+        },
+        "TOOL" => {
+            let (name, input) = rest.split_once(' ').unwrap_or((rest, "{}"));
+            Some((name.to_owned(), serde_json::from_str(input).ok()?))
+        }
+        _ => None,
+    }
+}
+
+/// Calls `tool` on `server` as Claude Code does: `_meta` carries the tool
+/// use's id (`claudecode/toolUseId`) beside rmcp's `progressToken`.
+async fn call_mcp(
+    server: &Server,
+    tool: &str,
+    arguments: Value,
+    use_id: &str,
+) -> Result<CallToolResult, ServiceError> {
+    let Value::Object(arguments) = arguments else {
+        unreachable!("tool arguments are an object")
+    };
+    let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    let mut meta = RequestMetaObject::new();
+    meta.0
+        .0
+        .insert("claudecode/toolUseId".to_owned(), json!(use_id));
+    let mut options = PeerRequestOptions::no_options();
+    options.meta = Some(meta);
+    let handle = server
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(Request::new(params)),
+            options,
+        )
+        .await?;
+    match handle.await_response().await? {
+        ServerResult::CallToolResult(result) => Ok(result),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// The text of a tool result's content.
+fn result_text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 struct Session {
     id: String,
     args: Args,
     servers: BTreeMap<String, Server>,
     tool_names: Vec<String>,
+    hooks: PreToolUse,
+    /// What is kept for `--resume`: the script, where it is, the deferred use.
+    saved: Saved,
     last_text: String,
     errors: u32,
-    /// Tool uses so far, for their ids.
-    uses: u32,
+    /// The exit status `EXIT n` set.
+    status: u8,
 }
 
 impl Session {
-    /// Prints the model's tool use; returns its id.
-    fn tool_use(&mut self, name: &str, input: &Value) -> String {
-        self.uses += 1;
-        let use_id = format!("toolu_{}", self.uses);
+    /// Prints the model's tool use, with a fresh id.
+    fn tool_use(&mut self, name: &str, input: Value) -> ToolUse {
+        self.saved.uses += 1;
+        let id = format!("toolu_fake{}_{}", std::process::id(), self.saved.uses);
         emit(
             json!({"type": "assistant", "session_id": self.id, "message": {"content": [
-            {"type": "tool_use", "id": use_id, "name": name, "input": input}]}}),
+            {"type": "tool_use", "id": id, "name": name, "input": input}]}}),
         );
-        use_id
+        ToolUse {
+            id,
+            name: name.to_owned(),
+            input,
+        }
     }
 
     /// Prints a tool's result, as the CLI feeds it back to the model.
@@ -311,73 +426,117 @@ impl Session {
         self.last_text = text;
     }
 
-    /// Calls `mcp__operator__ask` as the model would, with the CLI's checks.
-    async fn ask(&mut self, input: Value) {
-        let name = "mcp__operator__ask";
-        let use_id = self.tool_use(name, &input);
-        let (text, is_error) = if !self.tool_names.iter().any(|t| t == name) {
-            (format!("No such tool available: {name}"), true)
-        } else if !self.args.allowed.iter().any(|t| t == name) {
-            (
-                format!(
-                    "Claude requested permissions to use {name}, but you haven't granted it yet."
-                ),
-                true,
-            )
-        } else {
-            let server = &self.servers["operator"];
-            let Value::Object(arguments) = input else {
-                unreachable!("checked by the caller")
-            };
-            match server
-                .call_tool(CallToolRequestParams::new("ask").with_arguments(arguments))
-                .await
-            {
-                Ok(result) => {
-                    let text = result
-                        .content
-                        .iter()
-                        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    (text, result.is_error == Some(true))
-                }
-                Err(e) => (format!("MCP error: {e}"), true),
+    /// Fires the `PreToolUse` hooks that match a tool use; the most
+    /// restrictive of their decisions.
+    async fn pre_tool_use(&self, tool_use: &ToolUse) -> Decision {
+        let matching = self.hooks.matching(&tool_use.name);
+        if matching.is_empty() {
+            return Decision::Normal;
+        }
+        let cwd = std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        let mut input = json!({
+            "session_id": self.id,
+            "transcript_path": saved::path(&self.id),
+            "cwd": cwd,
+            "permission_mode": "default",
+            "hook_event_name": "PreToolUse",
+            "tool_name": tool_use.name,
+            "tool_input": tool_use.input,
+            "tool_use_id": tool_use.id,
+        });
+        let server = tool_use
+            .name
+            .strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"));
+        if let Some((server, _)) = server {
+            input["mcp_server"] = json!({"name": server});
+        }
+        let mut decision = Decision::Normal;
+        for hook in &matching {
+            match hooks::run(hook, &tool_use.name, &input).await {
+                Outcome::Decided(d) => decision = decision.max(d),
+                Outcome::TimedOut => emit(hooks::timed_out_event(&self.id, &tool_use.id)),
             }
+        }
+        decision
+    }
+
+    /// Carries out a tool use the model made: its hooks, then the tool
+    /// unless they refused it; the use back if they deferred it.
+    async fn carry_out(&mut self, tool_use: &ToolUse) -> Option<ToolUse> {
+        let (text, is_error) = match self.pre_tool_use(tool_use).await {
+            Decision::Defer => return Some(tool_use.clone()),
+            Decision::Deny(text) => (text, true),
+            decision if tool_use.name == ASK_TOOL => self.ask(tool_use, decision).await,
+            decision => self.tool(tool_use, decision).await,
         };
-        self.tool_result(&use_id, text, is_error);
+        self.tool_result(&tool_use.id, text, is_error);
+        None
+    }
+
+    /// What a hook's `ask` comes to in `-p` mode: the permission prompt
+    /// tool's verdict, or a refusal with the hook's reason.
+    async fn ask_permission(&self, tool_use: &ToolUse, reason: String) -> Result<(), Refused> {
+        match self.args.permission_prompt_tool.clone() {
+            Some(prompt_tool) => self.permission(&prompt_tool, tool_use).await,
+            None if reason.is_empty() => Err(Refused::NotGranted {
+                name: tool_use.name.clone(),
+            }),
+            None => Err(Refused::Denied { message: reason }),
+        }
+    }
+
+    /// Calls `mcp__operator__ask` as the model would, with the CLI's checks.
+    async fn ask(&mut self, tool_use: &ToolUse, decision: Decision) -> (String, bool) {
+        let name = ASK_TOOL;
+        if !self.tool_names.iter().any(|t| t == name) {
+            return (format!("No such tool available: {name}"), true);
+        }
+        let verdict = match decision {
+            Decision::Allow => Ok(()),
+            Decision::Ask(reason) => self.ask_permission(tool_use, reason).await,
+            _ if self.args.allowed.iter().any(|t| t == name) => Ok(()),
+            _ => Err(Refused::NotGranted {
+                name: name.to_owned(),
+            }),
+        };
+        if let Err(refused) = verdict {
+            return (message(&refused), true);
+        }
+        let server = &self.servers["operator"];
+        match call_mcp(server, "ask", tool_use.input.clone(), &tool_use.id).await {
+            Ok(result) => (result_text(&result), result.is_error == Some(true)),
+            Err(e) => (format!("MCP error: {e}"), true),
+        }
     }
 
     /// Uses a tool as the model would, asking the permission prompt tool
     /// first where Claude Code would.
-    async fn tool(&mut self, name: &str, input: Value) {
-        let use_id = self.tool_use(name, &input);
+    async fn tool(&mut self, tool_use: &ToolUse, decision: Decision) -> (String, bool) {
+        let name = tool_use.name.as_str();
         let needs_permission = !["Read", "Glob", "Grep", "LS"].contains(&name)
             && !self.args.allowed.iter().any(|t| t == name);
-        let verdict = if !needs_permission {
-            Ok(())
-        } else if let Some(prompt_tool) = self.args.permission_prompt_tool.clone() {
-            self.permission(&prompt_tool, name, &input, &use_id).await
-        } else {
-            Err(Refused::NotGranted {
-                name: name.to_owned(),
-            })
+        let verdict = match decision {
+            Decision::Allow => Ok(()),
+            Decision::Ask(reason) => self.ask_permission(tool_use, reason).await,
+            _ if !needs_permission => Ok(()),
+            _ => match self.args.permission_prompt_tool.clone() {
+                Some(prompt_tool) => self.permission(&prompt_tool, tool_use).await,
+                None => Err(Refused::NotGranted {
+                    name: name.to_owned(),
+                }),
+            },
         };
-        let (text, is_error) = match verdict.and_then(|()| perform(name, &input)) {
+        match verdict.and_then(|()| perform(name, &tool_use.input)) {
             Ok(()) => (format!("performed {name}"), false),
             Err(refused) => (message(&refused), true),
-        };
-        self.tool_result(&use_id, text, is_error);
+        }
     }
 
     /// Asks the permission prompt tool (`mcp__SERVER__TOOL`) about a call.
-    async fn permission(
-        &self,
-        prompt_tool: &str,
-        name: &str,
-        input: &Value,
-        use_id: &str,
-    ) -> Result<(), Refused> {
+    async fn permission(&self, prompt_tool: &str, tool_use: &ToolUse) -> Result<(), Refused> {
         let mut parts = prompt_tool.splitn(3, "__");
         let (Some("mcp"), Some(server), Some(tool)) = (parts.next(), parts.next(), parts.next())
         else {
@@ -390,19 +549,12 @@ impl Session {
                 server: server.to_owned(),
             });
         };
-        let arguments = json!({"tool_name": name, "input": input, "tool_use_id": use_id});
-        let Value::Object(arguments) = arguments else {
-            unreachable!()
-        };
-        let result = server
-            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        let arguments = json!({"tool_name": tool_use.name, "input": tool_use.input,
+            "tool_use_id": tool_use.id});
+        let result = call_mcp(server, tool, arguments, &tool_use.id)
             .await
             .map_err(Refused::PromptFailed)?;
-        let text = result
-            .content
-            .iter()
-            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-            .collect::<String>();
+        let text = result_text(&result);
         let Ok(verdict) = serde_json::from_str::<Value>(&text) else {
             return Err(Refused::NoVerdict { text });
         };
@@ -414,60 +566,96 @@ impl Session {
         }
     }
 
-    /// Follows the script in the prompt, one command a line; the exit
-    /// status it sets (`EXIT n`), 0 by default.
-    async fn follow(&mut self, prompt: &str, argv: &[String]) -> u8 {
-        let mut status = 0u8;
-        for line in prompt.lines() {
+    /// Several tool calls in one message (`BOTH A && B`): every use is
+    /// printed, then each is carried out; the first one deferred is kept.
+    async fn both(&mut self, rest: &str) -> Option<ToolUse> {
+        let Some(calls) = rest.split(" && ").map(call).collect::<Option<Vec<_>>>() else {
+            self.last_text = format!("bad BOTH line: {rest}");
+            return None;
+        };
+        let uses: Vec<ToolUse> = calls
+            .into_iter()
+            .map(|(name, input)| self.tool_use(&name, input))
+            .collect();
+        let mut deferred = None;
+        for tool_use in &uses {
+            let this = self.carry_out(tool_use).await;
+            deferred = deferred.or(this);
+        }
+        deferred
+    }
+
+    /// Follows the script from line `self.saved.next`, one command a line;
+    /// the tool use it stopped at, if a hook deferred one.
+    async fn follow(&mut self, argv: &[String]) -> Option<ToolUse> {
+        while let Some(line) = self.saved.script.get(self.saved.next).cloned() {
+            self.saved.next += 1;
             let (command, rest) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
-            match command {
-                "ASK" => match serde_json::from_str::<Value>(rest) {
-                    Ok(input @ Value::Object(_)) => self.ask(input).await,
-                    _ => self.last_text = format!("bad ASK line: {rest}"),
-                },
-                "NESTED" => self.nested(rest, argv).await,
-                "TOOL" => {
-                    let (name, input) = rest.split_once(' ').unwrap_or((rest, "{}"));
-                    match serde_json::from_str::<Value>(input) {
-                        Ok(input) => self.tool(name, input).await,
-                        Err(_) => self.last_text = format!("bad TOOL line: {rest}"),
+            let deferred = match command {
+                "ASK" | "TOOL" => match call(&line) {
+                    Some((name, input)) => {
+                        let tool_use = self.tool_use(&name, input);
+                        self.carry_out(&tool_use).await
                     }
+                    None => {
+                        self.last_text = format!("bad {command} line: {rest}");
+                        None
+                    }
+                },
+                "BOTH" => self.both(rest).await,
+                "NESTED" => {
+                    self.nested(rest, argv).await;
+                    None
                 }
                 "SAY" => {
                     emit(
                         json!({"type": "assistant", "session_id": self.id, "message": {"content": [{"type": "text", "text": rest}]}}),
                     );
                     self.last_text = rest.to_owned();
+                    None
                 }
-                "HANG" => std::future::pending::<()>().await,
-                "BACKGROUND" => background(),
-                "EXIT" => status = rest.trim().parse().unwrap_or(1),
+                "HANG" => std::future::pending().await,
+                "BACKGROUND" => {
+                    background();
+                    None
+                }
+                "EXIT" => {
+                    self.status = rest.trim().parse().unwrap_or(1);
+                    None
+                }
                 _ => {
                     let text = format!("done: {line}");
                     emit(
                         json!({"type": "assistant", "session_id": self.id, "message": {"content": [{"type": "text", "text": text}]}}),
                     );
                     self.last_text = text;
+                    None
                 }
+            };
+            if deferred.is_some() {
+                return deferred;
             }
         }
-        status
+        None
     }
 
-    /// Runs a sub-agent (a child of this program) that inherits the MCP config.
+    /// Runs a sub-agent (a child of this program) that inherits the MCP
+    /// config and the settings, in a session of its own.
     async fn nested(&mut self, input: &str, argv: &[String]) {
         let mut args: Vec<String> = Vec::new();
-        let mut i = 0;
-        while i < argv.len() {
-            if argv[i] == "-p" {
-                args.push("-p".into());
-                args.push(format!("ASK {input}"));
-                i += 2;
-                continue;
+        let mut rest = argv.iter();
+        while let Some(arg) = rest.next() {
+            match arg.as_str() {
+                "-p" | "--print" => {}
+                "--resume" | "-r" => {
+                    rest.next();
+                }
+                _ if Some(arg) == self.args.prompt.as_ref() => {}
+                _ => args.push(arg.clone()),
             }
-            args.push(argv[i].clone());
-            i += 1;
         }
+        args.push("-p".into());
+        args.push(format!("ASK {input}"));
         let exe = std::env::current_exe().expect("own path");
         let output = tokio::process::Command::new(exe).args(&args).output().await;
         match output {
@@ -488,6 +676,21 @@ impl Session {
                 }
             }
             Err(e) => self.last_text = format!("sub-agent failed: {e}"),
+        }
+    }
+
+    /// The final `result` event: the turn's end, or the deferred tool use.
+    fn result(&self, deferred: Option<&ToolUse>) -> Value {
+        match deferred {
+            Some(tool_use) => json!({"type": "result", "subtype": "success",
+                "session_id": self.id, "is_error": false, "result": "",
+                "stop_reason": "tool_deferred", "terminal_reason": "tool_deferred",
+                "deferred_tool_use": tool_use.to_json(),
+                "duration_ms": 5, "total_cost_usd": 0.0, "num_turns": 1}),
+            None => json!({"type": "result", "subtype": "success", "session_id": self.id,
+                "is_error": self.status != 0, "result": self.last_text,
+                "stop_reason": "end_turn", "terminal_reason": "completed",
+                "duration_ms": 5, "total_cost_usd": 0.0, "num_turns": 1}),
         }
     }
 }
@@ -535,11 +738,37 @@ async fn main() -> ExitCode {
         eprintln!("Error: When using --print, --output-format=stream-json requires --verbose");
         return ExitCode::from(1);
     }
-    let Some(prompt) = args.prompt.clone() else {
+    let saved = match &args.resume {
+        None => Saved::default(),
+        Some(id) => match Saved::load(id) {
+            Some(saved) => saved,
+            None => {
+                let error = format!("No conversation found with session ID: {id}");
+                eprintln!("{error}");
+                if args.output_format.as_deref() == Some("stream-json") {
+                    emit(
+                        json!({"type": "result", "subtype": "error_during_execution",
+                        "is_error": true, "num_turns": 0, "stop_reason": null,
+                        "session_id": id, "errors": [error]}),
+                    );
+                }
+                return ExitCode::from(1);
+            }
+        },
+    };
+    // Without a prompt, a resumed session goes on from the tool use it deferred.
+    if args.prompt.is_none() && saved.deferred.is_none() {
         eprintln!(
             "Error: Input must be provided either through stdin or as a prompt argument when using --print"
         );
         return ExitCode::from(1);
+    }
+    let hooks = match PreToolUse::load(&args.settings) {
+        Ok(hooks) => hooks,
+        Err(e) => {
+            eprintln!("{}", message(&e));
+            return ExitCode::from(1);
+        }
     };
     let servers = match connect(&args.mcp_configs).await {
         Ok(servers) => servers,
@@ -561,26 +790,45 @@ async fn main() -> ExitCode {
         .resume
         .clone()
         .unwrap_or_else(|| format!("fake-session-{}", std::process::id()));
-    emit(
-        json!({"type": "system", "subtype": "init", "session_id": id, "tools": tool_names,
-        "mcp_servers": servers.keys().map(|k| json!({"name": k, "status": "connected"})).collect::<Vec<_>>()}),
-    );
     let mut session = Session {
         id,
         args,
         servers,
         tool_names,
+        hooks,
+        saved,
         last_text: String::new(),
         errors: 0,
-        uses: 0,
+        status: 0,
     };
-    let status = session.follow(&prompt, &argv).await;
-    emit(
-        json!({"type": "result", "subtype": "success", "session_id": session.id, "is_error": status != 0,
-        "result": session.last_text, "duration_ms": 5, "total_cost_usd": 0.0, "num_turns": 1}),
-    );
+    let init = json!({"type": "system", "subtype": "init", "session_id": session.id,
+        "tools": session.tool_names,
+        "mcp_servers": session.servers.keys().map(|k| json!({"name": k, "status": "connected"})).collect::<Vec<_>>()});
+    let mut deferred = None;
+    match session.args.prompt.clone() {
+        Some(prompt) => {
+            session.saved.script = prompt.lines().map(str::to_owned).collect();
+            session.saved.next = 0;
+            session.saved.deferred = None;
+        }
+        // As the real CLI does, the deferred call is carried out before init.
+        None => {
+            let tool_use = session.saved.deferred.take().expect("checked above");
+            deferred = session.carry_out(&tool_use).await;
+        }
+    }
+    emit(init);
+    let _ = session.saved.save(&session.id);
+    if deferred.is_none() {
+        deferred = session.follow(&argv).await;
+    }
+    emit(session.result(deferred.as_ref()));
+    session.saved.deferred = deferred;
+    if let Err(e) = session.saved.save(&session.id) {
+        eprintln!("cannot save session {}: {e}", session.id);
+    }
     for (_, server) in std::mem::take(&mut session.servers) {
         let _ = server.cancel().await;
     }
-    ExitCode::from(status)
+    ExitCode::from(session.status)
 }
