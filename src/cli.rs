@@ -32,6 +32,11 @@ pub enum Command {
     Serve(ServeArgs),
     /// The MCP stdio server an agent spawns (server `operator`, tool `ask`).
     McpOperatorAsk(McpArgs),
+    /// Claude Code's hook for the runs hark dispatches (`pre-tool-use`: lets
+    /// a question nobody answers in time park the agent). Reads the hook's
+    /// input on stdin, prints its decision.
+    #[command(hide = true)]
+    Hook(HookArgs),
     /// Ask the operator from a script; prints `{"outcome":…}` as JSON.
     /// Exit 0 answered, 2 invalid input, 3 not answered.
     Ask(AskArgs),
@@ -63,6 +68,23 @@ pub enum Command {
     /// Print the MCP config that points an agent at this hark:
     /// `claude -p … --mcp-config "$(hark mcp-config)" --allowedTools mcp__operator__ask`.
     McpConfig,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum OnTimeoutArg {
+    Park,
+    Proceed,
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The hook event: `pre-tool-use`.
+    pub event: HookEvent,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum HookEvent {
+    PreToolUse,
 }
 
 #[derive(Debug, Args)]
@@ -122,6 +144,12 @@ pub struct RunArgs {
     /// Seconds the operator has for each of its questions.
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     pub timeout: Option<Duration>,
+    /// A question nobody answers within that time: `park` pauses the agent
+    /// until you answer, however late, then resumes it with the answer;
+    /// `proceed` gives it the not-answered error (default: the config's
+    /// `on_timeout`, else park).
+    #[arg(long, value_name = "WHAT")]
+    pub on_timeout: Option<OnTimeoutArg>,
     /// The agent command (default: the config's `agent_command`, else `claude`).
     #[arg(long, value_name = "PATH")]
     pub agent: Option<PathBuf>,

@@ -334,6 +334,7 @@ mod tests {
             }),
             created_at: SystemTime::now(),
             timeout: std::time::Duration::from_secs(60),
+            parking: None,
         };
         for approval in [true, false] {
             if !approval {
@@ -382,6 +383,7 @@ mod tests {
             approval: Some(approval),
             created_at: SystemTime::now(),
             timeout: std::time::Duration::from_secs(60),
+            parking: None,
         };
         let mut out = Vec::new();
         show(&mut out, &item, 0).unwrap();

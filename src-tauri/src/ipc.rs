@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use hark_core::bridge::views::{ItemView, RunView, SessionView};
+use hark_core::bridge::views::{ItemState, ItemView, RunView, SessionView};
 use hark_core::bridge::wire::{DispatchRequest, Dispatched};
 use hark_core::bridge::wire::{ErrorCode, WireError, WireReply};
 use hark_core::daemon::operator::{self, InboxLimits};
@@ -239,6 +239,7 @@ pub fn typescript() -> String {
         Scope::decl(&cfg),
         Approval::decl(&cfg),
         Outcome::decl(&cfg),
+        ItemState::decl(&cfg),
         ItemView::decl(&cfg),
         RunStatus::decl(&cfg),
         RunView::decl(&cfg),

@@ -162,7 +162,7 @@ impl Changed {
             Some(Event::RunChanged) => {}
             // The store began or stopped failing: the tray says so.
             Some(Event::StoreHealth(_)) => self.items = true,
-            Some(Event::Added(_)) | None => self.items = true,
+            Some(Event::Added(_) | Event::Parked(_)) | None => self.items = true,
         }
     }
 }

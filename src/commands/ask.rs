@@ -90,6 +90,7 @@ pub async fn run(options: AskArgs) -> ExitStatus {
             run_id: None,
             asker: Asker::this_process("hark ask"),
             timeout_secs: Some(timeout.as_secs_f64()),
+            ..Caller::default()
         },
         request,
     };

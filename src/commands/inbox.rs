@@ -193,6 +193,7 @@ async fn watch(socket: &Path, json: bool) -> ExitStatus {
                 } else {
                     let verb = match event {
                         FeedEvent::Added => "new",
+                        FeedEvent::Parked => "parked",
                         FeedEvent::Settled => "settled",
                     };
                     println!(
@@ -228,6 +229,13 @@ fn line(r: &ItemView, now_ms: u64) -> String {
         who.push_str(&format!(" in {}", visible(cwd)));
     }
     let status = match &r.outcome {
+        None if r.parked_ms.is_some() => {
+            let waited = now_ms.saturating_sub(r.created_ms) / 1000;
+            format!(
+                "PARKED    {short}  {} — {who} — the agent is paused until you answer; waiting {waited} s",
+                questions.join(" · ")
+            )
+        }
         None => {
             let left = r.deadline_ms.saturating_sub(now_ms) / 1000;
             format!(

@@ -5,7 +5,9 @@ use hark_core::config::Config;
 use hark_core::trace::LogFormat;
 use tracing::level_filters::LevelFilter;
 
-use crate::cli::McpArgs;
+use std::io::Read;
+
+use crate::cli::{HookArgs, HookEvent, McpArgs};
 use crate::commands::{Failed, this_hark};
 use crate::exit::ExitStatus;
 
@@ -21,6 +23,37 @@ pub fn operator_ask(args: McpArgs) -> Result<ExitStatus, Failed> {
     runtime
         .block_on(hark_mcp::OperatorServer::new(settings).serve_stdio())
         .map_err(Failed::Mcp)?;
+    Ok(ExitStatus::Success)
+}
+
+/// Claude Code's hook: reads its input on stdin, prints its decision (or
+/// nothing: the call goes its ordinary way). Always exits 0: a hook that
+/// fails must not stop the agent's call, which reports its own errors.
+pub fn hook(args: HookArgs) -> Result<ExitStatus, Failed> {
+    hark_core::trace::init_logging(LogFormat::Text, LevelFilter::WARN);
+    let HookEvent::PreToolUse = args.event;
+    let mut text = String::new();
+    let limit = hark_core::bridge::wire::MAX_FRAME as u64;
+    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin().take(limit), &mut text) {
+        tracing::warn!("cannot read the hook's input: {e}");
+        return Ok(ExitStatus::Success);
+    }
+    let input: hark_mcp::hook::HookInput = match serde_json::from_str(&text) {
+        Ok(input) => input,
+        Err(e) => {
+            tracing::warn!("the hook's input is not Claude Code's PreToolUse input: {e}");
+            return Ok(ExitStatus::Success);
+        }
+    };
+    let config = Config::load()?;
+    let settings = hark_mcp::McpSettings::from_env(&config, false)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Failed::Runtime)?;
+    if let Some(decision) = runtime.block_on(hark_mcp::hook::pre_tool_use(&settings, &input)) {
+        println!("{decision}");
+    }
     Ok(ExitStatus::Success)
 }
 

@@ -76,6 +76,7 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::App => app::launch(),
         Command::Serve(args) => serve::run(args),
         Command::McpOperatorAsk(args) => mcp::operator_ask(args),
+        Command::Hook(args) => mcp::hook(args),
         Command::McpConfig => mcp::config(),
         Command::Ask(args) => Ok(runtime()?.block_on(ask::run(args))),
         Command::Run(args) => Ok(runtime()?.block_on(run::run(args))),

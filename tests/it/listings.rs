@@ -304,6 +304,7 @@ fn seed_answered(sandbox: &Sandbox, text: &str) -> ItemId {
         approval: None,
         created_at: SystemTime::now(),
         timeout: Duration::from_secs(60),
+        parking: None,
     };
     store.insert(&item).unwrap();
     let answers = [(

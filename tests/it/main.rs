@@ -35,6 +35,7 @@ mod fake_agent;
 mod inbox;
 mod intake;
 mod listings;
+mod parking;
 mod run;
 mod store;
 mod support;

@@ -113,7 +113,7 @@ fn a_timed_out_ask_reaches_the_agent_as_an_error_it_continues_past() {
     let out = hark_run(
         &daemon.sandbox,
         &log,
-        &["--timeout", "0.3", "--", &prompt],
+        &["--timeout", "0.3", "--on-timeout", "proceed", "--", &prompt],
         "",
     );
     assert!(out.status.success());

@@ -78,6 +78,8 @@ external: boolean, };
 
 export type Outcome = { "outcome": "answered" } & Resolution | { "outcome": "skipped", unconfirmed_defaults: { [key in string]: AnswerValue }, } | { "outcome": "timed_out", after_ms: number, } | { "outcome": "cancelled", reason: string, } | { "outcome": "no_operator" } | { "outcome": "approved", scope: Scope, } | { "outcome": "denied" };
 
+export type ItemState = "pending" | "parked" | "settled";
+
 export type ItemView = { id: ItemId, 
 /**
  * `question_set` or `approval`.
@@ -102,7 +104,15 @@ replied_by: string | null, settled_ms: number | null,
 /**
  * The operator dismissed it from the desktop inbox (it stays in the history).
  */
-dismissed: boolean, };
+dismissed: boolean, 
+/**
+ * Waiting, parked (its agent paused until it settles), or settled.
+ */
+state: ItemState, 
+/**
+ * When it parked (unix ms), if it has.
+ */
+parked_ms: number | null, };
 
 export type RunStatus = "running" | "waiting" | "finished" | "failed";
 

@@ -59,6 +59,23 @@ pub struct Config {
     pub notifications: Notifications,
     /// What the write-mode gate lets pass, asks about, and asks every time.
     pub approvals: Policy,
+    /// What a question of a run hark dispatched does when nobody answers
+    /// within the bounded wait: park the agent until you do, or let it
+    /// proceed without the answer.
+    pub on_timeout: OnTimeout,
+}
+
+/// What happens to a dispatched run's question nobody answers in time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnTimeout {
+    /// The agent is paused (it exits, saved) and resumed with your answer,
+    /// however late: silence is never consent.
+    #[default]
+    Park,
+    /// The agent gets the not-answered error and goes on (a CI job that
+    /// must finish).
+    Proceed,
 }
 
 /// How the desktop app announces a new item.
@@ -116,6 +133,7 @@ impl Default for Config {
             agent_command: None,
             notifications: Notifications::default(),
             approvals: Policy::default(),
+            on_timeout: OnTimeout::default(),
         }
     }
 }

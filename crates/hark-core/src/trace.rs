@@ -15,6 +15,8 @@ use crate::model::item::{Item, Outcome};
 pub const ASKED: &str = "operator.question.asked";
 pub const ANSWERED: &str = "operator.question.answered";
 pub const UNANSWERED: &str = "operator.question.unanswered";
+/// Nobody answered in time and the agent is paused, not guessing.
+pub const PARKED: &str = "operator.question.parked";
 /// The write-mode gate's audit trail: one per verdict on a proposed write.
 pub const WRITE_MODE: &str = "machine.write_mode_granted";
 
@@ -109,4 +111,17 @@ pub fn init_logging(format: LogFormat, default_level: LevelFilter) {
             .with_current_span(false)
             .try_init(),
     };
+}
+
+/// An item parked: nobody answered within its bounded wait, and its agent
+/// is paused until the operator does.
+pub fn parked(item: &Item) {
+    tracing::info!(
+        question_id = %item.id,
+        session_id = %item.session_id,
+        headers = %headers(item),
+        duration_ms = u64::try_from(item.timeout.as_millis()).unwrap_or(u64::MAX),
+        outcome = "parked",
+        "{PARKED}"
+    );
 }

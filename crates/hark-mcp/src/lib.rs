@@ -32,9 +32,14 @@ use hark_core::model::schema::{
 use hark_core::model::validate::{Rules, describe, validate};
 use hark_core::{env, trace};
 
+pub mod hook;
+
 /// The MCP server's name: the agent sees the tool as `mcp__operator__ask`.
 pub const SERVER_NAME: &str = hark_core::agent::SERVER;
 pub const TOOL_NAME: &str = "ask";
+/// Where Claude Code puts a tool call's id in the `tools/call` request's
+/// `_meta` (the same id its hooks see as `tool_use_id`).
+pub const TOOL_USE_META: &str = "claudecode/toolUseId";
 /// Claude Code's permission prompt tool (`--permission-prompt-tool
 /// mcp__operator__approve`), listed only when started with `--approvals`.
 pub const APPROVE_TOOL: &str = "approve";
@@ -259,17 +264,29 @@ impl OperatorServer {
     /// Who is asking (the agent process, and the MCP client's name), in
     /// which session, and for how long.
     fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
-        let mut asker = self.settings.asker.clone();
-        asker.client = context
+        let mut caller = base_caller(&self.settings);
+        caller.asker.client = context
             .peer
             .peer_info()
             .map(|info| format!("{} {}", info.client_info.name, info.client_info.version));
-        Caller {
-            session_id: Some(self.settings.session_id.clone()),
-            run_id: None,
-            asker,
-            timeout_secs: self.settings.timeout.map(|t| t.as_secs_f64()),
-        }
+        // Set by the agent host, not the model: the call of a tool use
+        // whose hook asked already gets that item's outcome.
+        caller.tool_use_id = context
+            .meta
+            .get(TOOL_USE_META)
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        caller
+    }
+}
+
+/// Who is asking (the agent process), in which session, for how long.
+fn base_caller(settings: &McpSettings) -> Caller {
+    Caller {
+        session_id: Some(settings.session_id.clone()),
+        asker: settings.asker.clone(),
+        timeout_secs: settings.timeout.map(|t| t.as_secs_f64()),
+        ..Caller::default()
     }
 }
 

@@ -25,6 +25,8 @@ pub struct Turn {
     pub cost_usd: f64,
     /// A stop signal ended it (`status` is then 128 + the signal).
     pub stopped: bool,
+    /// It paused on this tool use (a question parked), to be resumed.
+    pub deferred: Option<String>,
 }
 
 /// The servers in the user's own `--mcp-config` values (files or JSON).
@@ -202,6 +204,10 @@ fn show(line: &str, turn: &mut Turn) {
                     eprintln!("  ! {}", text.lines().next().unwrap_or_default());
                 }
             }
+        }
+        Some("result") if event["stop_reason"] == "tool_deferred" => {
+            turn.deferred = event["deferred_tool_use"]["id"].as_str().map(str::to_owned);
+            eprintln!("hark: the agent is paused: nobody has answered its question yet");
         }
         Some("result") => {
             if let Some(result) = event["result"].as_str() {

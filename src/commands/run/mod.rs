@@ -21,14 +21,14 @@ use hark_core::bridge::client;
 use hark_core::bridge::relay::{Relay, RunDir};
 use hark_core::bridge::socket::{self, SocketError};
 use hark_core::bridge::wire::ClientFrame;
-use hark_core::config::{Config, ConfigError};
+use hark_core::config::{Config, ConfigError, OnTimeout};
 use hark_core::gate::intake::{Given, GivenError, Intake, IntakeError, When};
 use hark_core::model::ids::{Ids, RunId, SessionId};
 use hark_core::model::run::RunStart;
 
 use tokio::sync::watch;
 
-use crate::cli::RunArgs;
+use crate::cli::{OnTimeoutArg, RunArgs};
 use crate::exit::ExitStatus;
 
 /// Why a run could not start or go on.
@@ -240,10 +240,9 @@ impl Setup {
         } else {
             None
         };
-        // A read-only run merges its sandbox into the user's settings.
-        if args.read_only
-            && let Some(settings) = wrapped.as_mut().and_then(|w| w.settings.as_mut())
-        {
+        // hark merges its own settings (a read-only run's sandbox, the park
+        // hook) into the user's, which it reads once.
+        if let Some(settings) = wrapped.as_mut().and_then(|w| w.settings.as_mut()) {
             *settings = agent::existing_settings(settings)?;
         }
         let user_configs = wrapped.as_ref().map_or(&[][..], |u| &u.mcp_configs[..]);
@@ -262,6 +261,8 @@ impl Setup {
                 mcp_config,
                 session_id: session.clone(),
                 ask_timeout: args.timeout.unwrap_or_else(|| config.ask_timeout()),
+                park_hook: (parks(args, config) && !args.wrap)
+                    .then(|| hark_core::agent::hooks::hook_command(&hark)),
             };
             Some((relay, attach))
         } else {
@@ -364,6 +365,16 @@ impl Setup {
             cwd: cwd.map(|d| d.display().to_string()),
             pid: std::process::id(),
         }
+    }
+}
+
+/// Whether a question nobody answers in time parks the agent (the flag,
+/// else the config).
+fn parks(args: &RunArgs, config: &Config) -> bool {
+    match args.on_timeout {
+        Some(OnTimeoutArg::Park) => true,
+        Some(OnTimeoutArg::Proceed) => false,
+        None => config.on_timeout == OnTimeout::Park,
     }
 }
 
@@ -490,8 +501,12 @@ async fn turns(
     let mut prompt = args.words.join(" ");
     let mut resume: Option<String> = None;
     let mut first_turn = true;
+    // Set when the agent paused on a question: the next turn resumes it,
+    // with no prompt, and no intake.
+    let mut paused = false;
     loop {
         if let Some((intake, given)) = intake
+            && !paused
             && (first_turn || intake.when == When::EveryTurn)
         {
             let asked = operator::ask_intake(intake, given, run_socket.as_deref());
@@ -504,13 +519,37 @@ async fn turns(
         first_turn = false;
         let user = match &setup.wrapped {
             Some(wrapped) => wrapped.clone(),
-            None => hark_core::agent::base_command(&setup.agent, &prompt, resume.as_deref()),
+            None => hark_core::agent::base_command(
+                &setup.agent,
+                (!paused).then_some(prompt.as_str()),
+                resume.as_deref(),
+            ),
         };
+        paused = false;
         let composed =
             hark_core::agent::compose(user, args.verb, setup.attach(), read_only.as_ref());
         let turn = agent::run_agent(composed, args.cwd.as_ref(), stop.clone()).await?;
         if turn.stopped {
             return Ok(turn.status);
+        }
+        if let Some(tool_use_id) = turn.deferred.clone() {
+            let Some(session) = turn.session.clone() else {
+                eprintln!(
+                    "hark: the agent paused but reported no session id; it cannot be resumed"
+                );
+                return Ok(turn.status);
+            };
+            let settled = operator::await_parked(&setup.app_socket, &tool_use_id);
+            match unless_stopped(&mut stop, settled).await {
+                Ok(outcome) => eprintln!(
+                    "hark: the operator settled it ({}); resuming the agent",
+                    outcome.name()
+                ),
+                Err(received) => return stopped(received),
+            }
+            resume = Some(session);
+            paused = true;
+            continue;
         }
         kept.cost_usd += turn.cost_usd;
         if turn.result.is_some() {

@@ -6,8 +6,8 @@ use std::path::Path;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use hark_core::bridge::client::{Call, ClientError};
-use hark_core::bridge::wire::{Caller, ClientFrame};
+use hark_core::bridge::client::{self, Call, ClientError};
+use hark_core::bridge::wire::{Caller, ClientFrame, ErrorCode, ServerFrame};
 use hark_core::daemon::listener::MAX_TIMEOUT;
 use hark_core::gate::intake::{Given, Intake};
 use hark_core::model::item::{Asker, Outcome};
@@ -70,6 +70,42 @@ pub async fn next_message(socket: Option<&Path>, said: Option<&str>) -> Option<S
         AnswerValue::One(text) if text == CARRY_ON => Some("Go on.".into()),
         AnswerValue::One(text) if !text.trim().is_empty() => Some(text.trim().into()),
         _ => None,
+    }
+}
+
+/// How long a paused run waits before it dials the daemon again (it was
+/// restarted, or is being).
+const REDIAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Waits, however long it takes, for the operator to settle the item the
+/// paused agent's tool use asked; through daemon restarts (the item waits
+/// in the store), dialling again every [`REDIAL`].
+pub async fn await_parked(app_socket: &Path, tool_use_id: &str) -> Outcome {
+    eprintln!(
+        "hark: parked — the agent is paused until the operator answers (`hark inbox`); it resumes with the answer"
+    );
+    let frame = ClientFrame::Await {
+        tool_use_id: tool_use_id.to_owned(),
+    };
+    let mut told = false;
+    loop {
+        match client::request(app_socket, &frame).await {
+            Ok(ServerFrame::Settled { outcome, .. }) => return outcome,
+            Ok(ServerFrame::Error(refusal)) if refusal.code == ErrorCode::NotFound => {
+                return Outcome::Cancelled {
+                    reason: refusal.message,
+                };
+            }
+            other => {
+                if !told {
+                    eprintln!(
+                        "hark: the operator's daemon is not answering ({other:?}); waiting for it"
+                    );
+                    told = true;
+                }
+                tokio::time::sleep(REDIAL).await;
+            }
+        }
     }
 }
 

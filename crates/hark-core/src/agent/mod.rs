@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use crate::model::ids::SessionId;
 
+pub mod hooks;
 pub mod sandbox;
 
 /// The MCP server's name: the agent sees its tool as `mcp__operator__ask`.
@@ -100,6 +101,10 @@ pub struct Attached {
     pub session_id: SessionId,
     /// The bounded wait for each question of this run.
     pub ask_timeout: Duration,
+    /// The park hook's command line ([`hooks::hook_command`]), when a
+    /// question nobody answers in time parks the agent rather than lets it
+    /// proceed.
+    pub park_hook: Option<String>,
 }
 
 /// The clause telling an attached agent how to ask.
@@ -305,6 +310,8 @@ pub fn compose(
         None => headless_clause(verb),
     };
     let mut args = user.rest;
+    // The settings hark adds (merged into the user's: one `--settings`).
+    let mut ours: Option<Value> = None;
     let clause = match read_only {
         Some(read_only) => {
             if attached.is_none() {
@@ -324,18 +331,29 @@ pub fn compose(
                 .settings
                 .take()
                 .and_then(|s| serde_json::from_str(&s).ok());
-            args.push(SETTINGS.into());
-            let settings = sandbox::read_only_settings(
+            ours = Some(sandbox::read_only_settings(
                 theirs.unwrap_or(Value::Null),
                 &read_only.cwd,
                 attached.is_some(),
-            );
-            args.push(settings.to_string());
+            ));
             format!("{clause} {READ_ONLY_CLAUSE}")
         }
         None => clause,
     };
-    if let Some(settings) = user.settings {
+    if let Some(command) = attached.and_then(|a| a.park_hook.as_deref()) {
+        let base = ours.take().unwrap_or_else(|| {
+            user.settings
+                .take()
+                .and_then(|s| serde_json::from_str(&s).ok())
+                .unwrap_or(Value::Null)
+        });
+        let timeout = attached.map_or(Duration::ZERO, |a| a.ask_timeout);
+        ours = Some(hooks::with_park_hook(base, command, timeout));
+    }
+    if let Some(settings) = ours {
+        args.push(SETTINGS.into());
+        args.push(settings.to_string());
+    } else if let Some(settings) = user.settings {
         args.push(SETTINGS.into());
         args.push(settings);
     }
@@ -358,15 +376,13 @@ pub fn compose(
     }
 }
 
-/// The command line `hark run` starts from: `AGENT -p PROMPT --output-format stream-json --verbose`.
-pub fn base_command(agent: &Path, prompt: &str, resume: Option<&str>) -> UserCommand {
-    let mut rest = vec![
-        "-p".to_owned(),
-        prompt.to_owned(),
-        "--output-format".to_owned(),
-        "stream-json".to_owned(),
-        "--verbose".to_owned(),
-    ];
+/// The command line `hark run` starts from: `AGENT -p PROMPT --output-format
+/// stream-json --verbose`; resuming a paused agent (`resume` and no prompt)
+/// carries out the tool use it was paused on first.
+pub fn base_command(agent: &Path, prompt: Option<&str>, resume: Option<&str>) -> UserCommand {
+    let mut rest = vec!["-p".to_owned()];
+    rest.extend(prompt.map(str::to_owned));
+    rest.extend(["--output-format", "stream-json", "--verbose"].map(String::from));
     if let Some(session) = resume {
         rest.push("--resume".to_owned());
         rest.push(session.to_owned());

@@ -71,7 +71,10 @@ pub fn read_only_settings(user: Value, cwd: &Path, attached: bool) -> Value {
 }
 
 /// The object under `key`, made an empty one if it is missing or not one.
-fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+pub(super) fn object_at<'a>(
+    map: &'a mut Map<String, Value>,
+    key: &str,
+) -> &'a mut Map<String, Value> {
     let slot = map.entry(key).or_insert_with(|| json!({}));
     if !slot.is_object() {
         *slot = json!({});

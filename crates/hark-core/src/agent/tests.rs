@@ -21,7 +21,7 @@ fn a_read_only_run_is_gated_through_approve_attached_or_not() {
     assert!(flag(&c.args, "--append-system-prompt")[0].contains("read-only"));
 
     let c = compose(
-        base_command(Path::new("claude"), "fix it", None),
+        base_command(Path::new("claude"), Some("fix it"), None),
         Verb::Task,
         None,
         Some(gate),
@@ -56,6 +56,7 @@ fn attached() -> Attached {
         mcp_config: "/run/h/mcp.json".into(),
         session_id: "s1".into(),
         ask_timeout: Duration::from_secs(300),
+        park_hook: None,
     }
 }
 
@@ -70,7 +71,7 @@ fn flag<'a>(args: &'a [String], name: &str) -> Vec<&'a String> {
 #[test]
 fn attached_runs_get_the_tool_the_socket_and_the_clause() {
     let c = compose(
-        base_command(Path::new("claude"), "fix it", None),
+        base_command(Path::new("claude"), Some("fix it"), None),
         Verb::Task,
         Some(&attached()),
         None,
@@ -94,7 +95,7 @@ fn attached_runs_get_the_tool_the_socket_and_the_clause() {
 #[test]
 fn headless_runs_get_none_of_it_but_still_deny_the_builtin() {
     let c = compose(
-        base_command(Path::new("claude"), "fix it", None),
+        base_command(Path::new("claude"), Some("fix it"), None),
         Verb::Decide,
         None,
         None,
@@ -166,7 +167,7 @@ fn assert_sandboxed(settings: &Value, attached: bool) {
 fn a_read_only_run_sandboxes_bash_and_others_do_not() {
     let gate = &read_only("/run/h/mcp-approvals.json");
     let c = compose(
-        base_command(Path::new("claude"), "look", None),
+        base_command(Path::new("claude"), Some("look"), None),
         Verb::Ask,
         None,
         Some(gate),
@@ -180,7 +181,7 @@ fn a_read_only_run_sandboxes_bash_and_others_do_not() {
     );
 
     let c = compose(
-        base_command(Path::new("claude"), "look", None),
+        base_command(Path::new("claude"), Some("look"), None),
         Verb::Ask,
         Some(&attached()),
         Some(gate),
@@ -195,7 +196,7 @@ fn a_read_only_run_sandboxes_bash_and_others_do_not() {
     );
 
     let c = compose(
-        base_command(Path::new("claude"), "look", None),
+        base_command(Path::new("claude"), Some("look"), None),
         Verb::Ask,
         Some(&attached()),
         None,
@@ -284,7 +285,7 @@ fn without_read_only_the_users_settings_pass_as_they_are() {
 #[test]
 fn a_resumed_turn_names_the_agents_session() {
     let c = compose(
-        base_command(Path::new("claude"), "next", Some("abc")),
+        base_command(Path::new("claude"), Some("next"), Some("abc")),
         Verb::Converse,
         None,
         None,

@@ -19,6 +19,7 @@ use crate::files::own_uid;
 use crate::model::approval::{DecidedBy, Scope};
 use crate::model::ids::ItemId;
 use crate::model::item::Outcome;
+use crate::registry::Waited;
 
 /// Why a call to the operator service (an ask, a reply, a listing) did not go through.
 #[derive(Debug, thiserror::Error)]
@@ -107,8 +108,20 @@ impl Call {
 
     /// Waits for the item to settle.
     pub async fn outcome(&mut self) -> Result<Outcome, ClientError> {
+        match self.wait().await? {
+            Waited::Settled(outcome) => Ok(outcome),
+            Waited::Parked => Err(ClientError::Unexpected(Box::new(ServerFrame::Parked {
+                id: self.id,
+            }))),
+        }
+    }
+
+    /// Waits for the outcome, or for the item to park (only an asker that
+    /// said it `parks` hears that).
+    pub async fn wait(&mut self) -> Result<Waited, ClientError> {
         match self.feed.next().await? {
-            ServerFrame::Settled { outcome, .. } => Ok(outcome),
+            ServerFrame::Settled { outcome, .. } => Ok(Waited::Settled(outcome)),
+            ServerFrame::Parked { .. } => Ok(Waited::Parked),
             ServerFrame::Error(refusal) => Err(ClientError::Refused(refusal)),
             other => Err(ClientError::Unexpected(Box::new(other))),
         }

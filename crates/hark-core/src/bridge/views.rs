@@ -40,11 +40,41 @@ pub struct ItemView {
     /// The operator dismissed it from the desktop inbox (it stays in the history).
     #[serde(default)]
     pub dismissed: bool,
+    /// Waiting, parked (its agent paused until it settles), or settled.
+    #[serde(default)]
+    pub state: ItemState,
+    /// When it parked (unix ms), if it has.
+    #[serde(default)]
+    pub parked_ms: Option<u64>,
     /// Some of its text was clipped for a listing (each cut is marked
     /// `…[clipped, SIZE]`); `get` fetches it whole.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     #[cfg_attr(feature = "ts", ts(skip))]
     pub clipped: bool,
+}
+
+/// Where an item stands.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemState {
+    /// Waiting on the operator, its agent waiting too.
+    #[default]
+    Pending,
+    /// Waiting on the operator with no timeout; its agent is paused and is
+    /// resumed when it settles.
+    Parked,
+    Settled,
+}
+
+impl ItemState {
+    fn of(outcome: Option<&Outcome>, parked_ms: Option<u64>) -> ItemState {
+        match (outcome, parked_ms) {
+            (Some(_), _) => ItemState::Settled,
+            (None, Some(_)) => ItemState::Parked,
+            (None, None) => ItemState::Pending,
+        }
+    }
 }
 
 impl ItemView {
@@ -64,6 +94,8 @@ impl ItemView {
             replied_by: None,
             settled_ms: None,
             dismissed: false,
+            state: ItemState::of(None, item.parked_at().map(unix_ms)),
+            parked_ms: item.parked_at().map(unix_ms),
             clipped: false,
         }
     }
@@ -79,6 +111,7 @@ impl ItemView {
             outcome: Some(outcome),
             replied_by: replied_by.map(|s| s.name().to_owned()),
             settled_ms: Some(unix_ms(at)),
+            state: ItemState::Settled,
             ..ItemView::pending(item)
         }
     }
@@ -86,6 +119,8 @@ impl ItemView {
 
 impl From<Record> for ItemView {
     fn from(r: Record) -> ItemView {
+        let parked_ms = r.parking.as_ref().and_then(|p| p.parked_at).map(unix_ms);
+        let state = ItemState::of(r.outcome.as_ref(), parked_ms);
         ItemView {
             id: r.id,
             kind: r.kind,
@@ -100,6 +135,8 @@ impl From<Record> for ItemView {
             replied_by: r.replied_by,
             settled_ms: r.settled_ms,
             dismissed: r.dismissed,
+            state,
+            parked_ms,
             clipped: false,
         }
     }

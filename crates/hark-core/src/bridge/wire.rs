@@ -96,6 +96,9 @@ pub enum ClientFrame {
     },
     /// Fetches one item whole, nothing clipped (answered by `item`).
     Get { id: ItemId },
+    /// Waits for the item a tool use asked to settle (a paused run, before
+    /// it resumes its agent); the answer is `settled`, at once if it has.
+    Await { tool_use_id: String },
     /// Follows the inbox: the pending items, then every add and settle.
     Subscribe,
     /// Deletes the settled history.
@@ -150,6 +153,16 @@ pub struct Caller {
     /// This call's bounded wait; the server's default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<f64>,
+    /// The agent host's id of the tool call (Claude Code's `toolu_…`, from
+    /// the hook's input or the call's `_meta`). A call with the id of an
+    /// item already asked is that item's: it waits on it, or gets its
+    /// outcome at once if it has settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    /// The asker can be paused and resumed (hark's `PreToolUse` hook): at
+    /// the end of the wait the item parks, and the answer is `parked`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parks: bool,
 }
 
 impl ClientFrame {
@@ -204,6 +217,8 @@ impl From<WireReply> for crate::registry::Reply {
 #[serde(rename_all = "snake_case")]
 pub enum FeedEvent {
     Added,
+    /// It parked: still waiting, its agent paused.
+    Parked,
     Settled,
 }
 
@@ -215,6 +230,9 @@ pub enum ServerFrame {
     Accepted { id: ItemId, timeout_ms: u64 },
     /// The item settled.
     Settled { id: ItemId, outcome: Outcome },
+    /// Nobody answered within the wait and the asker can be resumed: the
+    /// item parked, and waits with no timeout; the asker pauses its agent.
+    Parked { id: ItemId },
     /// A proposed call was decided without asking: it is read-only
     /// (`policy`), or an earlier grant covers it (`grant`, with its scope).
     Decided {

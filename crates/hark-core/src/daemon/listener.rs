@@ -23,18 +23,18 @@ use crate::bridge::wire::{
 };
 use crate::config::Config;
 use crate::daemon::dispatcher::Dispatcher;
-use crate::daemon::operator;
 use crate::daemon::peers::Agents;
+use crate::daemon::{operator, parked};
 use crate::gate::grants::Grants;
 use crate::gate::policy::{Class, Policy};
 use crate::model::approval::{Approval, DecidedBy};
 use crate::model::ids::{Clock, Ids};
-use crate::model::item::{Item, Outcome, Surface};
+use crate::model::item::{Item, Outcome, Parking, Surface};
 use crate::model::resolve::Picks;
 use crate::model::schema::AskRequest;
 use crate::model::validate::{Rules, validate};
 use crate::prompter::{OperatorPrompter, Unanswered};
-use crate::registry::{Pending, Registry, Reply};
+use crate::registry::{Pending, Registry, Reply, Waited};
 use crate::trace;
 
 /// The longest wait a call may ask for (a day).
@@ -266,6 +266,11 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
     let answer = match frame {
         ClientFrame::Ask { caller, request } => match validate(&request, daemon.rules) {
             Ok(request) => {
+                // The same tool use again (the resumed agent's hook, then its
+                // call): the item it asked, not a new one.
+                if let Some(found) = parked::find(&daemon, &caller) {
+                    return parked::serve_again(found, &daemon, &caller, reader, writer).await;
+                }
                 let item = daemon.new_item(caller, request, None);
                 let pending = daemon.registry.open(item);
                 // Settled: the asker's tools may act as the operator again
@@ -287,6 +292,9 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
         } => return approve(&daemon, caller, &tool_name, &input, reader, writer).await,
         ClientFrame::Cancel => {
             ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "nothing to cancel"))
+        }
+        ClientFrame::Await { tool_use_id } => {
+            return parked::await_settled(&daemon, &tool_use_id, writer).await;
         }
         ClientFrame::Subscribe => {
             return daemon
@@ -432,12 +440,19 @@ impl Daemon {
             approval,
             created_at: self.clock.now(),
             timeout: effective_timeout(caller.timeout_secs, self.default_timeout),
+            parking: caller
+                .tool_use_id
+                .map(|tool_use_id| Parking {
+                    tool_use_id,
+                    parked_at: None,
+                })
+                .filter(|_| caller.parks),
         }
     }
 }
 
 /// The call's wait: its own when valid, else the default; never above [`MAX_TIMEOUT`].
-fn effective_timeout(requested: Option<f64>, default: Duration) -> Duration {
+pub(super) fn effective_timeout(requested: Option<f64>, default: Duration) -> Duration {
     requested
         .filter(|s| s.is_finite() && *s > 0.0)
         .map(|s| Duration::from_secs_f64(s.min(MAX_TIMEOUT.as_secs_f64())))
@@ -470,7 +485,16 @@ async fn wait_for_operator(
     let mut buf = Vec::new();
     let outcome = loop {
         tokio::select! {
-            outcome = pending.outcome() => break outcome,
+            waited = pending.wait() => match waited {
+                Waited::Settled(outcome) => break outcome,
+                Waited::Parked => {
+                    let _ = write_frame(&mut writer, &ServerFrame::Parked { id }).await;
+                    if prompting {
+                        parked::keep_prompting(daemon, pending.item.clone(), prompt);
+                    }
+                    return None;
+                }
+            },
             answered = &mut prompt, if prompting => {
                 prompting = false;
                 apply(&daemon.registry, daemon.prompter.surface(), &pending.item, answered);
@@ -503,7 +527,12 @@ async fn wait_for_operator(
 }
 
 /// Hands what the prompter returned to the registry, which resolves it.
-fn apply(registry: &Registry, surface: Surface, item: &Item, answered: Result<Picks, Unanswered>) {
+pub(super) fn apply(
+    registry: &Registry,
+    surface: Surface,
+    item: &Item,
+    answered: Result<Picks, Unanswered>,
+) {
     let id = item.id;
     let result = match answered {
         Ok(picks) => match Reply::from_picks(item, picks) {

@@ -9,5 +9,6 @@ pub mod ancestry;
 pub mod dispatcher;
 pub mod listener;
 pub mod operator;
+pub mod parked;
 pub mod peers;
 pub mod serve;

@@ -301,6 +301,7 @@ pub async fn follow(registry: &Registry, mut reader: SocketReader, mut writer: O
                 // The terminal feed follows items; runs are listed with `hark runs`.
                 Ok(Event::RunChanged | Event::StoreHealth(_)) => continue,
                 Ok(Event::Added(item)) => ServerFrame::Event { event: FeedEvent::Added, item: fitting(ItemView::pending(&item)) },
+                Ok(Event::Parked(item)) => ServerFrame::Event { event: FeedEvent::Parked, item: fitting(ItemView::pending(&item)) },
                 Ok(Event::Settled { item, outcome, replied_by, at }) => ServerFrame::Event {
                     event: FeedEvent::Settled,
                     item: fitting(ItemView::settled(&item, outcome, replied_by, at)),

@@ -70,6 +70,11 @@ pub fn prepare(
     let store_path = Store::default_path().map_err(ServeError::NoStorePath)?;
     let store = Arc::new(Store::open(&store_path, Clock::system())?);
     let registry = Registry::with_store(Some(store));
+    // The parked items wait on, for the operator, across the restart.
+    let parked = registry.restore_parked()?;
+    if parked > 0 {
+        tracing::info!(items = parked, "parked items wait for the operator again");
+    }
     tokio::spawn(keep_history(registry.clone(), config.history_limit));
     let mut daemon = Daemon::new(
         registry,
@@ -88,6 +93,7 @@ pub fn prepare(
         timeout_s = daemon.default_timeout.as_secs(),
         "hark is serving the operator"
     );
+    crate::daemon::parked::prompt_parked(&daemon);
     Ok(Prepared {
         listener,
         socket_file,

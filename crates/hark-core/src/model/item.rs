@@ -76,8 +76,28 @@ pub struct Item {
     pub approval: Option<Approval>,
     /// When it was asked (wall clock, for display and the store).
     pub created_at: SystemTime,
-    /// How long the operator has before it times out.
+    /// How long the operator has before it times out (or, for an item
+    /// that parks, before it parks).
     pub timeout: Duration,
+    /// Set when the agent that asked can be paused and resumed (a run hark
+    /// dispatched asks through its `PreToolUse` hook): at the end of its
+    /// bounded wait the item then parks instead of timing out, and waits
+    /// with no timeout for the operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parking: Option<Parking>,
+}
+
+/// How an item that parks is found again, and whether it has parked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parking {
+    /// The agent host's id of the tool call that asked (Claude Code's
+    /// `toolu_…`): the resumed agent calls again with the same id, which the
+    /// host sets and the model cannot write.
+    pub tool_use_id: String,
+    /// When it parked: its agent has been paused since. `None` while its
+    /// bounded wait runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked_at: Option<SystemTime>,
 }
 
 impl Item {
@@ -92,6 +112,11 @@ impl Item {
 
     pub fn deadline(&self) -> SystemTime {
         self.created_at + self.timeout
+    }
+
+    /// When it parked, if it has: its agent is paused until it settles.
+    pub fn parked_at(&self) -> Option<SystemTime> {
+        self.parking.as_ref().and_then(|p| p.parked_at)
     }
 }
 

@@ -12,8 +12,10 @@
 //! store refuses waits in memory until it can be made (see [`recording`]),
 //! and the item is served all the same.
 
+mod parking;
 mod recording;
 
+pub use parking::{Found, Waited};
 pub use recording::{RETRY, StoreHealth};
 
 use std::collections::{BTreeSet, HashMap};
@@ -45,7 +47,7 @@ struct Shared {
     store: Option<Arc<Store>>,
     /// What settlements are stamped with: the store's clock, or the system's.
     clock: Clock,
-    /// Item added / settled, for surfaces that follow the inbox.
+    /// Item added / parked / settled, for surfaces that follow the inbox.
     events: broadcast::Sender<Event>,
     /// Wakes the expiry task when an earlier deadline arrives or on shutdown.
     expiry: Notify,
@@ -70,9 +72,14 @@ struct Entry {
     item: Arc<Item>,
     /// When it was opened (tokio clock), for `duration_ms`.
     opened: Instant,
-    deadline: Instant,
-    /// Delivers the outcome to the asker.
-    settle: oneshot::Sender<Outcome>,
+    /// When it times out (or parks); `None` once parked: no timeout.
+    deadline: Option<Instant>,
+    /// Tells the asker the outcome, or that the item parked (then it is
+    /// gone: a parked item has no asker waiting on it).
+    settle: Option<oneshot::Sender<Waited>>,
+    /// Others waiting for the outcome: a resumed call of the same tool use,
+    /// the run that is paused on it.
+    watchers: Vec<oneshot::Sender<Outcome>>,
 }
 
 /// What the operator did, as any surface reports it.
@@ -131,6 +138,8 @@ pub enum Event {
     /// A dispatched run started or ended (its record changed in the store).
     RunChanged,
     Added(Arc<Item>),
+    /// An item parked: its agent is paused until it settles.
+    Parked(Arc<Item>),
     Settled {
         item: Arc<Item>,
         outcome: Outcome,
@@ -165,27 +174,45 @@ pub enum ReplyError {
 }
 
 /// An opened item, held by the asker. Dropping it before the item settles
-/// cancels the item, so the registry entry is torn down on every exit path.
+/// (or parks) cancels the item, so the registry entry is torn down on every
+/// exit path.
 #[derive(Debug)]
 pub struct Pending {
     pub item: Arc<Item>,
-    outcome: Option<oneshot::Receiver<Outcome>>,
+    outcome: Option<oneshot::Receiver<Waited>>,
     registry: Registry,
 }
 
 impl Pending {
-    /// Waits for the item to settle, whoever settles it.
-    pub async fn outcome(&mut self) -> Outcome {
+    /// Waits for the item to settle, whoever settles it, or to park.
+    pub async fn wait(&mut self) -> Waited {
         let Some(rx) = self.outcome.as_mut() else {
-            return Outcome::Cancelled {
+            return Waited::Settled(Outcome::Cancelled {
                 reason: "outcome already taken".into(),
-            };
+            });
         };
-        let outcome = rx.await.unwrap_or_else(|_| Outcome::Cancelled {
-            reason: "hark is shutting down".into(),
+        let waited = rx.await.unwrap_or_else(|_| {
+            Waited::Settled(Outcome::Cancelled {
+                reason: "hark is shutting down".into(),
+            })
         });
         self.outcome = None;
-        outcome
+        waited
+    }
+
+    /// Waits for the item to settle, whoever settles it (through a park).
+    pub async fn outcome(&mut self) -> Outcome {
+        match self.wait().await {
+            Waited::Settled(outcome) => outcome,
+            Waited::Parked => match self.registry.watch(self.item.id) {
+                Some(watched) => watched.await.unwrap_or_else(|_| Outcome::Cancelled {
+                    reason: "hark is shutting down".into(),
+                }),
+                None => Outcome::Cancelled {
+                    reason: "the item is gone".into(),
+                },
+            },
+        }
     }
 }
 
@@ -261,9 +288,9 @@ impl Registry {
             let mut state = self.lock();
             if state.shutdown {
                 drop(state);
-                let _ = tx.send(Outcome::Cancelled {
+                let _ = tx.send(Waited::Settled(Outcome::Cancelled {
                     reason: "hark is shutting down".into(),
-                });
+                }));
                 return Pending {
                     item,
                     outcome: Some(rx),
@@ -277,8 +304,9 @@ impl Registry {
                 Entry {
                     item: item.clone(),
                     opened: now,
-                    deadline,
-                    settle: tx,
+                    deadline: Some(deadline),
+                    settle: Some(tx),
+                    watchers: Vec::new(),
                 },
             );
             earliest
@@ -377,12 +405,18 @@ impl Registry {
     }
 
     /// Stops accepting items and cancels every pending one, so each waiting
-    /// agent gets its error at once.
+    /// agent gets its error at once. A parked item is kept: no agent waits
+    /// on it, and it waits for the operator across the restart.
     pub fn shutdown(&self, reason: &str) {
         let ids: Vec<ItemId> = {
             let mut state = self.lock();
             state.shutdown = true;
-            state.pending.keys().copied().collect()
+            state
+                .pending
+                .values()
+                .filter(|e| e.item.parked_at().is_none())
+                .map(|e| e.item.id)
+                .collect()
         };
         for id in ids {
             self.cancel(id, reason);
@@ -402,7 +436,9 @@ impl Registry {
         let (entry, outcome) = {
             let mut state = self.lock();
             let entry = state.pending.remove(&id)?;
-            state.expirations.remove(&(entry.deadline, id));
+            if let Some(deadline) = entry.deadline {
+                state.expirations.remove(&(deadline, id));
+            }
             let outcome = outcome(&entry);
             (entry, outcome)
         };
@@ -423,7 +459,12 @@ impl Registry {
             at,
         });
         // The asker may be gone already; the outcome is still traced.
-        let _ = entry.settle.send(outcome.clone());
+        if let Some(asker) = entry.settle {
+            let _ = asker.send(Waited::Settled(outcome.clone()));
+        }
+        for watcher in entry.watchers {
+            let _ = watcher.send(outcome.clone());
+        }
         Some(outcome)
     }
 
@@ -442,9 +483,13 @@ impl Registry {
                     None => return None,
                 }
             };
-            self.settle(due, None, |entry| Outcome::TimedOut {
-                after_ms: millis(entry.opened.elapsed()),
-            });
+            // An item whose agent can be resumed parks: no timeout
+            // manufactures an answer from silence.
+            if self.park(due).is_none() {
+                self.settle(due, None, |entry| Outcome::TimedOut {
+                    after_ms: millis(entry.opened.elapsed()),
+                });
+            }
         }
     }
 

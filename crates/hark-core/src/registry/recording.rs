@@ -61,6 +61,8 @@ pub(super) struct Backlog {
 #[derive(Debug)]
 pub(super) enum Write {
     Insert(Arc<Item>),
+    /// The item parked (`item.parked_at()` says when).
+    Park(Arc<Item>),
     Settle {
         item: Arc<Item>,
         outcome: Outcome,
@@ -80,6 +82,10 @@ impl Write {
                 }) if e.code == rusqlite::ErrorCode::ConstraintViolation => Ok(()),
                 other => other,
             },
+            Write::Park(item) => match item.parked_at() {
+                Some(at) => store.park(item.id, at).map(|_| ()),
+                None => Ok(()),
+            },
             Write::Settle {
                 item,
                 outcome,
@@ -93,7 +99,7 @@ impl Write {
 
     fn item(&self) -> &Item {
         match self {
-            Write::Insert(item) | Write::Settle { item, .. } => item,
+            Write::Insert(item) | Write::Park(item) | Write::Settle { item, .. } => item,
         }
     }
 }
@@ -139,6 +145,11 @@ impl Backlog {
         for write in &self.writes {
             match write {
                 Write::Insert(item) => unstored.push(record(item)),
+                Write::Park(item) => {
+                    if let Some(r) = unstored.iter_mut().find(|r| r.id == item.id) {
+                        r.parking = item.parking.clone();
+                    }
+                }
                 Write::Settle {
                     item,
                     outcome,
@@ -178,6 +189,7 @@ fn record(item: &Item) -> Record {
         replied_by: None,
         settled_ms: None,
         dismissed: false,
+        parking: item.parking.clone(),
     }
 }
 

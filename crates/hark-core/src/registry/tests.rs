@@ -9,7 +9,7 @@ use crate::model::validate::{Rules, validate};
 use serde_json::json;
 use std::time::SystemTime;
 
-fn item(timeout: Duration) -> Item {
+pub(super) fn item(timeout: Duration) -> Item {
     Item {
         id: Ids::random().item(),
         session_id: "s1".into(),
@@ -24,6 +24,7 @@ fn item(timeout: Duration) -> Item {
         approval: None,
         created_at: SystemTime::now(),
         timeout,
+        parking: None,
     }
 }
 

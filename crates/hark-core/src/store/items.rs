@@ -1,13 +1,13 @@
 //! The items: every question set and approval, pending or settled.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{OptionalExtension, params};
 
 use super::{RESTARTED, Store, StoreError, sql_count, to_json, unix_ms};
 use crate::model::approval::Approval;
 use crate::model::ids::{ItemId, RunId, SessionId};
-use crate::model::item::{Asker, Item, ItemFilter, Outcome};
+use crate::model::item::{Asker, Item, ItemFilter, Outcome, Parking};
 use crate::model::schema::AskRequest;
 
 /// One stored item, pending or settled.
@@ -31,6 +31,25 @@ pub struct Record {
     pub settled_ms: Option<u64>,
     /// The operator dismissed it from the desktop inbox (it stays in the history).
     pub dismissed: bool,
+    /// How an item that parks is found again, and when it parked.
+    pub parking: Option<Parking>,
+}
+
+impl Record {
+    /// The item as it was asked (a parked one, restored after a restart).
+    pub fn into_item(self) -> Item {
+        Item {
+            id: self.id,
+            session_id: self.session_id,
+            run_id: self.run_id,
+            asker: self.asker,
+            request: self.request,
+            approval: self.approval,
+            created_at: UNIX_EPOCH + Duration::from_millis(self.created_ms),
+            timeout: Duration::from_millis(self.deadline_ms.saturating_sub(self.created_ms)),
+            parking: self.parking,
+        }
+    }
 }
 
 impl Store {
@@ -40,7 +59,8 @@ impl Store {
         })?;
         self.lock()
             .execute(
-                "UPDATE items SET outcome = 'cancelled', detail = ?1, settled_ms = ?2 WHERE outcome IS NULL",
+                "UPDATE items SET outcome = 'cancelled', detail = ?1, settled_ms = ?2
+                 WHERE outcome IS NULL AND parked_ms IS NULL",
                 params![detail, self.now_ms()],
             )
             .map_err(|e| self.sql(e))
@@ -50,8 +70,8 @@ impl Store {
     pub fn insert(&self, item: &Item) -> Result<(), StoreError> {
         self.lock()
             .execute(
-                "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, approval)
-                 VALUES (?1, ?8, ?2, ?7, ?3, ?4, ?5, ?6, ?9)",
+                "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, approval, tool_use_id, parked_ms)
+                 VALUES (?1, ?8, ?2, ?7, ?3, ?4, ?5, ?6, ?9, ?10, ?11)",
                 params![
                     item.id.to_string(),
                     item.session_id,
@@ -62,6 +82,8 @@ impl Store {
                     item.run_id,
                     item.kind(),
                     item.approval.as_ref().map(to_json),
+                    item.parking.as_ref().map(|p| p.tool_use_id.clone()),
+                    item.parked_at().map(|at| unix_ms(at) as i64),
                 ],
             )
             .map(|_| ())
@@ -103,6 +125,48 @@ impl Store {
             )
             .map(|n| n == 1)
             .map_err(|e| self.sql(e))
+    }
+
+    /// Records that a pending item parked `at`.
+    pub fn park(&self, id: ItemId, at: SystemTime) -> Result<bool, StoreError> {
+        self.lock()
+            .execute(
+                "UPDATE items SET parked_ms = ?2 WHERE id = ?1 AND outcome IS NULL",
+                params![id.to_string(), unix_ms(at) as i64],
+            )
+            .map(|n| n == 1)
+            .map_err(|e| self.sql(e))
+    }
+
+    /// The parked items, still waiting for the operator, oldest first.
+    pub fn parked(&self) -> Result<Vec<Record>, StoreError> {
+        self.select(
+            "WHERE outcome IS NULL AND parked_ms IS NOT NULL ORDER BY created_ms",
+            &[],
+        )
+    }
+
+    /// The item a tool call with `tool_use_id` asked, if one did.
+    pub fn by_tool_use(&self, tool_use_id: &str) -> Result<Option<Record>, StoreError> {
+        Ok(self
+            .select(
+                "WHERE tool_use_id = ?1 ORDER BY created_ms DESC LIMIT 1",
+                &[tool_use_id],
+            )?
+            .pop())
+    }
+
+    fn select(&self, clause: &str, args: &[&str]) -> Result<Vec<Record>, StoreError> {
+        let conn = self.lock();
+        let mut statement = conn
+            .prepare(&format!("{SELECT} {clause}"))
+            .map_err(|e| self.sql(e))?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(args.iter()), raw_row)
+            .map_err(|e| self.sql(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.sql(e))?;
+        rows.into_iter().map(RawRow::into_record).collect()
     }
 
     /// Deletes settled items, keeping the newest `keep`; returns how many went.
@@ -195,7 +259,7 @@ impl Store {
     }
 }
 
-const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed, approval FROM items";
+const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed, approval, tool_use_id, parked_ms FROM items";
 
 /// A row as SQLite returns it, before its JSON columns are read.
 struct RawRow {
@@ -212,6 +276,8 @@ struct RawRow {
     settled_ms: Option<i64>,
     dismissed: bool,
     approval: Option<String>,
+    tool_use_id: Option<String>,
+    parked_ms: Option<i64>,
 }
 
 fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
@@ -229,6 +295,8 @@ fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
         settled_ms: r.get(10)?,
         dismissed: r.get(11)?,
         approval: r.get(12)?,
+        tool_use_id: r.get(13)?,
+        parked_ms: r.get(14)?,
     })
 }
 
@@ -261,6 +329,12 @@ impl RawRow {
             replied_by: self.replied_by.clone(),
             settled_ms: self.settled_ms.map(|ms| ms.max(0) as u64),
             dismissed: self.dismissed,
+            parking: self.tool_use_id.clone().map(|tool_use_id| Parking {
+                tool_use_id,
+                parked_at: self
+                    .parked_ms
+                    .map(|ms| UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)),
+            }),
         })
     }
 }

@@ -8,7 +8,8 @@
 //! The schema is versioned (`PRAGMA user_version`) and migrated forward on
 //! open. Items still pending when hark stopped are closed out on the next
 //! open as cancelled ("hark restarted"): their agents already got an error
-//! when the socket closed, and nothing stays pending forever.
+//! when the socket closed. A parked item is not: its agent is paused, not
+//! waiting on a socket, and it waits for the operator across restarts.
 
 mod items;
 mod runs;
@@ -80,6 +81,11 @@ const MIGRATIONS: &[&str] = &[
 "#,
     r#"
     CREATE INDEX items_by_session ON items (session_id, created_ms);
+"#,
+    r#"
+    ALTER TABLE items ADD COLUMN tool_use_id TEXT;
+    ALTER TABLE items ADD COLUMN parked_ms INTEGER;
+    CREATE INDEX items_by_tool_use ON items (tool_use_id);
 "#,
 ];
 

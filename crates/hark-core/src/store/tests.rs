@@ -32,6 +32,7 @@ fn item(session: &str) -> Item {
         approval: None,
         created_at: SystemTime::now(),
         timeout: Duration::from_secs(300),
+        parking: None,
     }
 }
 

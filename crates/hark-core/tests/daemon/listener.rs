@@ -184,6 +184,7 @@ async fn a_subscriber_sees_the_item_added_then_settled() {
         match event {
             // Subscribing and listing may both catch an item asked meanwhile.
             FeedEvent::Added => continue,
+            FeedEvent::Parked => panic!("an item that does not park parked"),
             FeedEvent::Settled => break item,
         }
     };

@@ -13,6 +13,8 @@
 //!   its deadline, a connection idle between frames is not; one process
 //!   cannot hold every connection.
 //! - `listings`: listing entries clipped and marked, pages, `get` whole.
+//! - `parking`: an ask that parks at the end of its wait, `await`, and the
+//!   same tool use asking again.
 //! - `relay`: a run's socket carries calls to the app socket, filed under the run.
 //! - `client`: `request` and `Call` against a listener, and their errors
 //!   (a socket squatted by another user, when run as root).
@@ -21,5 +23,6 @@ mod client;
 mod limits;
 mod listener;
 mod listings;
+mod parking;
 mod relay;
 mod support;

@@ -30,6 +30,7 @@ fn item(request: AskRequest) -> Item {
         approval: None,
         created_at: SystemTime::now(),
         timeout: Duration::from_secs(60),
+        parking: None,
     }
 }
 

@@ -1,0 +1,73 @@
+//! `hark hook pre-tool-use`: Claude Code's `PreToolUse` hook for
+//! `mcp__operator__ask` in the runs hark dispatches, which lets a question
+//! park instead of time out (see `docs/agents/claude-code.md`).
+//!
+//! The hook files the call with the operator, keyed by its tool use id, and
+//! waits the bounded wait. Answered (or skipped, or settled any other way)
+//! in time: `allow`, and the MCP call that follows, carrying the same id in
+//! its `_meta`, gets the stored outcome at once. Not answered: `defer`, and
+//! the agent exits, saved, to be resumed (`--resume`) when the operator
+//! settles the item; the resumed agent's hook gets `allow` at once. When the
+//! hook cannot file the call (no operator, a malformed call) it says
+//! nothing, and the call goes its ordinary way: the MCP tool reports it.
+
+use hark_core::bridge::client::{Call, ClientError};
+use hark_core::bridge::wire::ClientFrame;
+use hark_core::registry::Waited;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::McpSettings;
+
+/// The part of the hook's input hark reads (Claude Code sends more).
+#[derive(Debug, Deserialize)]
+pub struct HookInput {
+    pub tool_name: String,
+    #[serde(default)]
+    pub tool_input: Value,
+    pub tool_use_id: String,
+    /// Set for a call made inside a sub-agent.
+    #[serde(default)]
+    pub agent_id: Option<String>,
+}
+
+/// What the hook prints, if anything: `{"hookSpecificOutput":{…}}`.
+pub async fn pre_tool_use(settings: &McpSettings, input: &HookInput) -> Option<Value> {
+    if input.tool_name != hark_core::agent::ASK_TOOL || input.tool_use_id.trim().is_empty() {
+        return None;
+    }
+    let mut caller = crate::base_caller(settings);
+    caller.tool_use_id = Some(input.tool_use_id.clone());
+    caller.parks = true;
+    let frame = ClientFrame::Ask {
+        caller,
+        request: input.tool_input.clone(),
+    };
+    let waited = match Call::start(&settings.socket, &frame).await {
+        Ok(mut call) => call.wait().await,
+        Err(e) => Err(e),
+    };
+    match waited {
+        Ok(Waited::Settled(_)) => Some(decision("allow", "the operator has settled it")),
+        Ok(Waited::Parked) => Some(decision(
+            "defer",
+            "parked: nobody has answered yet; the agent is paused until the operator does",
+        )),
+        Err(ClientError::Refused(refusal)) => {
+            tracing::debug!("the operator refused the call: {}", refusal.message);
+            None
+        }
+        Err(e) => {
+            tracing::debug!("no operator for the hook: {e}");
+            None
+        }
+    }
+}
+
+fn decision(decision: &str, reason: &str) -> Value {
+    json!({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": decision,
+        "permissionDecisionReason": reason,
+    }})
+}

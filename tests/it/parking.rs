@@ -1,0 +1,167 @@
+//! Parking end to end: a `hark run` whose agent (the fake, which runs
+//! Claude Code's `PreToolUse` hooks, `defer` and `--resume` as measured)
+//! asks a question nobody answers within the bounded wait. The agent is
+//! paused (it exits, saved), the item waits with no timeout, and the late
+//! answer resumes the agent with exactly that answer.
+
+use std::process::{Child, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// A `hark run` in `session` with a 1 s wait, whose agent asks and ends
+/// with what the question returned (its result: stdout's last line).
+fn parking_run(daemon: &Daemon, session: &str, extra: &[&str]) -> Child {
+    let log = daemon.sandbox.path(format!("{session}.log"));
+    let prompt = ask_line();
+    daemon
+        .sandbox
+        .hark(["run", "--session", session, "--timeout", "1"])
+        .args(extra)
+        .arg("--agent")
+        .arg(fake_claude())
+        .args(["--", &prompt])
+        .env("FAKE_CLAUDE_LOG", &log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The agent's starts, as the fake logged them.
+fn starts(daemon: &Daemon, session: &str) -> Vec<Value> {
+    invocations(&daemon.sandbox.path(format!("{session}.log")))
+        .into_iter()
+        .filter(|line| line.get("argv").is_some())
+        .collect()
+}
+
+/// Waits until the item of `session` parks and its agent has exited; the
+/// item's id.
+fn parked(daemon: &Daemon, session: &str) -> String {
+    let event = daemon
+        .log
+        .wait_event("operator.question.parked", &[("session_id", session)]);
+    let agent = starts(daemon, session).remove(0);
+    let pid = agent["pid"].as_u64().unwrap() as u32;
+    assert!(
+        hark_harness::process::wait_gone(&[pid], Duration::from_secs(10)),
+        "the paused agent's process is gone"
+    );
+    let id = event["question_id"].as_str().unwrap().to_owned();
+    let item = inbox(&daemon.sandbox)
+        .into_iter()
+        .find(|i| i["id"] == id.as_str())
+        .expect("the parked item is listed");
+    assert_eq!(item["state"], "parked", "{item}");
+    assert!(item["outcome"].is_null());
+    id
+}
+
+fn finished(run: Child) -> (Output, String, String) {
+    let out = run.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, stdout, stderr)
+}
+
+/// The second start resumed the first's session, with no prompt.
+fn assert_resumed(daemon: &Daemon, session: &str) {
+    let starts = starts(daemon, session);
+    assert_eq!(starts.len(), 2, "started, then resumed once: {starts:?}");
+    let first_session = flag(&starts[1], "--resume").expect("resumed with --resume");
+    assert!(!first_session.is_empty());
+    let argv: Vec<&str> = starts[1]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        !argv.iter().any(|a| a.starts_with("ASK ")),
+        "the resumed agent gets no prompt: {argv:?}"
+    );
+}
+
+#[test]
+fn an_unanswered_question_parks_the_agent_and_a_late_answer_resumes_it() {
+    let daemon = serve(json!({}));
+    let run = parking_run(&daemon, "parked", &[]);
+    let id = parked(&daemon, "parked");
+
+    let answered = hark(&daemon.sandbox, &["answer", &id, "--pick", "SQLite"]);
+    assert!(
+        answered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&answered.stderr)
+    );
+    let (out, stdout, stderr) = finished(run);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "the resumed agent received exactly the answer: {stdout}"
+    );
+    assert!(stderr.contains("parked"), "{stderr}");
+    assert_resumed(&daemon, "parked");
+    let items = inbox(&daemon.sandbox);
+    assert_eq!(items.len(), 1, "one item, not one per start: {items:?}");
+    assert_eq!(items[0]["outcome"]["outcome"], "answered");
+
+    // Answered twice: the second is refused, and nothing resumes again.
+    let again = hark(&daemon.sandbox, &["answer", &id, "--pick", "SQLite"]);
+    assert!(!again.status.success());
+    assert_eq!(starts(&daemon, "parked").len(), 2);
+}
+
+#[test]
+fn a_parked_question_survives_a_daemon_killed_and_restarted() {
+    let daemon = serve(json!({}));
+    let run = parking_run(&daemon, "restarted", &[]);
+    let id = parked(&daemon, "restarted");
+    let sandbox = daemon.kill9();
+    let daemon = serve_in(&sandbox, json!({}), &[]);
+    let answered = hark(&daemon.sandbox, &["answer", &id, "--pick", "SQLite"]);
+    assert!(
+        answered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&answered.stderr)
+    );
+    let (out, stdout, stderr) = finished(run);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "{stdout}"
+    );
+    assert_resumed(&daemon, "restarted");
+}
+
+#[test]
+fn a_skipped_parked_question_resumes_the_agent_with_the_skip() {
+    let daemon = serve(json!({}));
+    let run = parking_run(&daemon, "skipped", &[]);
+    let id = parked(&daemon, "skipped");
+    assert!(hark(&daemon.sandbox, &["skip", &id]).status.success());
+    let (out, stdout, stderr) = finished(run);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the operator skipped this question"),
+        "the agent got the skip's error: {stderr}"
+    );
+    assert!(!stdout.contains("answers"), "{stdout}");
+    assert_resumed(&daemon, "skipped");
+}
+
+#[test]
+fn with_on_timeout_proceed_the_agent_gets_the_timeout_and_goes_on() {
+    let daemon = serve(json!({}));
+    let run = parking_run(&daemon, "proceeds", &["--on-timeout", "proceed"]);
+    let (out, stdout, stderr) = finished(run);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("timed out after 1 s"), "{stderr}");
+    assert!(!stdout.contains("answers"), "{stdout}");
+    assert_eq!(starts(&daemon, "proceeds").len(), 1, "never paused");
+    let start = &starts(&daemon, "proceeds")[0];
+    assert!(flag(start, "--settings").is_none(), "no park hook: {start}");
+}
