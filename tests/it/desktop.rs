@@ -277,12 +277,7 @@ async fn an_item_answered_elsewhere_moves_the_modal_on() {
     let id = desktop.log.question_id("elsewhere");
     desktop.view("modal").await;
     desktop.wait_for_question("Which database?").await;
-    let out = hark(&desktop.sandbox, &["answer", &id, "--pick", "SQLite"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    answer(&desktop.sandbox, &id, "SQLite");
     assert_eq!(
         text(&call.await.unwrap()),
         r#"{"answers":{"Which database?":"SQLite"}}"#
@@ -899,12 +894,7 @@ async fn a_full_disk_is_told_in_the_tray_and_the_inbox_and_the_question_still_an
         .await;
     desktop.screenshot("store-failing").await;
 
-    let out = hark(&desktop.sandbox, &["answer", &id, "--pick", "SQLite"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    answer(&desktop.sandbox, &id, "SQLite");
     let result = call.await.unwrap();
     assert_eq!(text(&result), r#"{"answers":{"Which database?":"SQLite"}}"#);
 

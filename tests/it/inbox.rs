@@ -263,12 +263,7 @@ async fn inbox_watch_shows_an_agents_question_and_hark_answer_settles_it() {
     });
     let added: Value = serde_json::from_str(&added).unwrap();
     let id = added["item"]["id"].as_str().unwrap().to_owned();
-    let out = hark(&daemon.sandbox, &["answer", &id, "--pick", "SQLite"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    answer(&daemon.sandbox, &id, "SQLite");
     let result = call.await.unwrap();
     assert_eq!(text(&result), r#"{"answers":{"Which database?":"SQLite"}}"#);
     seen.wait_for("the settle event", |l| {

@@ -125,12 +125,7 @@ async fn a_process_the_agent_started_can_neither_list_nor_answer_and_the_operato
 
     // The item is still pending, and the operator (the test, the agent's
     // parent) answers it.
-    let out = hark(&daemon.sandbox, &["answer", &id, "--pick", "SQLite"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    answer(&daemon.sandbox, &id, "SQLite");
     let result = call.await.unwrap();
     assert_eq!(text(&result), r#"{"answers":{"Which database?":"SQLite"}}"#);
     let items = inbox(&daemon.sandbox);
@@ -166,12 +161,7 @@ async fn a_follower_inside_the_agent_is_cut_off_before_its_question_reaches_it()
         "the follower saw the agent's own question: {:?}",
         agent.done.all()
     );
-    let out = hark(&daemon.sandbox, &["answer", &id, "--pick", "SQLite"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    answer(&daemon.sandbox, &id, "SQLite");
     assert_eq!(
         text(&call.await.unwrap()),
         r#"{"answers":{"Which database?":"SQLite"}}"#

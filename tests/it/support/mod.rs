@@ -58,6 +58,16 @@ pub fn hark(sandbox: &Sandbox, args: &[&str]) -> Output {
     sandbox.hark(args).output().unwrap()
 }
 
+/// `hark answer ID --pick LABEL`, which must succeed.
+pub fn answer(sandbox: &Sandbox, id: &str, label: &str) {
+    let out = hark(sandbox, &["answer", id, "--pick", label]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// `hark inbox --all --json` in `sandbox`, parsed.
 pub fn inbox(sandbox: &Sandbox) -> Vec<Value> {
     let out = hark(sandbox, &["inbox", "--all", "--json"]);
