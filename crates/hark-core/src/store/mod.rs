@@ -253,13 +253,9 @@ fn to_json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
 }
 
-/// Whether a process is still there (where the platform tells; else assume so).
+/// Whether a process is still there.
 fn process_alive(pid: u32) -> bool {
-    if cfg!(target_os = "linux") {
-        Path::new(&format!("/proc/{pid}")).exists()
-    } else {
-        true
-    }
+    i32::try_from(pid).is_ok_and(crate::files::process_exists)
 }
 
 // Ids are stored as their text.
