@@ -57,6 +57,15 @@ fn parked(daemon: &Daemon, session: &str) -> String {
         .expect("the parked item is listed");
     assert_eq!(item["state"], "parked", "{item}");
     assert!(item["outcome"].is_null());
+    let runs = hark(&daemon.sandbox, &["runs", "--json"]);
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let run = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["session_id"] == session)
+        .expect("the run is recorded");
+    assert_eq!(run["status"], "parked", "{run}");
     id
 }
 

@@ -114,7 +114,7 @@ state: ItemState,
  */
 parked_ms: number | null, };
 
-export type RunStatus = "running" | "waiting" | "finished" | "failed";
+export type RunStatus = "running" | "waiting" | "parked" | "finished" | "failed";
 
 export type RunView = { id: RunId, session_id: SessionId, 
 /**

@@ -13,6 +13,8 @@ pub enum RunStatus {
     Running,
     /// Running, with an item waiting on the operator.
     Waiting,
+    /// Its agent is paused on a question that parked; the answer resumes it.
+    Parked,
     /// The agent exited 0.
     Finished,
     /// The agent exited otherwise, or its `hark run` vanished.

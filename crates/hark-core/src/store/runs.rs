@@ -131,7 +131,9 @@ impl Store {
                         r.exit_code, r.pid,
                         (SELECT COUNT(*) FROM items i WHERE i.run_id = r.id),
                         (SELECT COUNT(*) FROM items i WHERE i.run_id = r.id AND i.outcome IS NULL),
-                        r.result, r.cost_usd
+                        r.result, r.cost_usd,
+                        (SELECT COUNT(*) FROM items i
+                          WHERE i.run_id = r.id AND i.outcome IS NULL AND i.parked_ms IS NOT NULL)
                  FROM runs r ORDER BY r.created_ms DESC, r.rowid DESC LIMIT ?1 OFFSET ?2",
             )
             .map_err(|e| self.sql(e))?;
@@ -140,9 +142,11 @@ impl Store {
                 let stored: String = r.get(4)?;
                 let pid: Option<u32> = r.get(8)?;
                 let pending: u32 = r.get(10)?;
+                let parked: u32 = r.get(13)?;
                 let status = match stored.as_str() {
                     "finished" => RunStatus::Finished,
                     "running" if pid.is_some_and(|pid| !process_alive(pid)) => RunStatus::Failed,
+                    "running" if parked > 0 => RunStatus::Parked,
                     "running" if pending > 0 => RunStatus::Waiting,
                     "running" => RunStatus::Running,
                     _ => RunStatus::Failed,
