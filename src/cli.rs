@@ -67,7 +67,18 @@ pub enum Command {
     Deny(ItemArgs),
     /// Print the MCP config that points an agent at this hark:
     /// `claude -p … --mcp-config "$(hark mcp-config)" --allowedTools mcp__operator__ask`.
-    McpConfig,
+    McpConfig(McpConfigArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpConfigArgs {
+    /// Print instead the `--settings` JSON with the park hook: a question
+    /// nobody answers within the bounded wait then ends the agent saved
+    /// (`stop_reason: tool_deferred`) rather than lets it guess, and
+    /// `claude -p --resume SESSION` after you answer carries on with the
+    /// answer.
+    #[arg(long)]
+    pub park_hook: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

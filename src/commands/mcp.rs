@@ -7,7 +7,7 @@ use tracing::level_filters::LevelFilter;
 
 use std::io::Read;
 
-use crate::cli::{HookArgs, HookEvent, McpArgs};
+use crate::cli::{HookArgs, HookEvent, McpArgs, McpConfigArgs};
 use crate::commands::{Failed, this_hark};
 use crate::exit::ExitStatus;
 
@@ -57,9 +57,21 @@ pub fn hook(args: HookArgs) -> Result<ExitStatus, Failed> {
     Ok(ExitStatus::Success)
 }
 
-/// Prints `{"mcpServers":{"operator":{…}}}` naming this `hark`.
-pub fn config() -> Result<ExitStatus, Failed> {
+/// Prints `{"mcpServers":{"operator":{…}}}` naming this `hark`, or (with
+/// `--park-hook`) the `--settings` that add its park hook.
+pub fn config(args: McpConfigArgs) -> Result<ExitStatus, Failed> {
     let hark = this_hark()?;
+    if args.park_hook {
+        let config = Config::load()?;
+        let command = hark_core::agent::hooks::hook_command(&hark);
+        let settings = hark_core::agent::hooks::with_park_hook(
+            serde_json::Value::Null,
+            &command,
+            config.ask_timeout(),
+        );
+        println!("{settings}");
+        return Ok(ExitStatus::Success);
+    }
     println!(
         "{}",
         hark_core::agent::mcp_config(&hark, Default::default(), false)

@@ -174,3 +174,59 @@ fn with_on_timeout_proceed_the_agent_gets_the_timeout_and_goes_on() {
     let start = &starts(&daemon, "proceeds")[0];
     assert!(flag(start, "--settings").is_none(), "no park hook: {start}");
 }
+
+#[test]
+fn an_agent_started_by_hand_with_the_park_hook_parks_and_resumes_with_the_answer() {
+    let daemon = serve(json!({}));
+    let sandbox = &daemon.sandbox;
+    let stdout_of = |out: &Output| String::from_utf8_lossy(&out.stdout).into_owned();
+    let config = stdout_of(&hark(sandbox, &["mcp-config"]));
+    let settings = stdout_of(&hark(sandbox, &["mcp-config", "--park-hook"]));
+    let claude = |prompt: Option<&str>, resume: Option<&str>| {
+        let mut agent = sandbox.command(fake_claude());
+        agent.arg("-p");
+        agent.args(prompt);
+        agent.args(["--output-format", "stream-json", "--verbose"]);
+        agent.args(["--mcp-config", config.trim(), "--settings", settings.trim()]);
+        agent.args(["--allowedTools", "mcp__operator__ask"]);
+        if let Some(session) = resume {
+            agent.args(["--resume", session]);
+        }
+        agent
+            .env("HARK_SESSION_ID", "by-hand")
+            .env("HARK_ASK_TIMEOUT", "1")
+            .output()
+            .unwrap()
+    };
+    let first = claude(Some(&ask_line()), None);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let result: Value = stdout_of(&first)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "result")
+        .expect("a result event");
+    assert_eq!(result["stop_reason"], "tool_deferred", "{result}");
+    let id = daemon
+        .log
+        .wait_event("operator.question.parked", &[("session_id", "by-hand")])["question_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    answer(sandbox, &id, "SQLite");
+    let session = result["session_id"].as_str().unwrap();
+    let resumed = claude(None, Some(session));
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert!(
+        stdout_of(&resumed).contains(r#"{\"answers\":{\"Which database?\":\"SQLite\"}}"#),
+        "{}",
+        stdout_of(&resumed)
+    );
+}
