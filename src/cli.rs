@@ -91,6 +91,10 @@ pub enum OnTimeoutArg {
 pub struct HookArgs {
     /// The hook event: `pre-tool-use`.
     pub event: HookEvent,
+    /// A read-only run's hook, which sees every tool call: calls other than
+    /// an ask go to the write-mode gate, and its approvals park too.
+    #[arg(long)]
+    pub approvals: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -51,7 +51,11 @@ pub fn hook(args: HookArgs) -> Result<ExitStatus, Failed> {
         .enable_all()
         .build()
         .map_err(Failed::Runtime)?;
-    if let Some(decision) = runtime.block_on(hark_mcp::hook::pre_tool_use(&settings, &input)) {
+    if let Some(decision) = runtime.block_on(hark_mcp::hook::pre_tool_use(
+        &settings,
+        &input,
+        args.approvals,
+    )) {
         println!("{decision}");
     }
     Ok(ExitStatus::Success)
@@ -68,6 +72,7 @@ pub fn config(args: McpConfigArgs) -> Result<ExitStatus, Failed> {
             serde_json::Value::Null,
             &command,
             config.ask_timeout(),
+            false,
         );
         println!("{settings}");
         return Ok(ExitStatus::Success);

@@ -230,3 +230,56 @@ fn an_agent_started_by_hand_with_the_park_hook_parks_and_resumes_with_the_answer
         stdout_of(&resumed)
     );
 }
+
+/// A read-only `hark run` in `session` with a 1 s wait, whose agent writes
+/// `file`.
+fn read_only_writer(daemon: &Daemon, session: &str, file: &std::path::Path) -> Child {
+    let log = daemon.sandbox.path(format!("{session}.log"));
+    let write = format!(
+        "TOOL Write {}",
+        json!({"file_path": file, "content": "written"})
+    );
+    daemon
+        .sandbox
+        .hark(["run", "--read-only", "--session", session, "--timeout", "1"])
+        .arg("--agent")
+        .arg(fake_claude())
+        .args(["--", &write])
+        .env("FAKE_CLAUDE_LOG", &log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_parked_approval_once_allowed_lets_the_write_happen_and_once_denied_does_not() {
+    for (verdict, writes) in [("approve", true), ("deny", false)] {
+        let daemon = serve(json!({}));
+        let session = format!("gated-{verdict}");
+        let file = daemon.sandbox.path(format!("{verdict}.txt"));
+        let run = read_only_writer(&daemon, &session, &file);
+        let id = parked(&daemon, &session);
+        assert!(!file.exists(), "nothing is written while it is parked");
+        let item = inbox(&daemon.sandbox)
+            .into_iter()
+            .find(|i| i["id"] == id.as_str())
+            .unwrap();
+        assert_eq!(item["kind"], "approval");
+        let decided = hark(&daemon.sandbox, &[verdict, &id]);
+        assert!(
+            decided.status.success(),
+            "{}",
+            String::from_utf8_lossy(&decided.stderr)
+        );
+        let (out, _, stderr) = finished(run);
+        assert!(out.status.success(), "{verdict}: {stderr}");
+        assert_resumed(&daemon, &session);
+        assert_eq!(file.exists(), writes, "{verdict}: {stderr}");
+        if writes {
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), "written");
+        } else {
+            assert!(stderr.contains("denied"), "{stderr}");
+        }
+    }
+}

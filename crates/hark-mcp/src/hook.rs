@@ -11,8 +11,9 @@
 //! hook cannot file the call (no operator, a malformed call) it says
 //! nothing, and the call goes its ordinary way: the MCP tool reports it.
 
-use hark_core::bridge::client::{Call, ClientError};
+use hark_core::bridge::client::{Call, ClientError, Started};
 use hark_core::bridge::wire::ClientFrame;
+use hark_core::model::item::Outcome;
 use hark_core::registry::Waited;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -31,24 +32,63 @@ pub struct HookInput {
     pub agent_id: Option<String>,
 }
 
-/// What the hook prints, if anything: `{"hookSpecificOutput":{…}}`.
-pub async fn pre_tool_use(settings: &McpSettings, input: &HookInput) -> Option<Value> {
-    if input.tool_name != hark_core::agent::ASK_TOOL || input.tool_use_id.trim().is_empty() {
+/// What the hook prints, if anything: `{"hookSpecificOutput":{…}}`. With
+/// `approvals` (a read-only run, whose every tool call the hook sees), a
+/// call other than an ask goes to the write-mode gate as an approval that
+/// parks: read-only or granted it is allowed at once; else the operator's
+/// verdict allows or denies it, and nobody deciding in time defers it.
+pub async fn pre_tool_use(
+    settings: &McpSettings,
+    input: &HookInput,
+    approvals: bool,
+) -> Option<Value> {
+    if input.tool_use_id.trim().is_empty() {
         return None;
     }
     let mut caller = crate::base_caller(settings);
     caller.tool_use_id = Some(input.tool_use_id.clone());
     caller.parks = true;
-    let frame = ClientFrame::Ask {
-        caller,
-        request: input.tool_input.clone(),
+    let frame = if input.tool_name == hark_core::agent::ASK_TOOL {
+        ClientFrame::Ask {
+            caller,
+            request: input.tool_input.clone(),
+        }
+    } else if approvals {
+        ClientFrame::Approve {
+            caller,
+            tool_name: input.tool_name.clone(),
+            input: input.tool_input.clone(),
+        }
+    } else {
+        return None;
     };
-    let waited = match Call::start(&settings.socket, &frame).await {
-        Ok(mut call) => call.wait().await,
+    let waited = match Call::start_any(&settings.socket, &frame).await {
+        Ok(Started::Pending(mut call)) => call.wait().await,
+        Ok(Started::Decided { allow: true, .. }) => {
+            return Some(decision("allow", "read-only, or covered by a grant"));
+        }
+        Ok(Started::Decided { allow: false, .. }) => {
+            return Some(decision("deny", crate::DENIED));
+        }
         Err(e) => Err(e),
     };
+    let is_approval = matches!(frame, ClientFrame::Approve { .. });
     match waited {
-        Ok(Waited::Settled(_)) => Some(decision("allow", "the operator has settled it")),
+        Ok(Waited::Settled(Outcome::Denied)) => Some(decision("deny", crate::DENIED)),
+        Ok(Waited::Settled(outcome @ (Outcome::Approved { .. } | Outcome::Answered(_)))) => {
+            Some(decision("allow", outcome.name()))
+        }
+        // An approval not given is a denial (silence is never consent); a
+        // question's unanswered outcome is the call's own to report.
+        Ok(Waited::Settled(other)) if is_approval => Some(decision(
+            "deny",
+            &format!(
+                "{}: {}",
+                crate::NOT_APPROVED,
+                other.unanswered_message().unwrap_or_default()
+            ),
+        )),
+        Ok(Waited::Settled(other)) => Some(decision("allow", other.name())),
         Ok(Waited::Parked) => Some(decision(
             "defer",
             "parked: nobody has answered yet; the agent is paused until the operator does",

@@ -291,12 +291,12 @@ fn base_caller(settings: &McpSettings) -> Caller {
 }
 
 /// Why a write was refused, as the agent reads it.
-const DENIED: &str = "The operator denied this write: you are read-only. Do not retry it; \
+pub(crate) const DENIED: &str = "The operator denied this write: you are read-only. Do not retry it; \
 continue without writing and report what you would have changed.";
 const HEADLESS: &str = "You are running read-only and no operator is attached to approve writes \
 (hark is not running), so this step was not taken. Continue without writing and report what you \
 would have changed.";
-const NOT_APPROVED: &str =
+pub(crate) const NOT_APPROVED: &str =
     "This write was not approved, so it was not taken (silence is not consent)";
 
 /// What kind of JSON value `value` is, for an error message.

@@ -21,15 +21,27 @@ pub fn hook_command(hark: &Path) -> String {
 
 /// `settings` (the user's, or `{}`) with the park hook added to its
 /// `hooks.PreToolUse` (theirs are kept). Its timeout is above the bounded
-/// wait, so the agent never cuts the hook before it decides.
-pub fn with_park_hook(settings: Value, command: &str, ask_timeout: Duration) -> Value {
+/// wait, so the agent never cuts the hook before it decides. A read-only
+/// run's hook (`approvals`) sees every tool call, so that its write
+/// approvals park too; otherwise only the ask.
+pub fn with_park_hook(
+    settings: Value,
+    command: &str,
+    ask_timeout: Duration,
+    approvals: bool,
+) -> Value {
     let mut settings = match settings {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),
     };
     let hooks = object_at(&mut settings, "hooks");
+    let (matcher, command) = if approvals {
+        ("*", format!("{command} --approvals"))
+    } else {
+        (ASK_TOOL, command.to_owned())
+    };
     let entry = json!({
-        "matcher": ASK_TOOL,
+        "matcher": matcher,
         "hooks": [{
             "type": "command",
             "command": command,

@@ -348,7 +348,12 @@ pub fn compose(
                 .unwrap_or(Value::Null)
         });
         let timeout = attached.map_or(Duration::ZERO, |a| a.ask_timeout);
-        ours = Some(hooks::with_park_hook(base, command, timeout));
+        ours = Some(hooks::with_park_hook(
+            base,
+            command,
+            timeout,
+            read_only.is_some(),
+        ));
     }
     if let Some(settings) = ours {
         args.push(SETTINGS.into());

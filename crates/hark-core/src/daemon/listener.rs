@@ -366,7 +366,13 @@ async fn approve(
         let _ = write_frame(&mut writer, &decided).await;
         return;
     }
+    // The same tool use again (a paused read-only run resumed): the
+    // approval it asked, not a new one.
+    if let Some(found) = parked::find(daemon, &caller) {
+        return parked::serve_again(found, daemon, &caller, reader, writer).await;
+    }
     let item = daemon.new_item(caller, approval.request(), Some(approval.clone()));
+    let id = item.id;
     let pending = daemon.registry.open(item);
     // The grant, and the audit line, come before the agent hears of the
     // verdict: its next call may come at once, and its audit line must
@@ -385,9 +391,16 @@ async fn approve(
         };
         trace::write_mode(&approval, &run, session, verdict, by);
     };
+    let parked = || {
+        daemon
+            .registry
+            .get(id)
+            .is_some_and(|i| i.parked_at().is_some())
+    };
     if wait_for_operator(pending, daemon, reader, writer, decided)
         .await
         .is_none()
+        && !parked()
     {
         trace::write_mode(&approval, &run, session, None, "hang_up");
     }
