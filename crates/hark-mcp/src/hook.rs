@@ -42,7 +42,11 @@ pub async fn pre_tool_use(
     input: &HookInput,
     approvals: bool,
 ) -> Option<Value> {
-    if input.tool_use_id.trim().is_empty() {
+    // A sub-agent's call keeps the bounded wait: Claude Code runs
+    // sub-agents inside the agent's process, and whether a deferred
+    // sub-agent call resumes has not been measured. Nothing printed, the call
+    // goes its ordinary way.
+    if input.tool_use_id.trim().is_empty() || input.agent_id.is_some() {
         return None;
     }
     let mut caller = crate::base_caller(settings);

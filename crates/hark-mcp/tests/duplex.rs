@@ -16,6 +16,7 @@ use hark_core::model::resolve::Pick;
 use hark_core::model::validate::Rules;
 use hark_core::prompter::script::{Scripted, ScriptedPrompter};
 use hark_core::registry::{Event, Registry};
+use hark_mcp::hook::{HookInput, pre_tool_use};
 use hark_mcp::{McpSettings, OperatorServer};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientRequest, CustomRequest, ProgressNotificationParam,
@@ -383,4 +384,31 @@ async fn a_call_whose_arguments_are_not_an_object_is_a_tool_error_saying_so() {
     assert!(listed.iter().any(|t| t.name == "ask"));
     assert!(served.registry.pending().is_empty());
     agent.cancel().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_park_hook_parks_an_unanswered_ask_but_not_a_sub_agents() {
+    let served = Served::start(HashMap::new());
+    let mut settings = settings(&served.socket);
+    settings.timeout = Some(Duration::from_secs(1));
+    let input = |agent_id: Option<&str>| HookInput {
+        tool_name: "mcp__operator__ask".into(),
+        tool_input: json!({"questions": [db()]}),
+        tool_use_id: "toolu_1".into(),
+        agent_id: agent_id.map(str::to_owned),
+    };
+    // A sub-agent's call is left to its ordinary way: no item, no verdict.
+    assert_eq!(
+        pre_tool_use(&settings, &input(Some("a1")), false).await,
+        None
+    );
+    assert!(served.registry.pending().is_empty());
+    let deferred = pre_tool_use(&settings, &input(None), false).await.unwrap();
+    assert_eq!(
+        deferred["hookSpecificOutput"]["permissionDecision"], "defer",
+        "{deferred}"
+    );
+    let parked = served.registry.pending();
+    assert_eq!(parked.len(), 1);
+    assert!(parked[0].parked_at().is_some());
 }
