@@ -143,7 +143,7 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), AppError> {
 /// What a run of registry events changed.
 #[derive(Debug, Default)]
 struct Changed {
-    /// Items were added or settled (or events were missed): the tray too.
+    /// Items were added, parked or settled (or events were missed): the tray too.
     items: bool,
     /// An item settled: the modal may be done.
     settled: bool,
@@ -151,7 +151,12 @@ struct Changed {
 
 impl Changed {
     /// Takes one event (`None`: some were missed).
-    fn note(&mut self, event: Option<Event>, notifier: &Arc<Notifier>) {
+    fn note<R: Runtime>(
+        &mut self,
+        event: Option<Event>,
+        app: &AppHandle<R>,
+        notifier: &Arc<Notifier>,
+    ) {
         match event {
             Some(Event::Settled { item, .. }) => {
                 notifier.settled(item.id);
@@ -162,7 +167,14 @@ impl Changed {
             Some(Event::RunChanged) => {}
             // The store began or stopped failing: the tray says so.
             Some(Event::StoreHealth(_)) => self.items = true,
-            Some(Event::Added(_) | Event::Parked(_)) | None => self.items = true,
+            // Its notification says that its agent is paused until answered.
+            Some(Event::Parked(item)) => {
+                if !app.state::<Arc<Shell>>().do_not_disturb() {
+                    notifier.show(app, &item);
+                }
+                self.items = true;
+            }
+            Some(Event::Added(_)) | None => self.items = true,
         }
     }
 }
@@ -230,11 +242,11 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), AppError> {
             // event already waiting is taken before the windows and the
             // tray are brought up to date.
             let mut changed = Changed::default();
-            changed.note(first, &notifier);
+            changed.note(first, &app, &notifier);
             loop {
                 match events.try_recv() {
-                    Ok(event) => changed.note(Some(event), &notifier),
-                    Err(TryRecvError::Lagged(_)) => changed.note(None, &notifier),
+                    Ok(event) => changed.note(Some(event), &app, &notifier),
+                    Err(TryRecvError::Lagged(_)) => changed.note(None, &app, &notifier),
                     Err(TryRecvError::Empty) => break,
                     Err(TryRecvError::Closed) => return,
                 }

@@ -1,8 +1,10 @@
 //! One desktop notification per new item: title = the header and who asked,
 //! body = the question. Clicking it opens the modal on that item; for a
 //! single-select question with up to three options, action buttons answer it
-//! straight from the notification (where the server supports actions). A
-//! notification is closed when its item settles, however it settled.
+//! straight from the notification (where the server supports actions). An
+//! item that parks has its notification replaced by one that says so (its
+//! agent is paused until the operator answers). A notification is closed
+//! when its item settles, however it settled.
 //!
 //! The calls go to `org.freedesktop.Notifications` over one session-bus
 //! connection (zbus, which notify-rust is built on), opened once, with one
@@ -54,9 +56,14 @@ fn short(session: &str) -> &str {
 
 fn body(item: &Item) -> String {
     let questions = &item.request.questions;
-    match questions.len() {
+    let asked = match questions.len() {
         1 => questions[0].question.clone(),
         n => format!("{} (and {} more)", questions[0].question, n - 1),
+    };
+    if item.parked_at().is_some() {
+        format!("Parked: {asked} — the agent is paused until you answer")
+    } else {
+        asked
     }
 }
 
@@ -158,11 +165,13 @@ impl Notifier {
         }
     }
 
-    /// Raises the notification for a new item.
+    /// Raises the notification for a new item, or for one that parked (in
+    /// place of the one it had).
     pub fn show<R: Runtime>(self: &Arc<Self>, app: &AppHandle<R>, item: &Arc<Item>) {
         let (this, app, item) = (self.clone(), app.clone(), item.clone());
         tauri::async_runtime::spawn(async move {
-            let id = match this.notify(&item).await {
+            let replaces = this.shown().ids.get(&item.id).copied().unwrap_or(0);
+            let id = match this.notify(&item, replaces).await {
                 Ok(id) => id,
                 Err(e) => {
                     tracing::warn!(question_id = %item.id, "no notification: {e}");
@@ -172,6 +181,9 @@ impl Notifier {
             tracing::info!(question_id = %item.id, notification_id = id, "notification shown");
             {
                 let mut shown = this.shown();
+                if replaces != 0 && replaces != id {
+                    shown.items.remove(&replaces);
+                }
                 shown.items.insert(id, item.clone());
                 shown.ids.insert(item.id, id);
             }
@@ -182,7 +194,8 @@ impl Notifier {
         });
     }
 
-    async fn notify(&self, item: &Item) -> zbus::Result<u32> {
+    /// `replaces`: the server's id of the notification this one replaces, or 0.
+    async fn notify(&self, item: &Item, replaces: u32) -> zbus::Result<u32> {
         let actions = actions(item, self.settings.buttons);
         let actions: Vec<&str> = actions.iter().map(String::as_str).collect();
         let hints = HashMap::from([("urgency", Value::U8(self.settings.urgency.level()))]);
@@ -196,7 +209,7 @@ impl Notifier {
                 "Notify",
                 &(
                     "hark",
-                    0u32,
+                    replaces,
                     "",
                     title(item),
                     body(item),

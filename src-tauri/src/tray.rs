@@ -1,5 +1,6 @@
-//! The tray icon: the pending count (icon variant and tooltip) and a menu of
-//! pending items, "Open inbox", "Do not disturb" and "Quit"; while the store
+//! The tray icon: the pending count (icon variant, and the tooltip, which
+//! says how many of them are parked) and a menu of pending items (a parked
+//! one says so), "Open inbox", "Do not disturb" and "Quit"; while the store
 //! refuses writes, a warning line heads the menu and ends the tooltip. With
 //! no tray host, building it succeeds and nothing shows: the app never
 //! depends on it.
@@ -100,7 +101,10 @@ fn menu<R: Runtime>(
             .lines()
             .rfind(|l| !l.trim().is_empty())
             .unwrap_or_default();
-        let label = format!("[{}] {}", q.header, clip(asks, MENU_LABEL_CHARS));
+        let mut label = format!("[{}] {}", q.header, clip(asks, MENU_LABEL_CHARS));
+        if item.parked_at().is_some() {
+            label.push_str(" (parked)");
+        }
         entries.push(Box::new(MenuItem::with_id(
             app,
             TrayItem::Pending(item.id).id(),
@@ -185,6 +189,23 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     Ok(())
 }
 
+/// The tooltip: how many wait, how many of them are parked (their agents
+/// paused until answered), and whether the store refuses writes.
+fn tooltip(count: usize, parked: usize, store_failing: bool) -> String {
+    let mut tip = match count {
+        0 => "hark — nothing is waiting".to_owned(),
+        1 => "hark — 1 question waiting".to_owned(),
+        n => format!("hark — {n} questions waiting"),
+    };
+    if parked > 0 {
+        tip.push_str(&format!(" ({parked} parked)"));
+    }
+    if store_failing {
+        tip.push_str(" — the store cannot be written");
+    }
+    tip
+}
+
 /// Brings icon, tooltip and menu up to date with the pending items. Logs the
 /// menu it built (`tray.updated`), which is how tests read the tray.
 pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
@@ -192,9 +213,11 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
         return;
     };
     let shell = app.state::<Arc<Shell>>();
-    let count = shell.registry.pending().len();
+    let pending = shell.registry.pending();
+    let count = pending.len();
+    let parked = pending.iter().filter(|i| i.parked_at().is_some()).count();
     let warning = store_warning(&shell);
-    let result = (|| -> tauri::Result<Vec<String>> {
+    let result = (|| -> tauri::Result<(Vec<String>, String)> {
         let (menu, labels) = menu(app, &shell, warning.as_deref())?;
         tray.set_menu(Some(menu))?;
         let pending = count > 0;
@@ -207,21 +230,33 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
             let icon = if pending { PENDING_ICON } else { IDLE_ICON };
             tray.set_icon(Some(Image::from_bytes(icon)?))?;
         }
-        let mut tip = match count {
-            0 => "hark — nothing is waiting".to_owned(),
-            1 => "hark — 1 question waiting".to_owned(),
-            n => format!("hark — {n} questions waiting"),
-        };
-        if warning.is_some() {
-            tip.push_str(" — the store cannot be written");
-        }
-        tray.set_tooltip(Some(tip))?;
-        Ok(labels)
+        let tip = tooltip(count, parked, warning.is_some());
+        tray.set_tooltip(Some(&tip))?;
+        Ok((labels, tip))
     })();
     match result {
-        Ok(labels) => {
-            tracing::info!(pending = count, items = ?labels, dnd = shell.do_not_disturb(), store = ?warning, "tray.updated")
+        Ok((labels, tip)) => {
+            tracing::info!(pending = count, parked, tooltip = %tip, items = ?labels, dnd = shell.do_not_disturb(), store = ?warning, "tray.updated")
         }
         Err(e) => tracing::warn!("cannot update the tray: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tooltip;
+
+    #[test]
+    fn the_tooltip_counts_the_parked_among_the_waiting() {
+        assert_eq!(tooltip(0, 0, false), "hark — nothing is waiting");
+        assert_eq!(tooltip(1, 0, false), "hark — 1 question waiting");
+        assert_eq!(
+            tooltip(2, 1, false),
+            "hark — 2 questions waiting (1 parked)"
+        );
+        assert_eq!(
+            tooltip(1, 1, true),
+            "hark — 1 question waiting (1 parked) — the store cannot be written"
+        );
     }
 }

@@ -907,3 +907,94 @@ async fn a_full_disk_is_told_in_the_tray_and_the_inbox_and_the_question_still_an
     agent.cancel().await.unwrap();
     desktop.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parked_question_says_so_everywhere_and_its_answer_in_the_modal_resumes_the_run() {
+    let desktop = Desktop::start_with(&[], true).await;
+    // Nobody answers in the run's 1 s wait: the item parks, the agent pauses.
+    let run = spawn_run(
+        &desktop.sandbox,
+        &["--session", "parked-desk", "--timeout", "1"],
+        &ask_line(),
+    );
+    let parked = desktop
+        .log
+        .wait_event("operator.question.parked", &[("session_id", "parked-desk")]);
+    let id = parked["question_id"].as_str().unwrap().to_owned();
+
+    // The modal kept the item, and now says that its agent is paused and
+    // how long it has waited, not a countdown.
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which database?").await;
+    desktop.wait_for("//p[@id='parked' and not(@hidden)]").await;
+    assert_eq!(
+        desktop.text("#parked").await,
+        "Parked — the agent is paused until you answer"
+    );
+    let waited = desktop
+        .wait_for("//span[@id='time-left' and starts-with(text(), 'waited ')]")
+        .await;
+    assert!(!waited.text().await.unwrap().contains("left"));
+    // The tray counts it as parked, its menu entry says so, and its
+    // notification was replaced by one that says so.
+    let tray = desktop
+        .log
+        .wait_until("the tray to count it parked", |lines| {
+            lines.iter().find_map(|l| {
+                let event: Value = serde_json::from_str(&l.text).ok()?;
+                (event["message"] == "tray.updated" && event["parked"] == 1).then_some(event)
+            })
+        });
+    assert_eq!(tray["tooltip"], "hark — 1 question waiting (1 parked)");
+    assert!(
+        tray["items"]
+            .as_str()
+            .unwrap()
+            .contains("[Database] Which database? (parked)"),
+        "{tray}"
+    );
+    desktop.wait_for_notify("Parked: Which database? — the agent is paused until you answer");
+
+    // The inbox marks it too; its Answer button brings the modal back to it.
+    desktop.open_inbox();
+    desktop.view("inbox").await;
+    let row = desktop
+        .wait_for(&format!(
+            "//table[@id='pending']//tr[@data-id='{id}' and td[1][text()='PARKED']]"
+        ))
+        .await;
+    let text = row.text().await.unwrap();
+    assert!(text.contains("parked · waiting "), "{text}");
+    desktop
+        .client
+        .find(Locator::XPath(&format!(
+            "//table[@id='pending']//tr[@data-id='{id}']//button[text()='Answer']"
+        )))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which database?").await;
+
+    // Answered as a pending one is: the run resumes with exactly that answer.
+    desktop.pick("SQLite").await;
+    desktop.click("#submit").await;
+    let out = run.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "the resumed agent received exactly the answer: {stdout}"
+    );
+    let items = hark(&desktop.sandbox, &["inbox", "--all", "--json"]);
+    let items: Value = serde_json::from_slice(&items.stdout).unwrap();
+    assert_eq!(items[0]["outcome"]["outcome"], "answered");
+    assert_eq!(items[0]["replied_by"], "desktop");
+    desktop.stop().await;
+}

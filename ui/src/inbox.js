@@ -2,7 +2,7 @@
 // The inbox window: pending items first, then the history, the sessions that
 // asked, the New run form and the runs.
 import * as ipc from './ipc.js';
-import { clip, coalesced } from './text.js';
+import { clip, coalesced, roughly } from './text.js';
 
 /** @typedef {import('./bindings').ItemView} Item */
 
@@ -107,10 +107,16 @@ const refresh = coalesced(async () => {
   $('pending-count').textContent = `(${view.pending.length})`;
   const pending = /** @type {HTMLElement} */ ($('pending').querySelector('tbody'));
   pending.replaceChildren(...view.pending.map((item) => {
+    // A parked item no longer times out: it says how long it has waited.
+    const parked = item.state === 'parked';
     const left = Math.max(0, item.deadline_ms - view.now_ms);
-    const tr = row('PENDING', questions(item), who(item), `asked ${when(item.created_ms)}, ${duration(left)} left`,
+    const time = parked
+      ? `asked ${when(item.created_ms)}, parked · waiting ${roughly(view.now_ms - item.created_ms)}`
+      : `asked ${when(item.created_ms)}, ${duration(left)} left`;
+    const tr = row(parked ? 'PARKED' : 'PENDING', questions(item), who(item), time,
       button('Answer', () => ipc.openItem(item.id)));
     tr.dataset.id = item.id;
+    tr.dataset.state = item.state;
     return tr;
   }));
   const history = /** @type {HTMLElement} */ ($('history').querySelector('tbody'));

@@ -3,8 +3,11 @@
 // Keyboard: digits pick, Space toggles, Enter submits, Esc skips.
 // An approval shows the tool, its target and a preview, and takes a verdict:
 // Enter allows with the picked scope, Esc denies.
+// A parked item (nobody answered in its bounded wait, so its agent is paused
+// until it is answered) says so and how long it has waited, where a pending
+// one counts down; it is answered the same way.
 import * as ipc from './ipc.js';
-import { clip, coalesced } from './text.js';
+import { clip, coalesced, roughly } from './text.js';
 
 /** @typedef {import('./bindings').ItemView} Item */
 /** @typedef {import('./bindings').Question} Question */
@@ -48,6 +51,9 @@ const refresh = coalesced(async () => {
     state.index = 0;
     state.picks = {};
     renderQuestion();
+  } else {
+    // The same item, as it is now (it may have parked): what was picked stays.
+    state.item = next;
   }
   renderChrome();
 });
@@ -57,6 +63,7 @@ function renderChrome() {
   $('idle').hidden = !!item;
   $('question-form').hidden = !item;
   $('queue-count').textContent = state.pending.length > 1 ? `${state.pending.length} waiting` : '';
+  $('parked').hidden = item?.state !== 'parked';
   if (!item) {
     $('header-chip').textContent = '';
     $('time-left').textContent = '';
@@ -77,8 +84,14 @@ function renderChrome() {
 }
 
 function tick() {
-  if (!state.item) return;
-  const left = Math.max(0, Math.round((state.item.deadline_ms - (Date.now() + state.clockSkew)) / 1000));
+  const item = state.item;
+  if (!item) return;
+  const now = Date.now() + state.clockSkew;
+  if (item.state === 'parked') {
+    $('time-left').textContent = `waited ${roughly(now - item.created_ms)}`;
+    return;
+  }
+  const left = Math.max(0, Math.round((item.deadline_ms - now) / 1000));
   const m = Math.floor(left / 60);
   const s = String(left % 60).padStart(2, '0');
   $('time-left').textContent = `${m}:${s} left`;

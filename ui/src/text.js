@@ -49,3 +49,17 @@ export function coalesced(fn) {
     return running;
   };
 }
+
+/**
+ * How long something has waited, roughly, as a person says it: "40 s",
+ * "3 min", "2 h 5 min" (a parked item can wait for hours).
+ * @param {number} ms @returns {string}
+ */
+export function roughly(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min`;
+  const h = Math.floor(m / 60);
+  return m % 60 ? `${h} h ${m % 60} min` : `${h} h`;
+}
