@@ -65,6 +65,9 @@ struct State {
     expirations: BTreeSet<(Instant, ItemId)>,
     /// Set once: no new items are accepted and the expiry task ends.
     shutdown: bool,
+    /// The latest outcomes of items that park, by tool use id, for their
+    /// resumed calls even while the store refuses writes (newest last).
+    settled_parking: std::collections::VecDeque<(String, ItemId, Outcome)>,
 }
 
 #[derive(Debug)]
@@ -440,6 +443,9 @@ impl Registry {
                 state.expirations.remove(&(deadline, id));
             }
             let outcome = outcome(&entry);
+            if let Some(parking) = &entry.item.parking {
+                parking::remember(&mut state, &parking.tool_use_id, id, &outcome);
+            }
             (entry, outcome)
         };
         // Recorded (or held until the store takes it) before the asker

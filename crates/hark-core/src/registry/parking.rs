@@ -18,6 +18,19 @@ use crate::model::item::{Item, Outcome, Parking};
 use crate::store::StoreError;
 use crate::trace;
 
+/// How many settled outcomes of items that park are kept in memory.
+const REMEMBERED: usize = 1024;
+
+/// Keeps the outcome of a settled item that parks, for its resumed calls.
+pub(super) fn remember(state: &mut super::State, tool_use_id: &str, id: ItemId, outcome: &Outcome) {
+    if state.settled_parking.len() == REMEMBERED {
+        state.settled_parking.pop_front();
+    }
+    state
+        .settled_parking
+        .push_back((tool_use_id.to_owned(), id, outcome.clone()));
+}
+
 /// What the asker of an item hears.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Waited {
@@ -80,7 +93,8 @@ impl Registry {
         Some(rx)
     }
 
-    /// The item the tool use `tool_use_id` asked: pending here, or settled
+    /// The item the tool use `tool_use_id` asked: pending here, settled
+    /// lately (kept in memory, so a failing store loses nothing), or settled
     /// in the store. Only items that park are found this way.
     pub fn by_tool_use(&self, tool_use_id: &str) -> Result<Option<Found>, StoreError> {
         let pending = self
@@ -96,6 +110,19 @@ impl Registry {
             .map(|e| e.item.clone());
         if let Some(item) = pending {
             return Ok(Some(Found::Pending(item)));
+        }
+        let recent = self
+            .lock()
+            .settled_parking
+            .iter()
+            .rev()
+            .find(|(id, _, _)| id == tool_use_id)
+            .map(|(_, id, outcome)| Found::Settled {
+                id: *id,
+                outcome: outcome.clone(),
+            });
+        if recent.is_some() {
+            return Ok(recent);
         }
         let Some(store) = self.store() else {
             return Ok(None);
@@ -180,6 +207,22 @@ mod tests {
         let answered = registry.reply(id, yes(), Surface::Cli).unwrap();
         assert_eq!(watched.await.unwrap(), answered);
         assert!(matches!(answered, Outcome::Answered(_)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_settled_item_that_parks_is_found_without_a_store() {
+        let registry = Registry::new();
+        let mut pending = registry.open(parking(Duration::from_secs(5)));
+        let id = pending.item.id;
+        let answered = registry.reply(id, yes(), Surface::Cli).unwrap();
+        assert_eq!(pending.wait().await, Waited::Settled(answered.clone()));
+        assert_eq!(
+            registry.by_tool_use("toolu_1").unwrap(),
+            Some(Found::Settled {
+                id,
+                outcome: answered
+            })
+        );
     }
 
     #[tokio::test(start_paused = true)]
