@@ -57,8 +57,12 @@ pub enum Command {
     Sessions(ListArgs),
     /// Answer a pending item. Questions you leave out take their defaults.
     Answer(AnswerArgs),
-    /// Skip a pending item: the agent proceeds without confirmed answers.
+    /// Skip a pending item: the agent proceeds without confirmed answers
+    /// (a parked run is resumed with the skip: "let it proceed without me").
     Skip(ItemArgs),
+    /// Cancel a pending item and the run waiting on it: a parked run is not
+    /// resumed and ends; a waiting agent is told its call was cancelled.
+    Cancel(ItemArgs),
     /// Allow a pending write-mode approval: for the rest of the run (`turn`),
     /// this action only, or the rest of the session. Without --scope: turn,
     /// or the action alone for an external effect (a push, a PR).

@@ -107,6 +107,11 @@ pub async fn skip(item: ItemArgs) -> ExitStatus {
     reply_to(item, WireReply::Skip).await
 }
 
+/// `hark cancel ID`: withdraw the item and the run waiting on it.
+pub async fn cancel(item: ItemArgs) -> ExitStatus {
+    reply_to(item, WireReply::Cancel).await
+}
+
 /// `hark approve ID [--scope turn|action|session]`: allow a write-mode
 /// approval (its default scope without `--scope`).
 pub async fn approve(args: ApproveArgs) -> ExitStatus {

@@ -86,6 +86,7 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::Sessions(args) => Ok(runtime()?.block_on(listings::sessions(args))),
         Command::Answer(args) => Ok(runtime()?.block_on(answer::answer(args))),
         Command::Skip(args) => Ok(runtime()?.block_on(answer::skip(args))),
+        Command::Cancel(args) => Ok(runtime()?.block_on(answer::cancel(args))),
         Command::Approve(args) => Ok(runtime()?.block_on(answer::approve(args))),
         Command::Deny(args) => Ok(runtime()?.block_on(answer::deny(args))),
     }

@@ -283,3 +283,29 @@ fn a_parked_approval_once_allowed_lets_the_write_happen_and_once_denied_does_not
         }
     }
 }
+
+#[test]
+fn a_parked_run_the_operator_cancels_ends_without_resuming_its_agent() {
+    let daemon = serve(json!({}));
+    let run = parking_run(&daemon, "cancelled", &[]);
+    let id = parked(&daemon, "cancelled");
+    let cancelled = hark(&daemon.sandbox, &["cancel", &id]);
+    assert!(
+        cancelled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cancelled.stderr)
+    );
+    let (out, _, stderr) = finished(run);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("the operator cancelled the run"),
+        "{stderr}"
+    );
+    assert_eq!(starts(&daemon, "cancelled").len(), 1, "never resumed");
+    let items = inbox(&daemon.sandbox);
+    assert_eq!(items[0]["outcome"]["outcome"], "cancelled");
+    assert_eq!(
+        items[0]["outcome"]["reason"],
+        "the operator cancelled the run"
+    );
+}

@@ -154,7 +154,7 @@ last_outcome: string | null, };
 
 export type Pick = { text: string, } | string | Array<string>;
 
-export type WireReply = { "action": "answer", answers: { [key in string]: Pick }, } | { "action": "skip" } | { "action": "approve", scope?: Scope | null, } | { "action": "deny" };
+export type WireReply = { "action": "answer", answers: { [key in string]: Pick }, } | { "action": "skip" } | { "action": "approve", scope?: Scope | null, } | { "action": "deny" } | { "action": "cancel" };
 
 export type Issue = { 
 /**

@@ -24,6 +24,7 @@ use hark_core::bridge::wire::ClientFrame;
 use hark_core::config::{Config, ConfigError, OnTimeout};
 use hark_core::gate::intake::{Given, GivenError, Intake, IntakeError, When};
 use hark_core::model::ids::{Ids, RunId, SessionId};
+use hark_core::model::item::Outcome;
 use hark_core::model::run::RunStart;
 
 use tokio::sync::watch;
@@ -541,10 +542,15 @@ async fn turns(
             };
             let settled = operator::await_parked(&setup.app_socket, &tool_use_id);
             match unless_stopped(&mut stop, settled).await {
-                Ok(outcome) => eprintln!(
+                Ok(Some(Outcome::Cancelled { reason })) => {
+                    eprintln!("hark: {reason}; the agent stays stopped and the run ends");
+                    return Ok(ExitStatus::NotAnswered.code());
+                }
+                Ok(Some(outcome)) => eprintln!(
                     "hark: the operator settled it ({}); resuming the agent",
                     outcome.name()
                 ),
+                Ok(None) => {}
                 Err(received) => return stopped(received),
             }
             resume = Some(session);

@@ -80,7 +80,9 @@ const REDIAL: std::time::Duration = std::time::Duration::from_secs(1);
 /// Waits, however long it takes, for the operator to settle the item the
 /// paused agent's tool use asked; through daemon restarts (the item waits
 /// in the store), dialling again every [`REDIAL`].
-pub async fn await_parked(app_socket: &Path, tool_use_id: &str) -> Outcome {
+/// `None`: the daemon knows no item of that tool use (its store was
+/// replaced); the resumed agent's hook then asks anew.
+pub async fn await_parked(app_socket: &Path, tool_use_id: &str) -> Option<Outcome> {
     eprintln!(
         "hark: parked — the agent is paused until the operator answers (`hark inbox`); it resumes with the answer"
     );
@@ -90,11 +92,13 @@ pub async fn await_parked(app_socket: &Path, tool_use_id: &str) -> Outcome {
     let mut told = false;
     loop {
         match client::request(app_socket, &frame).await {
-            Ok(ServerFrame::Settled { outcome, .. }) => return outcome,
+            Ok(ServerFrame::Settled { outcome, .. }) => return Some(outcome),
             Ok(ServerFrame::Error(refusal)) if refusal.code == ErrorCode::NotFound => {
-                return Outcome::Cancelled {
-                    reason: refusal.message,
-                };
+                eprintln!(
+                    "hark: {}; resuming the agent, which asks again",
+                    refusal.message
+                );
+                return None;
             }
             other => {
                 if !told {

@@ -198,6 +198,10 @@ pub enum WireReply {
         scope: Option<Scope>,
     },
     Deny,
+    /// Withdraw the item, and with it the run waiting on it: a parked run
+    /// is not resumed (its agent stays stopped); a waiting agent is told
+    /// its call was cancelled.
+    Cancel,
 }
 
 impl From<WireReply> for crate::registry::Reply {
@@ -208,6 +212,7 @@ impl From<WireReply> for crate::registry::Reply {
             WireReply::Skip => Reply::Skip,
             WireReply::Approve { scope } => Reply::Approve(scope),
             WireReply::Deny => Reply::Deny,
+            WireReply::Cancel => Reply::Cancel,
         }
     }
 }

@@ -96,7 +96,13 @@ pub enum Reply {
     /// default scope when `None`), or deny.
     Approve(Option<Scope>),
     Deny,
+    /// Withdraw it (and the run waiting on it): it settles as cancelled
+    /// by the operator ([`CANCELLED_BY_OPERATOR`]).
+    Cancel,
 }
+
+/// The reason an item the operator withdrew records.
+pub const CANCELLED_BY_OPERATOR: &str = "the operator cancelled the run";
 
 impl From<Verdict> for Reply {
     fn from(verdict: Verdict) -> Reply {
@@ -131,6 +137,7 @@ impl Reply {
             Reply::Skip => "skip",
             Reply::Approve(_) => "approve",
             Reply::Deny => "deny",
+            Reply::Cancel => "cancel",
         }
     }
 }
@@ -334,6 +341,9 @@ impl Registry {
     pub fn reply(&self, id: ItemId, reply: Reply, surface: Surface) -> Result<Outcome, ReplyError> {
         let item = self.get(id).ok_or(ReplyError::NotPending(id))?;
         let outcome = match (&item.approval, reply) {
+            (_, Reply::Cancel) => Outcome::Cancelled {
+                reason: CANCELLED_BY_OPERATOR.into(),
+            },
             (None, Reply::Answer(picks)) => {
                 Outcome::Answered(resolve(&item.request, &picks).map_err(ReplyError::Invalid)?)
             }
