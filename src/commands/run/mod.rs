@@ -12,6 +12,7 @@
 mod agent;
 mod detach;
 mod operator;
+mod signals;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -27,7 +28,8 @@ use hark_core::model::ids::{Ids, RunId, SessionId};
 use hark_core::model::item::Outcome;
 use hark_core::model::run::RunStart;
 
-use tokio::sync::watch;
+use signals::unless_stopped;
+pub use signals::{Received, StopSignals};
 
 use crate::cli::{OnTimeoutArg, RunArgs};
 use crate::exit::ExitStatus;
@@ -376,63 +378,6 @@ fn parks(args: &RunArgs, config: &Config) -> bool {
         Some(OnTimeoutArg::Park) => true,
         Some(OnTimeoutArg::Proceed) => false,
         None => config.on_timeout == OnTimeout::Park,
-    }
-}
-
-/// The signals that tell `hark run` to stop: SIGTERM (a logout, a service
-/// manager, `kill`) and SIGHUP (its terminal closed). Ctrl-C is the turn's
-/// own business (it stops the agent and passes its status through). Every
-/// wait of the run (an agent's turn, the operator's next message) watches
-/// it, so the agent is stopped and reaped before the run ends.
-#[derive(Debug, Clone)]
-pub struct StopSignals(watch::Receiver<Option<Received>>);
-
-/// A stop signal that arrived.
-#[derive(Debug, Clone, Copy)]
-pub struct Received {
-    pub name: &'static str,
-    pub number: i32,
-}
-
-impl StopSignals {
-    /// Handles the signals from now on (instead of dying of them).
-    fn listen() -> StopSignals {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).ok();
-        let mut hup = signal(SignalKind::hangup()).ok();
-        let (arrived, seen) = watch::channel(None);
-        tokio::spawn(async move {
-            let received = tokio::select! {
-                Some(_) = async { term.as_mut()?.recv().await } => Received { name: "SIGTERM", number: 15 },
-                Some(_) = async { hup.as_mut()?.recv().await } => Received { name: "SIGHUP", number: 1 },
-                else => return,
-            };
-            let _ = arrived.send(Some(received));
-        });
-        StopSignals(seen)
-    }
-
-    /// Completes when one has arrived (at once if one already has).
-    pub async fn arrived(&mut self) -> Received {
-        match self.0.wait_for(Option::is_some).await {
-            Ok(received) => received.unwrap_or(Received {
-                name: "a signal",
-                number: 15,
-            }),
-            // The listener is gone (no signal can come): wait for ever.
-            Err(_) => std::future::pending().await,
-        }
-    }
-}
-
-/// Races `work` against a stop signal; `Err` is the signal.
-async fn unless_stopped<T>(
-    stop: &mut StopSignals,
-    work: impl std::future::Future<Output = T>,
-) -> Result<T, Received> {
-    tokio::select! {
-        done = work => Ok(done),
-        received = stop.arrived() => Err(received),
     }
 }
 

@@ -59,7 +59,6 @@ use crate::model::run::RunStart;
 use crate::model::validate::Issue;
 use crate::registry::StoreHealth;
 
-
 /// A frame from a client.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -1,0 +1,61 @@
+//! The signals that stop `hark run`, and how every wait of the run
+//! watches them.
+
+use tokio::sync::watch;
+
+/// The signals that tell `hark run` to stop: SIGTERM (a logout, a service
+/// manager, `kill`) and SIGHUP (its terminal closed). Ctrl-C is the turn's
+/// own business (it stops the agent and passes its status through). Every
+/// wait of the run (an agent's turn, the operator's next message) watches
+/// it, so the agent is stopped and reaped before the run ends.
+#[derive(Debug, Clone)]
+pub struct StopSignals(watch::Receiver<Option<Received>>);
+
+/// A stop signal that arrived.
+#[derive(Debug, Clone, Copy)]
+pub struct Received {
+    pub name: &'static str,
+    pub number: i32,
+}
+
+impl StopSignals {
+    /// Handles the signals from now on (instead of dying of them).
+    pub(super) fn listen() -> StopSignals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).ok();
+        let mut hup = signal(SignalKind::hangup()).ok();
+        let (arrived, seen) = watch::channel(None);
+        tokio::spawn(async move {
+            let received = tokio::select! {
+                Some(_) = async { term.as_mut()?.recv().await } => Received { name: "SIGTERM", number: 15 },
+                Some(_) = async { hup.as_mut()?.recv().await } => Received { name: "SIGHUP", number: 1 },
+                else => return,
+            };
+            let _ = arrived.send(Some(received));
+        });
+        StopSignals(seen)
+    }
+
+    /// Completes when one has arrived (at once if one already has).
+    pub async fn arrived(&mut self) -> Received {
+        match self.0.wait_for(Option::is_some).await {
+            Ok(received) => received.unwrap_or(Received {
+                name: "a signal",
+                number: 15,
+            }),
+            // The listener is gone (no signal can come): wait for ever.
+            Err(_) => std::future::pending().await,
+        }
+    }
+}
+
+/// Races `work` against a stop signal; `Err` is the signal.
+pub(super) async fn unless_stopped<T>(
+    stop: &mut StopSignals,
+    work: impl std::future::Future<Output = T>,
+) -> Result<T, Received> {
+    tokio::select! {
+        done = work => Ok(done),
+        received = stop.arrived() => Err(received),
+    }
+}
