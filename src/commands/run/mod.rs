@@ -485,7 +485,7 @@ async fn turns(
                 );
                 return Ok(turn.status);
             };
-            let settled = operator::await_parked(&setup.app_socket, &tool_use_id);
+            let settled = operator::await_parked(&setup.app_socket, &tool_use_id, &setup.session);
             match unless_stopped(&mut stop, settled).await {
                 Ok(Some(Outcome::Cancelled { reason })) => {
                     eprintln!("hark: {reason}; the agent stays stopped and the run ends");

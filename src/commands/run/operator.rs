@@ -10,6 +10,7 @@ use hark_core::bridge::client::{self, Call, ClientError};
 use hark_core::bridge::wire::{Caller, ClientFrame, ErrorCode, ServerFrame};
 use hark_core::daemon::listener::MAX_TIMEOUT;
 use hark_core::gate::intake::{Given, Intake};
+use hark_core::model::ids::SessionId;
 use hark_core::model::item::{Asker, Outcome};
 use hark_core::model::schema::AnswerValue;
 use hark_core::text::clip;
@@ -82,12 +83,17 @@ const REDIAL: std::time::Duration = std::time::Duration::from_secs(1);
 /// in the store), dialling again every [`REDIAL`].
 /// `None`: the daemon knows no item of that tool use (its store was
 /// replaced); the resumed agent's hook then asks anew.
-pub async fn await_parked(app_socket: &Path, tool_use_id: &str) -> Option<Outcome> {
+pub async fn await_parked(
+    app_socket: &Path,
+    tool_use_id: &str,
+    session: &SessionId,
+) -> Option<Outcome> {
     eprintln!(
         "hark: parked — the agent is paused until the operator answers (`hark inbox`); it resumes with the answer"
     );
     let frame = ClientFrame::Await {
         tool_use_id: tool_use_id.to_owned(),
+        session_id: session.clone(),
     };
     let mut told = false;
     loop {

@@ -94,7 +94,11 @@ pub enum ClientFrame {
     Get { id: ItemId },
     /// Waits for the item a tool use asked to settle (a paused run, before
     /// it resumes its agent); the answer is `settled`, at once if it has.
-    Await { tool_use_id: String },
+    Await {
+        tool_use_id: String,
+        /// The session the item was asked in: only its own is found.
+        session_id: SessionId,
+    },
     /// Follows the inbox: the pending items, then every add and settle.
     Subscribe,
     /// Deletes the settled history.

@@ -293,8 +293,11 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
         ClientFrame::Cancel => {
             ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "nothing to cancel"))
         }
-        ClientFrame::Await { tool_use_id } => {
-            return parked::await_settled(&daemon, &tool_use_id, writer).await;
+        ClientFrame::Await {
+            tool_use_id,
+            session_id,
+        } => {
+            return parked::await_settled(&daemon, &tool_use_id, &session_id, writer).await;
         }
         ClientFrame::Subscribe => {
             return daemon

@@ -9,6 +9,7 @@ use tokio::net::unix::OwnedWriteHalf;
 use crate::bridge::deadline::SocketReader;
 use crate::bridge::wire::{Caller, ErrorCode, ServerFrame, WireError, write_frame};
 use crate::daemon::listener::{Daemon, apply, effective_timeout};
+use crate::model::ids::SessionId;
 use crate::model::item::{Item, Outcome};
 use crate::prompter::PromptFuture;
 use crate::registry::Found;
@@ -16,7 +17,7 @@ use crate::registry::Found;
 /// The item the caller's tool use asked already, if it names one.
 pub(super) fn find(daemon: &Daemon, caller: &Caller) -> Option<Found> {
     let tool_use_id = caller.tool_use_id.as_deref()?;
-    match daemon.registry.by_tool_use(tool_use_id) {
+    match daemon.registry.by_tool_use(tool_use_id, &caller.session()) {
         Ok(found) => found,
         Err(e) => {
             tracing::warn!(tool_use_id, "cannot look up the tool use's item: {e}");
@@ -88,9 +89,15 @@ pub(super) async fn serve_again(
     let _ = write_frame(&mut writer, &ServerFrame::Settled { id, outcome }).await;
 }
 
-/// Waits for the item `tool_use_id` asked to settle, and says how.
-pub(super) async fn await_settled(daemon: &Daemon, tool_use_id: &str, mut writer: OwnedWriteHalf) {
-    let frame = match daemon.registry.by_tool_use(tool_use_id) {
+/// Waits for the item `tool_use_id` asked in `session` to settle, and
+/// says how.
+pub(super) async fn await_settled(
+    daemon: &Daemon,
+    tool_use_id: &str,
+    session: &SessionId,
+    mut writer: OwnedWriteHalf,
+) {
+    let frame = match daemon.registry.by_tool_use(tool_use_id, session) {
         Ok(Some(Found::Settled { id, outcome })) => ServerFrame::Settled { id, outcome },
         Ok(Some(Found::Pending(item))) => match daemon.registry.watch(item.id) {
             Some(watched) => match watched.await {

@@ -27,7 +27,7 @@ use tokio::time::Instant;
 
 use crate::model::approval::Scope;
 use crate::model::approval::{Approval, Verdict};
-use crate::model::ids::{Clock, ItemId};
+use crate::model::ids::{Clock, ItemId, SessionId};
 use crate::model::item::{Item, Outcome, Surface};
 use crate::model::resolve::{Pick, Picks, resolve, unconfirmed_defaults};
 use crate::model::validate::Issue;
@@ -67,7 +67,7 @@ struct State {
     shutdown: bool,
     /// The latest outcomes of items that park, by tool use id, for their
     /// resumed calls even while the store refuses writes (newest last).
-    settled_parking: std::collections::VecDeque<(String, ItemId, Outcome)>,
+    settled_parking: std::collections::VecDeque<(String, SessionId, ItemId, Outcome)>,
 }
 
 #[derive(Debug)]
@@ -454,7 +454,7 @@ impl Registry {
             }
             let outcome = outcome(&entry);
             if let Some(parking) = &entry.item.parking {
-                parking::remember(&mut state, &parking.tool_use_id, id, &outcome);
+                parking::remember(&mut state, &entry.item, &parking.tool_use_id, &outcome);
             }
             (entry, outcome)
         };

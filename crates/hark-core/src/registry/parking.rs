@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::recording::Write;
 use super::{Entry, Event, Registry};
-use crate::model::ids::ItemId;
+use crate::model::ids::{ItemId, SessionId};
 use crate::model::item::{Item, Outcome, Parking};
 use crate::store::StoreError;
 use crate::trace;
@@ -22,13 +22,21 @@ use crate::trace;
 const REMEMBERED: usize = 1024;
 
 /// Keeps the outcome of a settled item that parks, for its resumed calls.
-pub(super) fn remember(state: &mut super::State, tool_use_id: &str, id: ItemId, outcome: &Outcome) {
+pub(super) fn remember(
+    state: &mut super::State,
+    item: &Item,
+    tool_use_id: &str,
+    outcome: &Outcome,
+) {
     if state.settled_parking.len() == REMEMBERED {
         state.settled_parking.pop_front();
     }
-    state
-        .settled_parking
-        .push_back((tool_use_id.to_owned(), id, outcome.clone()));
+    state.settled_parking.push_back((
+        tool_use_id.to_owned(),
+        item.session_id.clone(),
+        item.id,
+        outcome.clone(),
+    ));
 }
 
 /// What the asker of an item hears.
@@ -93,19 +101,25 @@ impl Registry {
         Some(rx)
     }
 
-    /// The item the tool use `tool_use_id` asked: pending here, settled
-    /// lately (kept in memory, so a failing store loses nothing), or settled
-    /// in the store. Only items that park are found this way.
-    pub fn by_tool_use(&self, tool_use_id: &str) -> Result<Option<Found>, StoreError> {
+    /// The item the tool use `tool_use_id` asked in `session`: pending
+    /// here, settled lately (kept in memory, so a failing store loses
+    /// nothing), or settled in the store. Only items that park are found
+    /// this way, and only by a caller of the same session.
+    pub fn by_tool_use(
+        &self,
+        tool_use_id: &str,
+        session: &SessionId,
+    ) -> Result<Option<Found>, StoreError> {
         let pending = self
             .lock()
             .pending
             .values()
             .find(|e| {
-                e.item
-                    .parking
-                    .as_ref()
-                    .is_some_and(|p| p.tool_use_id == tool_use_id)
+                e.item.session_id == *session
+                    && e.item
+                        .parking
+                        .as_ref()
+                        .is_some_and(|p| p.tool_use_id == tool_use_id)
             })
             .map(|e| e.item.clone());
         if let Some(item) = pending {
@@ -116,8 +130,8 @@ impl Registry {
             .settled_parking
             .iter()
             .rev()
-            .find(|(id, _, _)| id == tool_use_id)
-            .map(|(_, id, outcome)| Found::Settled {
+            .find(|(id, in_session, _, _)| id == tool_use_id && in_session == session)
+            .map(|(_, _, id, outcome)| Found::Settled {
                 id: *id,
                 outcome: outcome.clone(),
             });
@@ -127,7 +141,7 @@ impl Registry {
         let Some(store) = self.store() else {
             return Ok(None);
         };
-        Ok(store.by_tool_use(tool_use_id)?.and_then(|record| {
+        Ok(store.by_tool_use(tool_use_id, session)?.and_then(|record| {
             let id = record.id;
             record.outcome.map(|outcome| Found::Settled { id, outcome })
         }))
@@ -217,7 +231,7 @@ mod tests {
         let answered = registry.reply(id, yes(), Surface::Cli).unwrap();
         assert_eq!(pending.wait().await, Waited::Settled(answered.clone()));
         assert_eq!(
-            registry.by_tool_use("toolu_1").unwrap(),
+            registry.by_tool_use("toolu_1", &"s1".into()).unwrap(),
             Some(Found::Settled {
                 id,
                 outcome: answered
@@ -255,17 +269,17 @@ mod tests {
         let restored = registry.get(id).expect("the parked item is back");
         assert!(restored.parked_at().is_some());
         assert!(matches!(
-            registry.by_tool_use("toolu_1").unwrap(),
+            registry.by_tool_use("toolu_1", &"s1".into()).unwrap(),
             Some(Found::Pending(item)) if item.id == id
         ));
         let answered = registry.reply(id, yes(), Surface::Cli).unwrap();
         assert_eq!(
-            registry.by_tool_use("toolu_1").unwrap(),
+            registry.by_tool_use("toolu_1", &"s1".into()).unwrap(),
             Some(Found::Settled {
                 id,
                 outcome: answered
             })
         );
-        assert_eq!(registry.by_tool_use("toolu_2").unwrap(), None);
+        assert_eq!(registry.by_tool_use("toolu_2", &"s1".into()).unwrap(), None);
     }
 }

@@ -146,12 +146,16 @@ impl Store {
         )
     }
 
-    /// The item a tool call with `tool_use_id` asked, if one did.
-    pub fn by_tool_use(&self, tool_use_id: &str) -> Result<Option<Record>, StoreError> {
+    /// The item a tool call with `tool_use_id` asked in `session`, if one did.
+    pub fn by_tool_use(
+        &self,
+        tool_use_id: &str,
+        session: &SessionId,
+    ) -> Result<Option<Record>, StoreError> {
         Ok(self
             .select(
-                "WHERE tool_use_id = ?1 ORDER BY created_ms DESC LIMIT 1",
-                &[tool_use_id],
+                "WHERE tool_use_id = ?1 AND session_id = ?2 ORDER BY created_ms DESC LIMIT 1",
+                &[tool_use_id, session.as_str()],
             )?
             .pop())
     }

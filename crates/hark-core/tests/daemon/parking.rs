@@ -51,6 +51,7 @@ async fn an_unanswered_ask_parks_and_its_tool_use_gets_the_answer_when_it_comes(
     let waiting = tokio::spawn(async move {
         let frame = ClientFrame::Await {
             tool_use_id: "toolu_1".into(),
+            session_id: "s1".into(),
         };
         request(&socket, &frame).await.unwrap()
     });
@@ -83,14 +84,31 @@ async fn an_unanswered_ask_parks_and_its_tool_use_gets_the_answer_when_it_comes(
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].state, ItemState::Settled);
 
-    // Another tool use is nobody's.
-    let unknown = ClientFrame::Await {
-        tool_use_id: "toolu_2".into(),
+    // Another tool use is nobody's, and this one is nobody else's: another
+    // session gets neither its outcome nor a wait on it.
+    for (tool_use_id, session_id) in [("toolu_2", "s1"), ("toolu_1", "s2")] {
+        let unknown = ClientFrame::Await {
+            tool_use_id: tool_use_id.into(),
+            session_id: session_id.into(),
+        };
+        let ServerFrame::Error(refusal) = request(&served.socket, &unknown).await.unwrap() else {
+            panic!("{tool_use_id} of {session_id} was awaited");
+        };
+        assert_eq!(refusal.code, ErrorCode::NotFound);
+    }
+    let other = ClientFrame::Ask {
+        caller: Caller {
+            session_id: Some("s2".into()),
+            tool_use_id: Some("toolu_1".into()),
+            ..Caller::default()
+        },
+        request: json!({ "questions": [db()] }),
     };
-    let ServerFrame::Error(refusal) = request(&served.socket, &unknown).await.unwrap() else {
-        panic!("an unknown tool use was awaited");
-    };
-    assert_eq!(refusal.code, ErrorCode::NotFound);
+    let stranger = Call::start(&served.socket, &other).await.unwrap();
+    assert_ne!(
+        stranger.id, record.id,
+        "another session's call is a new item"
+    );
 }
 
 #[tokio::test(start_paused = true)]
