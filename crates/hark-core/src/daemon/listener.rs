@@ -24,10 +24,10 @@ use crate::bridge::wire::{
 use crate::config::Config;
 use crate::daemon::dispatcher::Dispatcher;
 use crate::daemon::peers::Agents;
-use crate::daemon::{operator, parked};
+use crate::daemon::{gated, operator, parked};
 use crate::gate::grants::Grants;
-use crate::gate::policy::{Class, Policy};
-use crate::model::approval::{Approval, DecidedBy};
+use crate::gate::policy::Policy;
+use crate::model::approval::Approval;
 use crate::model::ids::{Clock, Ids};
 use crate::model::item::{Item, Outcome, Parking, Surface};
 use crate::model::resolve::Picks;
@@ -35,7 +35,6 @@ use crate::model::schema::AskRequest;
 use crate::model::validate::{Rules, validate};
 use crate::prompter::{OperatorPrompter, Unanswered};
 use crate::registry::{Pending, Registry, Reply, Waited};
-use crate::trace;
 
 /// The longest wait a call may ask for (a day).
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
@@ -289,7 +288,7 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
             caller,
             tool_name,
             input,
-        } => return approve(&daemon, caller, &tool_name, &input, reader, writer).await,
+        } => return gated::approve(&daemon, caller, &tool_name, &input, reader, writer).await,
         ClientFrame::Cancel => {
             ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "nothing to cancel"))
         }
@@ -330,85 +329,6 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
     let _ = write_frame(&mut writer, &answer).await;
 }
 
-/// The write-mode gate: a read-only step or a call an earlier grant covers
-/// is decided at once; anything else waits on the operator's verdict, which
-/// is remembered for its scope.
-async fn approve(
-    daemon: &Daemon,
-    caller: Caller,
-    tool_name: &str,
-    input: &serde_json::Value,
-    reader: SocketReader,
-    mut writer: OwnedWriteHalf,
-) {
-    let session_id = caller.session();
-    let approval = match daemon.gate.policy.classify(tool_name, input) {
-        Class::ReadOnly => {
-            let decided = ServerFrame::Decided {
-                allow: true,
-                scope: None,
-                by: DecidedBy::Policy,
-            };
-            let _ = write_frame(&mut writer, &decided).await;
-            return;
-        }
-        Class::Write(approval) => approval,
-    };
-    // "This run": the dispatched run, else the agent's session.
-    let run = caller
-        .run_id
-        .map_or_else(|| session_id.to_string(), |id| id.to_string());
-    let session = session_id.as_str();
-    if let Some(scope) = daemon.gate.grants.covering(&approval, &run, session) {
-        trace::write_mode(&approval, &run, session, Some(scope), "grant");
-        let decided = ServerFrame::Decided {
-            allow: true,
-            scope: Some(scope),
-            by: DecidedBy::Grant,
-        };
-        let _ = write_frame(&mut writer, &decided).await;
-        return;
-    }
-    // The same tool use again (a paused read-only run resumed): the
-    // approval it asked, not a new one.
-    if let Some(found) = parked::find(daemon, &caller) {
-        return parked::serve_again(found, daemon, &caller, reader, writer).await;
-    }
-    let item = daemon.new_item(caller, approval.request(), Some(approval.clone()));
-    let id = item.id;
-    let pending = daemon.registry.open(item);
-    // The grant, and the audit line, come before the agent hears of the
-    // verdict: its next call may come at once, and its audit line must
-    // follow this one.
-    let decided = |outcome: &Outcome| {
-        let verdict = match outcome {
-            Outcome::Approved { scope } => {
-                daemon.gate.grants.grant(*scope, &run, session);
-                Some(*scope)
-            }
-            _ => None,
-        };
-        let by = match outcome {
-            Outcome::Approved { .. } | Outcome::Denied => "operator",
-            other => other.name(),
-        };
-        trace::write_mode(&approval, &run, session, verdict, by);
-    };
-    let parked = || {
-        daemon
-            .registry
-            .get(id)
-            .is_some_and(|i| i.parked_at().is_some())
-    };
-    if wait_for_operator(pending, daemon, reader, writer, decided)
-        .await
-        .is_none()
-        && !parked()
-    {
-        trace::write_mode(&approval, &run, session, None, "hang_up");
-    }
-}
-
 impl Daemon {
     /// A daemon with `registry` that puts items to `prompter`, set as
     /// `config` says: its bounded wait, its rules, its write policy and how
@@ -446,7 +366,12 @@ impl Daemon {
     }
 
     /// A new pending item for `caller`'s request.
-    fn new_item(&self, caller: Caller, request: AskRequest, approval: Option<Approval>) -> Item {
+    pub(super) fn new_item(
+        &self,
+        caller: Caller,
+        request: AskRequest,
+        approval: Option<Approval>,
+    ) -> Item {
         Item {
             id: self.ids.item(),
             session_id: caller.session(),
@@ -479,7 +404,7 @@ pub(super) fn effective_timeout(requested: Option<f64>, default: Duration) -> Du
 /// (cancel or hang-up) until the item settles, then reports the outcome
 /// (and returns it; `None` when the peer hung up first). `before_telling`
 /// takes the outcome before the peer is told.
-async fn wait_for_operator(
+pub(super) async fn wait_for_operator(
     mut pending: Pending,
     daemon: &Daemon,
     mut reader: SocketReader,

@@ -7,6 +7,7 @@
 
 pub mod ancestry;
 pub mod dispatcher;
+pub mod gated;
 pub mod listener;
 pub mod operator;
 pub mod parked;

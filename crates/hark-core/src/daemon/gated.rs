@@ -1,0 +1,95 @@
+//! The write-mode gate as the daemon serves it: an `approve` call is
+//! classified by the policy, decided at once when it is read-only or a
+//! grant covers it, and otherwise put to the operator as an approval item
+//! (which parks like a question, for a run that can be resumed). Every
+//! verdict is written to the audit trail.
+
+use tokio::net::unix::OwnedWriteHalf;
+
+use crate::bridge::deadline::SocketReader;
+use crate::bridge::wire::{Caller, ServerFrame, write_frame};
+use crate::daemon::listener::{Daemon, wait_for_operator};
+use crate::daemon::parked;
+use crate::gate::policy::Class;
+use crate::model::approval::DecidedBy;
+use crate::model::item::Outcome;
+use crate::trace;
+
+/// The write-mode gate: a read-only step or a call an earlier grant covers
+/// is decided at once; anything else waits on the operator's verdict, which
+/// is remembered for its scope.
+pub(super) async fn approve(
+    daemon: &Daemon,
+    caller: Caller,
+    tool_name: &str,
+    input: &serde_json::Value,
+    reader: SocketReader,
+    mut writer: OwnedWriteHalf,
+) {
+    let session_id = caller.session();
+    let approval = match daemon.gate.policy.classify(tool_name, input) {
+        Class::ReadOnly => {
+            let decided = ServerFrame::Decided {
+                allow: true,
+                scope: None,
+                by: DecidedBy::Policy,
+            };
+            let _ = write_frame(&mut writer, &decided).await;
+            return;
+        }
+        Class::Write(approval) => approval,
+    };
+    // "This run": the dispatched run, else the agent's session.
+    let run = caller
+        .run_id
+        .map_or_else(|| session_id.to_string(), |id| id.to_string());
+    let session = session_id.as_str();
+    if let Some(scope) = daemon.gate.grants.covering(&approval, &run, session) {
+        trace::write_mode(&approval, &run, session, Some(scope), "grant");
+        let decided = ServerFrame::Decided {
+            allow: true,
+            scope: Some(scope),
+            by: DecidedBy::Grant,
+        };
+        let _ = write_frame(&mut writer, &decided).await;
+        return;
+    }
+    // The same tool use again (a paused read-only run resumed): the
+    // approval it asked, not a new one.
+    if let Some(found) = parked::find(daemon, &caller) {
+        return parked::serve_again(found, daemon, &caller, reader, writer).await;
+    }
+    let item = daemon.new_item(caller, approval.request(), Some(approval.clone()));
+    let id = item.id;
+    let pending = daemon.registry.open(item);
+    // The grant, and the audit line, come before the agent hears of the
+    // verdict: its next call may come at once, and its audit line must
+    // follow this one.
+    let decided = |outcome: &Outcome| {
+        let verdict = match outcome {
+            Outcome::Approved { scope } => {
+                daemon.gate.grants.grant(*scope, &run, session);
+                Some(*scope)
+            }
+            _ => None,
+        };
+        let by = match outcome {
+            Outcome::Approved { .. } | Outcome::Denied => "operator",
+            other => other.name(),
+        };
+        trace::write_mode(&approval, &run, session, verdict, by);
+    };
+    let parked = || {
+        daemon
+            .registry
+            .get(id)
+            .is_some_and(|i| i.parked_at().is_some())
+    };
+    if wait_for_operator(pending, daemon, reader, writer, decided)
+        .await
+        .is_none()
+        && !parked()
+    {
+        trace::write_mode(&approval, &run, session, None, "hang_up");
+    }
+}
