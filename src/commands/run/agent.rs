@@ -214,8 +214,12 @@ fn show(line: &str, turn: &mut Turn) {
                 println!("{result}");
                 turn.result = Some(result.to_owned());
             }
+            // The total so far of this process: a run that prints a second
+            // result (a background sub-agent notified the agent after its
+            // first) repeats it, so the last one stands, not their sum
+            // (measured on Claude Code 2.1.332, docs/agents/claude-code.md).
             let cost = event["total_cost_usd"].as_f64().unwrap_or(0.0);
-            turn.cost_usd += cost;
+            turn.cost_usd = cost;
             let ms = event["duration_ms"].as_u64().unwrap_or(0);
             let outcome = if event["is_error"] == true {
                 "failed"
@@ -228,5 +232,22 @@ fn show(line: &str, turn: &mut Turn) {
             );
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_result_event_repeats_the_total_and_is_not_added() {
+        let mut turn = Turn::default();
+        for index in [0, 1] {
+            let result = serde_json::json!({"type": "result", "result_index": index,
+                "result": "done", "total_cost_usd": 0.25, "duration_ms": 10});
+            show(&result.to_string(), &mut turn);
+        }
+        assert_eq!(turn.cost_usd, 0.25);
+        assert_eq!(turn.result.as_deref(), Some("done"));
     }
 }
