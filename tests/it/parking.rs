@@ -69,6 +69,18 @@ fn parked(daemon: &Daemon, session: &str) -> String {
     id
 }
 
+/// Waits for the run to end well, its agent having received the answer
+/// SQLite; its stderr.
+fn resumed_with_sqlite(run: Child) -> String {
+    let (out, stdout, stderr) = finished(run);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "the resumed agent received exactly the answer: {stdout}"
+    );
+    stderr
+}
+
 fn finished(run: Child) -> (Output, String, String) {
     let out = run.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -100,18 +112,8 @@ fn an_unanswered_question_parks_the_agent_and_a_late_answer_resumes_it() {
     let run = parking_run(&daemon, "parked", &[]);
     let id = parked(&daemon, "parked");
 
-    let answered = hark(&daemon.sandbox, &["answer", &id, "--pick", "SQLite"]);
-    assert!(
-        answered.status.success(),
-        "{}",
-        String::from_utf8_lossy(&answered.stderr)
-    );
-    let (out, stdout, stderr) = finished(run);
-    assert!(out.status.success(), "{stderr}");
-    assert!(
-        stdout.contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
-        "the resumed agent received exactly the answer: {stdout}"
-    );
+    answer(&daemon.sandbox, &id, "SQLite");
+    let stderr = resumed_with_sqlite(run);
     assert!(stderr.contains("parked"), "{stderr}");
     assert_resumed(&daemon, "parked");
     let items = inbox(&daemon.sandbox);
@@ -131,18 +133,8 @@ fn a_parked_question_survives_a_daemon_killed_and_restarted() {
     let id = parked(&daemon, "restarted");
     let sandbox = daemon.kill9();
     let daemon = serve_in(&sandbox, json!({}), &[]);
-    let answered = hark(&daemon.sandbox, &["answer", &id, "--pick", "SQLite"]);
-    assert!(
-        answered.status.success(),
-        "{}",
-        String::from_utf8_lossy(&answered.stderr)
-    );
-    let (out, stdout, stderr) = finished(run);
-    assert!(out.status.success(), "{stderr}");
-    assert!(
-        stdout.contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
-        "{stdout}"
-    );
+    answer(&daemon.sandbox, &id, "SQLite");
+    resumed_with_sqlite(run);
     assert_resumed(&daemon, "restarted");
 }
 
@@ -266,12 +258,7 @@ fn a_parked_approval_once_allowed_lets_the_write_happen_and_once_denied_does_not
             .find(|i| i["id"] == id.as_str())
             .unwrap();
         assert_eq!(item["kind"], "approval");
-        let decided = hark(&daemon.sandbox, &[verdict, &id]);
-        assert!(
-            decided.status.success(),
-            "{}",
-            String::from_utf8_lossy(&decided.stderr)
-        );
+        succeed(&daemon.sandbox, &[verdict, &id]);
         let (out, _, stderr) = finished(run);
         assert!(out.status.success(), "{verdict}: {stderr}");
         assert_resumed(&daemon, &session);
@@ -289,12 +276,7 @@ fn a_parked_run_the_operator_cancels_ends_without_resuming_its_agent() {
     let daemon = serve(json!({}));
     let run = parking_run(&daemon, "cancelled", &[]);
     let id = parked(&daemon, "cancelled");
-    let cancelled = hark(&daemon.sandbox, &["cancel", &id]);
-    assert!(
-        cancelled.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cancelled.stderr)
-    );
+    succeed(&daemon.sandbox, &["cancel", &id]);
     let (out, _, stderr) = finished(run);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(

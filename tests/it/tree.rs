@@ -212,19 +212,28 @@ fn listing_refused(done: &Lines) {
     );
 }
 
-#[test]
-fn a_run_the_operator_dispatched_cannot_read_the_inbox_while_it_lives() {
-    let daemon = serve(json!({}));
-    let sandbox = &daemon.sandbox;
+/// `hark run [extra…]` of the [`listing_agent`], to its end (or, detached,
+/// to its start); and where the agent says it is done.
+fn run_listing_agent(sandbox: &Sandbox, extra: &[&str]) -> (std::process::Output, Lines) {
     let (script, done) = listing_agent(sandbox);
-    let detached = sandbox
-        .hark(["run", "--detach", "--agent"])
+    let out = sandbox
+        .hark(["run"])
+        .args(extra)
+        .arg("--agent")
         .arg(&script)
         .args(["--", "list the inbox"])
         .env("HARK", sandbox.bin("hark"))
         .env("DONE", sandbox.path("done"))
         .output()
         .unwrap();
+    (out, done)
+}
+
+#[test]
+fn a_run_the_operator_dispatched_cannot_read_the_inbox_while_it_lives() {
+    let daemon = serve(json!({}));
+    let sandbox = &daemon.sandbox;
+    let (detached, done) = run_listing_agent(sandbox, &["--detach"]);
     assert!(detached.status.success(), "{}", stdout(&detached));
     listing_refused(&done);
     let run_id = stdout(&detached).trim().to_owned();
@@ -239,15 +248,7 @@ fn a_run_the_operator_dispatched_cannot_read_the_inbox_while_it_lives() {
 fn a_run_from_a_terminal_cannot_read_the_inbox_between_its_questions() {
     let daemon = serve(json!({}));
     let sandbox = &daemon.sandbox;
-    let (script, done) = listing_agent(sandbox);
-    let run = sandbox
-        .hark(["run", "--agent"])
-        .arg(&script)
-        .args(["--", "list the inbox"])
-        .env("HARK", sandbox.bin("hark"))
-        .env("DONE", sandbox.path("done"))
-        .output()
-        .unwrap();
+    let (run, done) = run_listing_agent(sandbox, &[]);
     listing_refused(&done);
     assert!(
         run.status.success(),

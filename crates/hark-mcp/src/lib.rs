@@ -29,7 +29,7 @@ use hark_core::model::item::{Asker, Outcome};
 use hark_core::model::schema::{
     MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS,
 };
-use hark_core::model::validate::{Rules, describe, validate};
+use hark_core::model::validate::{Rules, describe, kind, validate};
 use hark_core::{env, trace};
 
 pub mod hook;
@@ -299,18 +299,6 @@ would have changed.";
 pub(crate) const NOT_APPROVED: &str =
     "This write was not approved, so it was not taken (silence is not consent)";
 
-/// What kind of JSON value `value` is, for an error message.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn error_text(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
@@ -360,11 +348,11 @@ impl ServerHandler for OperatorServer {
         let text = match (params.get("name"), params.get("arguments")) {
             (Some(Value::String(_)), Some(arguments)) => format!(
                 "the call's arguments must be an object (`{{\"questions\": [...]}}`), not {}",
-                json_kind(arguments)
+                kind(arguments)
             ),
             _ => format!(
                 "a tools/call takes {{\"name\": TOOL, \"arguments\": {{...}}}}, not {}",
-                json_kind(&params)
+                kind(&params)
             ),
         };
         serde_json::to_value(error_text(text))

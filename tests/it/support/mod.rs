@@ -58,14 +58,20 @@ pub fn hark(sandbox: &Sandbox, args: &[&str]) -> Output {
     sandbox.hark(args).output().unwrap()
 }
 
-/// `hark answer ID --pick LABEL`, which must succeed.
-pub fn answer(sandbox: &Sandbox, id: &str, label: &str) {
-    let out = hark(sandbox, &["answer", id, "--pick", label]);
+/// `hark ARGS…`, which must succeed.
+pub fn succeed(sandbox: &Sandbox, args: &[&str]) -> Output {
+    let out = hark(sandbox, args);
     assert!(
         out.status.success(),
-        "{}",
+        "hark {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+/// `hark answer ID --pick LABEL`, which must succeed.
+pub fn answer(sandbox: &Sandbox, id: &str, label: &str) {
+    succeed(sandbox, &["answer", id, "--pick", label]);
 }
 
 /// `hark inbox --all --json` in `sandbox`, parsed.

@@ -80,24 +80,7 @@ impl ItemState {
 impl ItemView {
     /// A pending item, as the registry holds it.
     pub fn pending(item: &Item) -> ItemView {
-        ItemView {
-            id: item.id,
-            kind: item.kind().into(),
-            session_id: item.session_id.clone(),
-            run_id: item.run_id,
-            asker: item.asker.clone(),
-            request: item.request.clone(),
-            approval: item.approval.clone(),
-            created_ms: unix_ms(item.created_at),
-            deadline_ms: unix_ms(item.deadline()),
-            outcome: None,
-            replied_by: None,
-            settled_ms: None,
-            dismissed: false,
-            state: ItemState::of(None, item.parked_at().map(unix_ms)),
-            parked_ms: item.parked_at().map(unix_ms),
-            clipped: false,
-        }
+        ItemView::from(Record::from(item))
     }
 
     /// An item that just settled, `at` the registry's time.

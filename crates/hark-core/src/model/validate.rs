@@ -313,7 +313,8 @@ fn required_text<'a>(
     }
 }
 
-fn kind(v: &Value) -> &'static str {
+/// What kind of JSON value `v` is, as an error message names it.
+pub fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -144,7 +144,7 @@ impl Backlog {
         let mut late = HashMap::new();
         for write in &self.writes {
             match write {
-                Write::Insert(item) => unstored.push(record(item)),
+                Write::Insert(item) => unstored.push(Record::from(&**item)),
                 Write::Park(item) => {
                     if let Some(r) = unstored.iter_mut().find(|r| r.id == item.id) {
                         r.parking = item.parking.clone();
@@ -156,7 +156,7 @@ impl Backlog {
                     replied_by,
                     at,
                 } => {
-                    let mut settled = record(item);
+                    let mut settled = Record::from(&**item);
                     settled.outcome = Some(outcome.clone());
                     settled.replied_by = replied_by.map(|s| s.name().to_owned());
                     settled.settled_ms = Some(unix_ms(*at));
@@ -170,26 +170,6 @@ impl Backlog {
             }
         }
         (unstored, late)
-    }
-}
-
-/// A pending item as the store would hold it.
-fn record(item: &Item) -> Record {
-    Record {
-        id: item.id,
-        kind: item.kind().into(),
-        session_id: item.session_id.clone(),
-        run_id: item.run_id,
-        asker: item.asker.clone(),
-        request: item.request.clone(),
-        approval: item.approval.clone(),
-        created_ms: unix_ms(item.created_at),
-        deadline_ms: unix_ms(item.deadline()),
-        outcome: None,
-        replied_by: None,
-        settled_ms: None,
-        dismissed: false,
-        parking: item.parking.clone(),
     }
 }
 

@@ -35,6 +35,28 @@ pub struct Record {
     pub parking: Option<Parking>,
 }
 
+impl From<&Item> for Record {
+    /// A pending item, as the store holds it.
+    fn from(item: &Item) -> Record {
+        Record {
+            id: item.id,
+            kind: item.kind().into(),
+            session_id: item.session_id.clone(),
+            run_id: item.run_id,
+            asker: item.asker.clone(),
+            request: item.request.clone(),
+            approval: item.approval.clone(),
+            created_ms: unix_ms(item.created_at),
+            deadline_ms: unix_ms(item.deadline()),
+            outcome: None,
+            replied_by: None,
+            settled_ms: None,
+            dismissed: false,
+            parking: item.parking.clone(),
+        }
+    }
+}
+
 impl Record {
     /// The item as it was asked (a parked one, restored after a restart).
     pub fn into_item(self) -> Item {
