@@ -8,7 +8,7 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use hark_harness::desktop::installed;
@@ -380,14 +380,8 @@ impl Desktop {
             )
             .await
             .unwrap();
-        let found = Command::new("xdotool")
-            .args(["search", "--onlyvisible", "--name", "^hark — "])
-            .output()
-            .unwrap();
-        let id = String::from_utf8_lossy(&found.stdout)
-            .lines()
-            .next()
-            .map(str::to_owned)
+        let id = xdotool_output(&["search", "--onlyvisible", "--name", "^hark — "])
+            .and_then(|found| found.lines().next().map(str::to_owned))
             .unwrap_or_else(|| panic!("the app's window is not on the screen"));
         let status = Command::new("import")
             .args(["-window", &id])
@@ -453,14 +447,40 @@ fn xdotool(args: &[&str]) {
 
 /// Whether xdotool succeeds within our patience.
 fn xdotool_succeeds(args: &[&str]) -> bool {
-    Command::new("timeout")
-        .arg(PATIENCE.as_secs().to_string())
-        .arg("xdotool")
-        .args(args)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap()
-        .success()
+    xdotool_output(args).is_some()
+}
+
+/// What xdotool prints, if it succeeds within our patience.
+///
+/// A `search` walks every window on the display and asks each for its
+/// attributes; a window destroyed between the two (the app maps and unmaps
+/// its own while the test runs) makes xdotool die of `BadWindow` at once.
+/// Such a search is run again, as long as patience lasts; `--sync` itself
+/// waits for the window, so a retry only follows a failure, never a poll.
+fn xdotool_output(args: &[&str]) -> Option<String> {
+    let deadline = Instant::now() + PATIENCE;
+    let retries = if args.first() == Some(&"search") {
+        10
+    } else {
+        0
+    };
+    for _ in 0..=retries {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let out = Command::new("timeout")
+            .arg(format!("{:.1}", left.as_secs_f64()))
+            .arg("xdotool")
+            .args(args)
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap();
+        if out.status.success() {
+            return Some(String::from_utf8_lossy(&out.stdout).into_owned());
+        }
+    }
+    None
 }
 
 /// An XPath string literal for any text.
