@@ -44,6 +44,11 @@ pub enum Command {
     /// operator is: `hark run [--verb task|ask|decide|converse] -- PROMPT…`,
     /// or `hark run --wrap -- claude -p "…" [their flags]`. Exits with the agent's status.
     Run(RunArgs),
+    /// Take over a parked run whose `hark run` is gone (a reboot, a closed
+    /// terminal): wait here for its question to be settled and resume the
+    /// agent. The daemon does the same by itself when the question is
+    /// answered and nobody has taken the run over.
+    Resume(ResumeArgs),
     /// List the items waiting for you (and, with --all, the history); long
     /// texts are clipped, each cut marked.
     Inbox(InboxArgs),
@@ -197,6 +202,12 @@ pub struct RunArgs {
     /// The prompt, or with --wrap the agent command line.
     #[arg(last = true, required = true, value_name = "PROMPT…")]
     pub words: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The parked run's id (see `hark runs`).
+    pub run_id: String,
 }
 
 #[derive(Debug, Args)]

@@ -80,6 +80,7 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::McpConfig(args) => mcp::config(args),
         Command::Ask(args) => Ok(runtime()?.block_on(ask::run(args))),
         Command::Run(args) => Ok(runtime()?.block_on(run::run(args))),
+        Command::Resume(args) => Ok(runtime()?.block_on(run::resume(args))),
         Command::Inbox(args) => Ok(runtime()?.block_on(inbox::run(args))),
         Command::Show(args) => Ok(runtime()?.block_on(inbox::show(args))),
         Command::Runs(args) => Ok(runtime()?.block_on(listings::runs(args))),

@@ -291,3 +291,180 @@ fn a_parked_run_the_operator_cancels_ends_without_resuming_its_agent() {
         "the operator cancelled the run"
     );
 }
+
+/// A parking run, parked, whose `hark run` then dies by SIGKILL with the
+/// daemon (a reboot, as near as a test gets), after it kept its paused-run
+/// file; the daemon restarted. The parked item's id and the run's id.
+fn rebooted_while_parked(session: &str) -> (Daemon, String, String) {
+    let daemon = serve(json!({}));
+    let mut run = parking_run(&daemon, session, &[]);
+    let stderr = Lines::follow("hark run", run.stderr.take().unwrap());
+    let id = parked(&daemon, session);
+    stderr.wait_for("the run waits parked", |l| l.contains("hark: parked"));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let sandbox = daemon.kill9();
+    let paused: Vec<_> = std::fs::read_dir(sandbox.data_dir().join("paused"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(paused.len(), 1, "the paused run was kept: {paused:?}");
+    let run_id = paused[0]
+        .file_name()
+        .to_string_lossy()
+        .trim_end_matches(".json")
+        .to_owned();
+    (serve_in(&sandbox, json!({}), &[]), id, run_id)
+}
+
+/// The run's record, as `hark runs --json` lists it.
+fn run_record(daemon: &Daemon, run_id: &str) -> Value {
+    let runs = hark(&daemon.sandbox, &["runs", "--json"]);
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    runs.as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == run_id)
+        .cloned()
+        .unwrap_or_else(|| panic!("run {run_id} is recorded: {runs}"))
+}
+
+#[test]
+fn a_parked_run_whose_hark_run_is_gone_is_resumed_by_the_daemon_once_answered() {
+    let (daemon, id, run_id) = rebooted_while_parked("rebooted");
+    let record = run_record(&daemon, &run_id);
+    assert_eq!(record["status"], "parked", "{record}");
+    answer(&daemon.sandbox, &id, "SQLite");
+    let ended = daemon
+        .log
+        .wait_event("resumed run ended", &[("run_id", &run_id)]);
+    assert_eq!(ended["exit_code"], 0, "{ended}");
+    assert_resumed(&daemon, "rebooted");
+    let record = run_record(&daemon, &run_id);
+    assert_eq!(record["status"], "finished", "{record}");
+    assert!(
+        record["result"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "the resumed agent received exactly the answer: {record}"
+    );
+    let log = std::fs::read_to_string(
+        daemon
+            .sandbox
+            .data_dir()
+            .join("runs")
+            .join(format!("{run_id}.log")),
+    )
+    .unwrap();
+    assert!(log.contains("resuming the agent"), "{log}");
+    assert!(
+        !daemon
+            .sandbox
+            .data_dir()
+            .join("paused")
+            .join(format!("{run_id}.json"))
+            .exists(),
+        "a resumed run is no longer paused"
+    );
+}
+
+#[test]
+fn a_parked_run_whose_agent_session_is_gone_is_reported_not_left_waiting() {
+    let (daemon, id, run_id) = {
+        // The agent's saved sessions go while nothing runs.
+        let (daemon, id, run_id) = rebooted_while_parked("forgotten");
+        let sandbox = daemon.kill9();
+        std::fs::remove_dir_all(sandbox.path("home/.claude/projects/fake")).unwrap();
+        (serve_in(&sandbox, json!({}), &[]), id, run_id)
+    };
+    let event = daemon.log.wait_event(
+        "a parked run cannot be resumed: its agent's session is gone",
+        &[("run_id", &run_id)],
+    );
+    assert!(event["transcript"].as_str().unwrap().ends_with(".json"));
+    let item = inbox(&daemon.sandbox)
+        .into_iter()
+        .find(|i| i["id"] == id.as_str())
+        .unwrap();
+    assert_eq!(item["outcome"]["outcome"], "cancelled", "{item}");
+    assert!(
+        item["outcome"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the agent cannot be resumed: its saved session"),
+        "{item}"
+    );
+    let record = run_record(&daemon, &run_id);
+    assert_eq!(record["status"], "failed", "{record}");
+    assert!(
+        record["result"].as_str().unwrap().contains("is gone"),
+        "{record}"
+    );
+}
+
+#[test]
+fn a_parked_run_stopped_by_a_signal_stays_parked_and_its_answer_resumes_it() {
+    let daemon = serve(json!({}));
+    let mut run = parking_run(&daemon, "signalled", &[]);
+    let stderr = Lines::follow("hark run", run.stderr.take().unwrap());
+    let id = parked(&daemon, "signalled");
+    stderr.wait_for("the run waits parked", |l| l.contains("hark: parked"));
+    hark_harness::process::terminate(run.id()).unwrap();
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15));
+    stderr.wait_for("it says the question stays", |l| {
+        l.contains("while parked; the question stays with the operator")
+    });
+    let record = hark(&daemon.sandbox, &["runs", "--json"]);
+    let record: Value = serde_json::from_slice(&record.stdout).unwrap();
+    assert_eq!(record[0]["status"], "parked", "not ended: {record}");
+    answer(&daemon.sandbox, &id, "SQLite");
+    let ended = daemon.log.wait_event("resumed run ended", &[]);
+    assert_eq!(ended["exit_code"], 0, "{ended}");
+    assert_resumed(&daemon, "signalled");
+}
+
+#[test]
+fn hark_resume_takes_over_a_parked_run_here_and_only_once() {
+    let (daemon, id, run_id) = rebooted_while_parked("taken-over");
+    let mut resumed = daemon
+        .sandbox
+        .hark(["resume", &run_id])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = Lines::follow("hark resume", resumed.stderr.take().unwrap());
+    stderr.wait_for("it waits parked", |l| l.contains("hark: parked"));
+    let again = hark(&daemon.sandbox, &["resume", &run_id]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("held by a hark process"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    answer(&daemon.sandbox, &id, "SQLite");
+    let status = resumed.wait().unwrap();
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut resumed.stdout.take().unwrap(), &mut stdout).unwrap();
+    assert!(status.success(), "{}", stderr.tail(20));
+    assert!(
+        stdout.contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "{stdout}"
+    );
+    assert_resumed(&daemon, "taken-over");
+    // The daemon left it to `hark resume`: it resumed nothing itself.
+    assert!(
+        daemon
+            .log
+            .find_event(0, "paused run resumed by the daemon", |_| true)
+            .is_none()
+    );
+    let gone = hark(&daemon.sandbox, &["resume", &run_id]);
+    assert!(
+        String::from_utf8_lossy(&gone.stderr).contains("is paused"),
+        "{}",
+        String::from_utf8_lossy(&gone.stderr)
+    );
+}

@@ -30,6 +30,9 @@ pub struct HookInput {
     /// Set for a call made inside a sub-agent.
     #[serde(default)]
     pub agent_id: Option<String>,
+    /// The agent's saved session: resuming needs it.
+    #[serde(default)]
+    pub transcript_path: Option<std::path::PathBuf>,
 }
 
 /// What the hook prints, if anything: `{"hookSpecificOutput":{…}}`. With
@@ -52,6 +55,7 @@ pub async fn pre_tool_use(
     let mut caller = crate::base_caller(settings);
     caller.tool_use_id = Some(input.tool_use_id.clone());
     caller.parks = true;
+    caller.transcript.clone_from(&input.transcript_path);
     let frame = if input.tool_name == hark_core::agent::ASK_TOOL {
         ClientFrame::Ask {
             caller,

@@ -396,6 +396,7 @@ async fn the_park_hook_parks_an_unanswered_ask_but_not_a_sub_agents() {
         tool_input: json!({"questions": [db()]}),
         tool_use_id: "toolu_1".into(),
         agent_id: agent_id.map(str::to_owned),
+        transcript_path: Some("/saved/session.jsonl".into()),
     };
     // A sub-agent's call is left to its ordinary way: no item, no verdict.
     assert_eq!(
@@ -411,4 +412,9 @@ async fn the_park_hook_parks_an_unanswered_ask_but_not_a_sub_agents() {
     let parked = served.registry.pending();
     assert_eq!(parked.len(), 1);
     assert!(parked[0].parked_at().is_some());
+    // The saved session is kept with the item: resuming checks it is there.
+    assert_eq!(
+        parked[0].parking.as_ref().unwrap().transcript.as_deref(),
+        Some(std::path::Path::new("/saved/session.jsonl"))
+    );
 }

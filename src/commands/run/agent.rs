@@ -75,9 +75,15 @@ pub fn existing_settings(settings: &str) -> Result<String, RunError> {
 pub async fn run_agent(
     composed: Composed,
     cwd: Option<&PathBuf>,
+    env: Option<&BTreeMap<String, String>>,
     mut stop: StopSignals,
 ) -> Result<Turn, RunError> {
     let mut command = Command::new(&composed.program);
+    // In `env` when it is given (a resumed run's: the one it started with),
+    // else in this process's; and with hark's variables.
+    if let Some(env) = env {
+        command.env_clear().envs(env);
+    }
     command
         .args(&composed.args)
         .envs(&composed.env)

@@ -7,12 +7,17 @@
 //! - [`agent`]: one turn of the agent process and its stream;
 //! - [`operator`]: what the run asks the operator itself (the intake, a
 //!   conversation's next message);
-//! - [`detach`]: `--detach`, handing the run to the daemon.
+//! - [`detach`]: `--detach`, handing the run to the daemon;
+//! - [`paused`]: a parked call's wait, the file that lets the run be
+//!   resumed by another process, and `hark resume`.
 
 mod agent;
 mod detach;
 mod operator;
+mod paused;
 mod signals;
+
+pub use paused::resume;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -25,7 +30,6 @@ use hark_core::bridge::wire::ClientFrame;
 use hark_core::config::{Config, ConfigError, OnTimeout};
 use hark_core::gate::intake::{Given, GivenError, Intake, IntakeError, When};
 use hark_core::model::ids::{Ids, RunId, SessionId};
-use hark_core::model::item::Outcome;
 use hark_core::model::run::RunStart;
 
 use signals::unless_stopped;
@@ -126,6 +130,12 @@ enum Stop {
         reason: String,
         missing: Vec<String>,
     },
+    /// A stop signal came while the agent was paused on a parked question:
+    /// the run stays parked (`kept`: another process can resume it).
+    Paused {
+        received: Received,
+        kept: bool,
+    },
 }
 
 impl<E: Into<RunError>> From<E> for Stop {
@@ -139,8 +149,27 @@ pub async fn run(args: RunArgs) -> ExitStatus {
     if args.detach {
         return detach::run(args).await;
     }
-    match run_to_end(args).await {
+    finish(run_to_end(args, None).await)
+}
+
+/// Says how the run ended, and with what status.
+fn finish(ended: Result<i32, Stop>) -> ExitStatus {
+    match ended {
         Ok(code) => ExitStatus::Agent(code),
+        Err(Stop::Paused { received, kept }) => {
+            if kept {
+                eprintln!(
+                    "hark: stopped by {} while parked; the question stays with the operator, and answering it resumes the run in the background (or here: `hark resume RUN_ID`)",
+                    received.name
+                );
+            } else {
+                eprintln!(
+                    "hark: stopped by {} while parked; the run cannot be resumed without this process",
+                    received.name
+                );
+            }
+            ExitStatus::Agent(128 + received.number)
+        }
         Err(Stop::Failed(e)) => {
             eprintln!("hark: {e}");
             if let Some(hint) = e.hint() {
@@ -223,7 +252,12 @@ struct Setup {
 }
 
 impl Setup {
-    async fn new(args: &RunArgs, config: &Config) -> Result<Setup, RunError> {
+    /// `resumed` names a paused run this one takes over.
+    async fn new(
+        args: &RunArgs,
+        config: &Config,
+        resumed: Option<RunId>,
+    ) -> Result<Setup, RunError> {
         let app_socket = socket::app_socket_path()?;
         let attached = tokio::net::UnixStream::connect(&app_socket).await.is_ok();
         // A run the daemon dispatched comes with its id (the daemon already
@@ -231,8 +265,11 @@ impl Setup {
         let dispatched_id = std::env::var(hark_core::env::RUN_ID)
             .ok()
             .and_then(|id| id.parse::<RunId>().ok());
-        let dispatched = dispatched_id.is_some();
-        let run_id = dispatched_id.unwrap_or_else(|| Ids::random().run());
+        // A resumed run with no terminal (the daemon's) converses in the app.
+        let dispatched = dispatched_id.is_some() || (resumed.is_some() && !paused::has_terminal());
+        let run_id = resumed
+            .or(dispatched_id)
+            .unwrap_or_else(|| Ids::random().run());
         let session = SessionId::from(
             args.session
                 .clone()
@@ -389,14 +426,18 @@ struct Kept {
     cost_usd: f64,
 }
 
-async fn run_to_end(args: RunArgs) -> Result<i32, Stop> {
+async fn run_to_end(args: RunArgs, resuming: Option<paused::Resuming>) -> Result<i32, Stop> {
     // Taken before anything starts, so no agent outlives a stop signal.
     let stop = StopSignals::listen();
     // The directories of runs that died by SIGKILL (which no process can
     // catch) go now.
     RunDir::sweep();
     let config = Config::load()?;
-    let intake = intake_of(&args)?;
+    // A resumed run's intake was answered before it paused.
+    let intake = match resuming {
+        Some(_) => None,
+        None => intake_of(&args)?,
+    };
     if args.words.is_empty() {
         return Err(Stop::Failed(RunError::Usage(if args.wrap {
             "--wrap needs the agent command after --, e.g. hark run --wrap -- claude -p \"…\""
@@ -404,19 +445,23 @@ async fn run_to_end(args: RunArgs) -> Result<i32, Stop> {
             "say what to do: hark run -- PROMPT…"
         })));
     }
-    let setup = Setup::new(&args, &config).await?;
+    let setup = Setup::new(&args, &config, resuming.as_ref().map(|r| r.run_id)).await?;
     setup.announce(&args);
+    // A resumed run reports itself again: its record then names this
+    // process, which the daemon watches as the run's.
     setup
         .record(ClientFrame::RunStarted {
             run: setup.start_record(&args),
         })
         .await;
     let mut kept = Kept::default();
-    let result = turns(&args, &setup, intake.as_ref(), &mut kept, stop).await;
+    let result = turns(&args, &setup, intake.as_ref(), &mut kept, stop, resuming).await;
     let exit_code = match &result {
         Ok(status) => *status,
         Err(Stop::NotAnswered { .. }) => ExitStatus::NotAnswered.code(),
         Err(Stop::Failed(_)) => ExitStatus::Failure.code(),
+        // Still parked: the run has not ended.
+        Err(Stop::Paused { .. }) => return result,
     };
     setup
         .record(ClientFrame::RunFinished {
@@ -437,6 +482,7 @@ async fn turns(
     intake: Option<&(Intake, Given)>,
     kept: &mut Kept,
     mut stop: StopSignals,
+    resuming: Option<paused::Resuming>,
 ) -> Result<i32, Stop> {
     let stopped = |received: Received| {
         eprintln!("hark: stopped by {}; the run ends", received.name);
@@ -446,11 +492,33 @@ async fn turns(
     let read_only = setup.read_only(args);
     let mut prompt = args.words.join(" ");
     let mut resume: Option<String> = None;
-    let mut first_turn = true;
+    let mut first_turn = resuming.is_none();
+    // What another process needs to resume this run, should it park.
+    // A resumed run's agent gets the environment the run started with.
+    let resumed_env = resuming.as_ref().map(|r| r.origin.env.clone());
+    let (mut parked, origin) = match resuming {
+        Some(resuming) => (Some(resuming.parked), resuming.origin),
+        None => (None, paused::Origin::this_process()),
+    };
+    // The paused-run file of the call the current turn resumes: it goes
+    // when the turn ends.
+    let mut resumed_file = None;
     // Set when the agent paused on a question: the next turn resumes it,
     // with no prompt, and no intake.
     let mut paused = false;
     loop {
+        if let Some(mut call) = parked.take() {
+            match call.wait(setup, &mut stop).await? {
+                paused::Waited::Cancelled(reason) => {
+                    eprintln!("hark: {reason}; the agent stays stopped and the run ends");
+                    return Ok(ExitStatus::NotAnswered.code());
+                }
+                paused::Waited::Resume => {}
+            }
+            resume = Some(call.agent_session);
+            resumed_file = call.held;
+            paused = true;
+        }
         if let Some((intake, given)) = intake
             && !paused
             && (first_turn || intake.when == When::EveryTurn)
@@ -474,7 +542,15 @@ async fn turns(
         paused = false;
         let composed =
             hark_core::agent::compose(user, args.verb, setup.attach(), read_only.as_ref());
-        let turn = agent::run_agent(composed, args.cwd.as_ref(), stop.clone()).await?;
+        let turn = agent::run_agent(
+            composed,
+            args.cwd.as_ref(),
+            resumed_env.as_ref(),
+            stop.clone(),
+        )
+        .await?;
+        // The resumed call went on: nobody else is to resume it.
+        drop(resumed_file.take());
         if turn.stopped {
             return Ok(turn.status);
         }
@@ -485,21 +561,7 @@ async fn turns(
                 );
                 return Ok(turn.status);
             };
-            let settled = operator::await_parked(&setup.app_socket, &tool_use_id, &setup.session);
-            match unless_stopped(&mut stop, settled).await {
-                Ok(Some(Outcome::Cancelled { reason })) => {
-                    eprintln!("hark: {reason}; the agent stays stopped and the run ends");
-                    return Ok(ExitStatus::NotAnswered.code());
-                }
-                Ok(Some(outcome)) => eprintln!(
-                    "hark: the operator settled it ({}); resuming the agent",
-                    outcome.name()
-                ),
-                Ok(None) => {}
-                Err(received) => return stopped(received),
-            }
-            resume = Some(session);
-            paused = true;
+            parked = Some(paused::Parked::hold(setup, &origin, session, tool_use_id));
             continue;
         }
         kept.cost_usd += turn.cost_usd;

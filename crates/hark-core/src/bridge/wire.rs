@@ -163,6 +163,10 @@ pub struct Caller {
     /// the end of the wait the item parks, and the answer is `parked`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub parks: bool,
+    /// The agent's saved session, for a caller that parks (the hook's
+    /// `transcript_path`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<std::path::PathBuf>,
 }
 
 impl ClientFrame {

@@ -116,6 +116,34 @@ impl Dispatcher {
         Ok(Dispatched { run_id, log })
     }
 
+    /// Resumes a paused run whose `hark run` is gone: `hark resume <id>` in
+    /// the run's directory and environment, pointed at this daemon, output
+    /// appended to the run's log, watched as an agent while it lives.
+    /// Completes when it has ended.
+    pub async fn resume(&self, run: &crate::store::paused::PausedRun) -> Result<(), DispatchError> {
+        let io =
+            |what: &'static str| move |source: std::io::Error| DispatchError::Io { what, source };
+        let log = open_log(&self.logs, &run.run_id).map_err(io("cannot open the run's log"))?;
+        let stderr = log.try_clone().map_err(io("cannot share the run's log"))?;
+        let mut command = tokio::process::Command::from(run.resume_command(&self.hark));
+        for name in &self.own_env {
+            command.env_remove(name);
+        }
+        command
+            .env(crate::env::SOCKET, &self.socket)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(stderr);
+        let mut child = command.spawn().map_err(io("cannot resume the run"))?;
+        let watched = self.agents.dispatched(child.id());
+        tracing::info!(run_id = %run.run_id, pid = child.id(), "paused run resumed by the daemon");
+        let status = child.wait().await;
+        drop(watched);
+        let code = status.as_ref().ok().and_then(|s| s.code()).unwrap_or(-1);
+        tracing::info!(run_id = %run.run_id, exit_code = code, "resumed run ended");
+        Ok(())
+    }
+
     /// The `hark run` command line and environment for `request`; files it
     /// needs (the intake) go into the run's private `dir`.
     fn command(
@@ -323,13 +351,26 @@ fn record_if_unreported(registry: &Registry, run: RunStart, exit_code: i32, log:
 
 /// Creates `<logs>/<run id>.log` (0600, in a 0700 directory).
 fn create_log(logs: &Path, run_id: &RunId) -> std::io::Result<std::fs::File> {
+    log_options(logs)?
+        .create_new(true)
+        .open(logs.join(format!("{run_id}.log")))
+}
+
+/// Opens `<logs>/<run id>.log` to append, creating it if missing.
+fn open_log(logs: &Path, run_id: &RunId) -> std::io::Result<std::fs::File> {
+    log_options(logs)?
+        .create(true)
+        .append(true)
+        .open(logs.join(format!("{run_id}.log")))
+}
+
+/// How a run log is opened: written, 0600, in a 0700 `logs`.
+fn log_options(logs: &Path) -> std::io::Result<std::fs::OpenOptions> {
     use std::os::unix::fs::OpenOptionsExt;
     crate::files::ensure_private_dir(logs).map_err(std::io::Error::other)?;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(logs.join(format!("{run_id}.log")))
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).mode(0o600);
+    Ok(options)
 }
 
 #[cfg(test)]

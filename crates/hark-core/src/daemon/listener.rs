@@ -386,6 +386,7 @@ impl Daemon {
                 .map(|tool_use_id| Parking {
                     tool_use_id,
                     parked_at: None,
+                    transcript: caller.transcript,
                 })
                 .filter(|_| caller.parks),
         }

@@ -2,7 +2,8 @@
 //! ([`listener`]), the operator's requests on it ([`operator`]: reply, list,
 //! follow), who may make them ([`peers`]: not an agent waiting on the
 //! operator nor anything it started, read from the process tree by
-//! [`ancestry`]), the runs the daemon starts ([`dispatcher`]), and putting
+//! [`ancestry`]), the runs the daemon starts ([`dispatcher`]) or resumes
+//! ([`resumer`]: parked runs whose `hark run` is gone), and putting
 //! it all together for `hark serve` and the desktop app ([`serve`]).
 
 pub mod ancestry;
@@ -12,4 +13,5 @@ pub mod listener;
 pub mod operator;
 pub mod parked;
 pub mod peers;
+pub mod resumer;
 pub mod serve;

@@ -13,6 +13,7 @@ use crate::daemon::listener::Daemon;
 use crate::model::ids::Clock;
 use crate::prompter::OperatorPrompter;
 use crate::registry::Registry;
+use crate::store::paused::Paused;
 use crate::store::{Store, StoreError};
 
 /// How the daemon serves; every field has a default.
@@ -94,6 +95,12 @@ pub fn prepare(
         "hark is serving the operator"
     );
     crate::daemon::parked::prompt_parked(&daemon);
+    crate::daemon::resumer::Resumer::new(
+        Paused::beside(&store_path),
+        daemon.registry.clone(),
+        daemon.dispatcher.clone(),
+    )
+    .start();
     Ok(Prepared {
         listener,
         socket_file,

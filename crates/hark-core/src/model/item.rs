@@ -1,6 +1,7 @@
 //! A pending item (one ask call waiting on the operator) and the outcome it
 //! settles into (SPEC §4).
 
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -98,6 +99,10 @@ pub struct Parking {
     /// bounded wait runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parked_at: Option<SystemTime>,
+    /// The agent's saved session (Claude Code's `transcript_path`): when it
+    /// is gone, the run can no longer be resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<PathBuf>,
 }
 
 impl Item {

@@ -188,6 +188,7 @@ mod tests {
             parking: Some(Parking {
                 tool_use_id: "toolu_1".into(),
                 parked_at: None,
+                transcript: Some("/saved/s1.jsonl".into()),
             }),
             ..crate::registry::tests::item(wait)
         }
@@ -268,6 +269,8 @@ mod tests {
         assert_eq!(registry.restore_parked().unwrap(), 1);
         let restored = registry.get(id).expect("the parked item is back");
         assert!(restored.parked_at().is_some());
+        let transcript = restored.parking.as_ref().unwrap().transcript.as_deref();
+        assert_eq!(transcript, Some(std::path::Path::new("/saved/s1.jsonl")));
         assert!(matches!(
             registry.by_tool_use("toolu_1", &"s1".into()).unwrap(),
             Some(Found::Pending(item)) if item.id == id

@@ -1,5 +1,6 @@
 //! The items: every question set and approval, pending or settled.
 
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{OptionalExtension, params};
@@ -92,8 +93,8 @@ impl Store {
     pub fn insert(&self, item: &Item) -> Result<(), StoreError> {
         self.lock()
             .execute(
-                "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, approval, tool_use_id, parked_ms)
-                 VALUES (?1, ?8, ?2, ?7, ?3, ?4, ?5, ?6, ?9, ?10, ?11)",
+                "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, approval, tool_use_id, parked_ms, transcript)
+                 VALUES (?1, ?8, ?2, ?7, ?3, ?4, ?5, ?6, ?9, ?10, ?11, ?12)",
                 params![
                     item.id.to_string(),
                     item.session_id,
@@ -106,6 +107,10 @@ impl Store {
                     item.approval.as_ref().map(to_json),
                     item.parking.as_ref().map(|p| p.tool_use_id.clone()),
                     item.parked_at().map(|at| unix_ms(at) as i64),
+                    item.parking
+                        .as_ref()
+                        .and_then(|p| p.transcript.as_ref())
+                        .map(|t| t.to_string_lossy().into_owned()),
                 ],
             )
             .map(|_| ())
@@ -285,7 +290,7 @@ impl Store {
     }
 }
 
-const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed, approval, tool_use_id, parked_ms FROM items";
+const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed, approval, tool_use_id, parked_ms, transcript FROM items";
 
 /// A row as SQLite returns it, before its JSON columns are read.
 struct RawRow {
@@ -304,6 +309,7 @@ struct RawRow {
     approval: Option<String>,
     tool_use_id: Option<String>,
     parked_ms: Option<i64>,
+    transcript: Option<String>,
 }
 
 fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
@@ -323,6 +329,7 @@ fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
         approval: r.get(12)?,
         tool_use_id: r.get(13)?,
         parked_ms: r.get(14)?,
+        transcript: r.get(15)?,
     })
 }
 
@@ -360,6 +367,7 @@ impl RawRow {
                 parked_at: self
                     .parked_ms
                     .map(|ms| UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)),
+                transcript: self.transcript.clone().map(PathBuf::from),
             }),
         })
     }

@@ -12,6 +12,7 @@
 //! waiting on a socket, and it waits for the operator across restarts.
 
 mod items;
+pub mod paused;
 mod runs;
 mod sessions;
 #[cfg(test)]
@@ -86,6 +87,9 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE items ADD COLUMN tool_use_id TEXT;
     ALTER TABLE items ADD COLUMN parked_ms INTEGER;
     CREATE INDEX items_by_tool_use ON items (tool_use_id);
+"#,
+    r#"
+    ALTER TABLE items ADD COLUMN transcript TEXT;
 "#,
 ];
 

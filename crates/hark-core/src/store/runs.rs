@@ -70,12 +70,14 @@ impl Store {
             .map_err(|e| self.sql(e))
     }
 
-    /// Records a run that started.
+    /// Records a run that started, or that a new process resumed (its pid
+    /// is then updated; its start stays).
     pub fn run_started(&self, run: &RunStart) -> Result<(), StoreError> {
         self.lock()
             .execute(
-                "INSERT OR REPLACE INTO runs (id, session_id, command, cwd, status, created_ms, pid)
-                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
+                "INSERT INTO runs (id, session_id, command, cwd, status, created_ms, pid)
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)
+                 ON CONFLICT (id) DO UPDATE SET status = 'running', pid = excluded.pid",
                 params![
                     run.id,
                     run.session_id,
@@ -145,8 +147,10 @@ impl Store {
                 let parked: u32 = r.get(13)?;
                 let status = match stored.as_str() {
                     "finished" => RunStatus::Finished,
-                    "running" if pid.is_some_and(|pid| !process_alive(pid)) => RunStatus::Failed,
+                    // Parked, its `hark run` may be gone: it is resumed
+                    // when its question is answered.
                     "running" if parked > 0 => RunStatus::Parked,
+                    "running" if pid.is_some_and(|pid| !process_alive(pid)) => RunStatus::Failed,
                     "running" if pending > 0 => RunStatus::Waiting,
                     "running" => RunStatus::Running,
                     _ => RunStatus::Failed,
