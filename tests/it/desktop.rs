@@ -965,6 +965,10 @@ async fn a_parked_question_says_so_everywhere_and_its_answer_in_the_modal_resume
         .await;
     let text = row.text().await.unwrap();
     assert!(text.contains("parked · waiting "), "{text}");
+    assert!(
+        text.contains("Cancel the run"),
+        "a parked run can be ended: {text}"
+    );
     desktop
         .client
         .find(Locator::XPath(&format!(
@@ -995,6 +999,39 @@ async fn a_parked_question_says_so_everywhere_and_its_answer_in_the_modal_resume
     let items = hark(&desktop.sandbox, &["inbox", "--all", "--json"]);
     let items: Value = serde_json::from_slice(&items.stdout).unwrap();
     assert_eq!(items[0]["outcome"]["outcome"], "answered");
+    assert_eq!(items[0]["replied_by"], "desktop");
+    desktop.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parked_run_cancelled_from_the_modal_ends_without_resuming_its_agent() {
+    let desktop = Desktop::start_with(&[], true).await;
+    let run = spawn_run(
+        &desktop.sandbox,
+        &["--session", "cancel-desk", "--timeout", "1"],
+        &ask_line(),
+    );
+    desktop
+        .log
+        .wait_event("operator.question.parked", &[("session_id", "cancel-desk")]);
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which database?").await;
+    // Only a parked item offers it.
+    desktop
+        .wait_for("//button[@id='cancel-run' and not(@hidden)]")
+        .await;
+    desktop.click("#cancel-run").await;
+    let out = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("the operator cancelled the run"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("resuming the agent"), "{stderr}");
+    let items = hark(&desktop.sandbox, &["inbox", "--all", "--json"]);
+    let items: Value = serde_json::from_slice(&items.stdout).unwrap();
+    assert_eq!(items[0]["outcome"]["outcome"], "cancelled");
     assert_eq!(items[0]["replied_by"], "desktop");
     desktop.stop().await;
 }

@@ -113,8 +113,11 @@ const refresh = coalesced(async () => {
     const time = parked
       ? `asked ${when(item.created_ms)}, parked · waiting ${roughly(view.now_ms - item.created_ms)}`
       : `asked ${when(item.created_ms)}, ${duration(left)} left`;
-    const tr = row(parked ? 'PARKED' : 'PENDING', questions(item), who(item), time,
-      button('Answer', () => ipc.openItem(item.id)));
+    const actions = document.createElement('span');
+    actions.append(button('Answer', () => ipc.openItem(item.id)));
+    // A parked run can be ended instead of resumed.
+    if (parked) actions.append(' ', button('Cancel the run', async () => { await ipc.reply(item.id, { action: 'cancel' }); }));
+    const tr = row(parked ? 'PARKED' : 'PENDING', questions(item), who(item), time, actions);
     tr.dataset.id = item.id;
     tr.dataset.state = item.state;
     return tr;

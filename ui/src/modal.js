@@ -64,6 +64,8 @@ function renderChrome() {
   $('question-form').hidden = !item;
   $('queue-count').textContent = state.pending.length > 1 ? `${state.pending.length} waiting` : '';
   $('parked').hidden = item?.state !== 'parked';
+  // A parked run can also be ended instead of resumed.
+  $('cancel-run').hidden = item?.state !== 'parked';
   if (!item) {
     $('header-chip').textContent = '';
     $('time-left').textContent = '';
@@ -287,6 +289,7 @@ function onKey(e) {
 export function startModal() {
   $('question-form').addEventListener('submit', (e) => { e.preventDefault(); submit(); });
   $('skip').addEventListener('click', () => send(skipOrDeny()));
+  $('cancel-run').addEventListener('click', () => send({ action: 'cancel' }));
   document.addEventListener('keydown', onKey);
   ipc.onInboxChanged(() => { refresh(); });
   refresh();
