@@ -136,6 +136,12 @@ fn show(out: &mut impl Write, item: &Item, index: usize) -> std::io::Result<()> 
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let mut who = format!("session {}", visible(item.session_id.as_str()));
+    if let Some(sub_agent) = &item.asker.sub_agent {
+        who = format!(
+            "{}, {who}",
+            visible(&sub_agent.label(item.run_id.as_ref(), &item.session_id))
+        );
+    }
     if let Some(cmd) = &item.asker.command {
         who.push_str(&format!(", {}", visible(cmd)));
     }

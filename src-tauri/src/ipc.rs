@@ -221,7 +221,7 @@ pub fn shown(shell: State<'_, Arc<crate::shell::Shell>>, id: ItemId) {
 pub fn typescript() -> String {
     use hark_core::agent::Verb;
     use hark_core::model::approval::{Approval, Scope};
-    use hark_core::model::item::Asker;
+    use hark_core::model::item::{Asker, SubAgent};
     use hark_core::model::resolve::{Pick, Resolution};
     use hark_core::model::schema::{AnswerValue, AskRequest, Question, QuestionOption};
     use hark_core::model::validate::Issue;
@@ -231,6 +231,7 @@ pub fn typescript() -> String {
         RunId::decl(&cfg),
         SessionId::decl(&cfg),
         Asker::decl(&cfg),
+        SubAgent::decl(&cfg),
         QuestionOption::decl(&cfg),
         AnswerValue::decl(&cfg),
         Question::decl(&cfg),

@@ -37,6 +37,12 @@ const PATH: &str = "/org/freedesktop/Notifications";
 
 fn title(item: &Item) -> String {
     let header = &item.request.questions[0].header;
+    if let Some(sub_agent) = &item.asker.sub_agent {
+        return format!(
+            "{header} — {} asks",
+            sub_agent.label(item.run_id.as_ref(), &item.session_id)
+        );
+    }
     let who = item
         .asker
         .command

@@ -102,6 +102,9 @@ fn menu<R: Runtime>(
             .rfind(|l| !l.trim().is_empty())
             .unwrap_or_default();
         let mut label = format!("[{}] {}", q.header, clip(asks, MENU_LABEL_CHARS));
+        if let Some(sub_agent) = &item.asker.sub_agent {
+            label.push_str(&format!(" (sub-agent {})", sub_agent.kind));
+        }
         if item.parked_at().is_some() {
             label.push_str(" (parked)");
         }

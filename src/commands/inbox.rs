@@ -222,6 +222,12 @@ fn line(r: &ItemView, now_ms: u64) -> String {
         .map(|q| format!("[{}] {}", visible(&q.header), visible(&q.question)))
         .collect();
     let mut who = format!("session {}", visible(r.session_id.as_str()));
+    if let Some(sub_agent) = &r.asker.sub_agent {
+        who = format!(
+            "{} · {who}",
+            visible(&sub_agent.label(r.run_id.as_ref(), &r.session_id))
+        );
+    }
     if let Some(command) = &r.asker.command {
         who.push_str(&format!(" · {}", visible(command)));
     }

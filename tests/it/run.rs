@@ -417,6 +417,19 @@ fn a_nested_sub_agents_question_arrives_through_the_same_run() {
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["session_id"], "nested");
     assert!(items[0]["run_id"].is_string());
+    // Filed under the sub-agent its host's hook named, and said so.
+    let sub_agent = &items[0]["asker"]["sub_agent"];
+    assert_eq!(sub_agent["kind"], "general-purpose", "{}", items[0]);
+    assert!(sub_agent["id"].as_str().unwrap().starts_with("afake"));
+    let run = &items[0]["run_id"].as_str().unwrap()[..8];
+    let listed = hark(&daemon.sandbox, &["inbox", "--all"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains(&format!(
+            "sub-agent general-purpose of run {run} · session nested"
+        )),
+        "{listed}"
+    );
 }
 
 /// `hark runs --json` against the daemon, parsed.

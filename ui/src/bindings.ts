@@ -23,7 +23,17 @@ command?: string | null,
 /**
  * The MCP client's name and version, from its `initialize`.
  */
-client?: string | null, };
+client?: string | null, 
+/**
+ * Set when a sub-agent of the agent asked (its host's hook said so).
+ */
+sub_agent?: SubAgent | null, };
+
+export type SubAgent = { id: string, 
+/**
+ * Its type (`general-purpose`, `Explore`, a custom agent's name).
+ */
+kind: string, };
 
 export type QuestionOption = { label: string, description: string, };
 

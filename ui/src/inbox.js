@@ -2,7 +2,7 @@
 // The inbox window: pending items first, then the history, the sessions that
 // asked, the New run form and the runs.
 import * as ipc from './ipc.js';
-import { clip, coalesced, roughly } from './text.js';
+import { clip, coalesced, roughly, subAgentLabel } from './text.js';
 
 /** @typedef {import('./bindings').ItemView} Item */
 
@@ -27,7 +27,7 @@ function duration(ms) {
 function who(item) {
   const run = item.run_id ? `run ${item.run_id.slice(0, 8)}` : null;
   const command = item.asker.command && clip(item.asker.command, 100);
-  return [item.session_id, run, command, item.asker.cwd].filter(Boolean).join(' · ');
+  return [subAgentLabel(item), item.session_id, run, command, item.asker.cwd].filter(Boolean).join(' · ');
 }
 
 /** @param {Item} item */

@@ -7,7 +7,7 @@
 // until it is answered) says so and how long it has waited, where a pending
 // one counts down; it is answered the same way.
 import * as ipc from './ipc.js';
-import { clip, coalesced, roughly } from './text.js';
+import { clip, coalesced, roughly, subAgentLabel } from './text.js';
 
 /** @typedef {import('./bindings').ItemView} Item */
 /** @typedef {import('./bindings').Question} Question */
@@ -77,7 +77,7 @@ function renderChrome() {
   // An agent's command line can run to pages (its system prompt): show its start, all of it on hover.
   const command = item.asker.command;
   const short = command && clip(command, 100);
-  const who = [`session ${item.session_id}`, short, item.asker.cwd && `in ${item.asker.cwd}`]
+  const who = [subAgentLabel(item), `session ${item.session_id}`, short, item.asker.cwd && `in ${item.asker.cwd}`]
     .filter(Boolean).join(' · ');
   $('asker').textContent = `Asked by ${who}`;
   $('asker').title = command ?? '';

@@ -21,6 +21,20 @@ export function clip(text, max) {
 }
 
 /**
+ * Who a sub-agent's item was asked by, as every surface names it (the
+ * core's `SubAgent::label`): `sub-agent general-purpose of run 1a2b3c4d`;
+ * `null` when the agent itself asked.
+ * @param {import('./bindings').ItemView} item @returns {string | null}
+ */
+export function subAgentLabel(item) {
+  const sub = item.asker.sub_agent;
+  if (!sub) return null;
+  return item.run_id
+    ? `sub-agent ${sub.kind} of run ${item.run_id.slice(0, 8)}`
+    : `sub-agent ${sub.kind} of session ${item.session_id}`;
+}
+
+/**
  * `fn`, made so that a burst of calls runs it at most twice: a call while a
  * run is in flight asks for one more run after it, which sees every change
  * made meanwhile. (Fifty questions arriving at once redraw twice, not fifty

@@ -516,6 +516,7 @@ impl McpSettings {
                     .map(|p| p.display().to_string()),
                 command: command_line(parent),
                 client: None,
+                sub_agent: None,
             },
         })
     }

@@ -396,6 +396,7 @@ async fn the_park_hook_parks_an_unanswered_ask_but_not_a_sub_agents() {
         tool_input: json!({"questions": [db()]}),
         tool_use_id: "toolu_1".into(),
         agent_id: agent_id.map(str::to_owned),
+        agent_type: agent_id.map(|_| "general-purpose".to_owned()),
         transcript_path: Some("/saved/session.jsonl".into()),
     };
     // A sub-agent's call is left to its ordinary way: no item, no verdict.

@@ -328,6 +328,9 @@ async fn connect(configs: &[String]) -> Result<BTreeMap<String, Server>, Connect
 /// The operator's ask tool, as the model names it.
 const ASK_TOOL: &str = "mcp__operator__ask";
 
+/// Set in a sub-agent's environment: the id its hooks' input names.
+const SUB_AGENT_ENV: &str = "FAKE_CLAUDE_SUB_AGENT";
+
 /// A tool call in a script line: `ASK {json}` or `TOOL name {json}`.
 fn call(line: &str) -> Option<(String, Value)> {
     let (command, rest) = line.trim().split_once(' ')?;
@@ -452,6 +455,11 @@ impl Session {
             .and_then(|rest| rest.split_once("__"));
         if let Some((server, _)) = server {
             input["mcp_server"] = json!({"name": server});
+        }
+        // A sub-agent's calls name it, as the real CLI's do.
+        if let Ok(agent_id) = std::env::var(SUB_AGENT_ENV) {
+            input["agent_id"] = json!(agent_id);
+            input["agent_type"] = json!("general-purpose");
         }
         let mut decision = Decision::Normal;
         for hook in &matching {
@@ -640,7 +648,8 @@ impl Session {
     }
 
     /// Runs a sub-agent (a child of this program) that inherits the MCP
-    /// config and the settings, in a session of its own.
+    /// config and the settings, in a session of its own; its hooks' input
+    /// carries `agent_id` and `agent_type` `general-purpose`.
     async fn nested(&mut self, input: &str, argv: &[String]) {
         let mut args: Vec<String> = Vec::new();
         let mut rest = argv.iter();
@@ -657,7 +666,11 @@ impl Session {
         args.push("-p".into());
         args.push(format!("ASK {input}"));
         let exe = std::env::current_exe().expect("own path");
-        let output = tokio::process::Command::new(exe).args(&args).output().await;
+        let output = tokio::process::Command::new(exe)
+            .args(&args)
+            .env(SUB_AGENT_ENV, format!("afake{}", std::process::id()))
+            .output()
+            .await;
         match output {
             Ok(out) => {
                 for line in String::from_utf8_lossy(&out.stdout).lines() {

@@ -99,6 +99,14 @@ pub enum ClientFrame {
         /// The session the item was asked in: only its own is found.
         session_id: SessionId,
     },
+    /// The agent's host says a sub-agent makes the caller's tool call
+    /// (`tool_use_id`; Claude Code's hook, before the call): the item that
+    /// call asks is filed under the sub-agent. Answered by `recorded`.
+    SubAgent {
+        #[serde(flatten)]
+        caller: Caller,
+        sub_agent: crate::model::item::SubAgent,
+    },
     /// Follows the inbox: the pending items, then every add and settle.
     Subscribe,
     /// Deletes the settled history.
@@ -170,10 +178,12 @@ pub struct Caller {
 }
 
 impl ClientFrame {
-    /// The caller of an `ask` or `approve` frame.
+    /// The caller of an `ask`, `approve` or `sub_agent` frame.
     pub fn caller_mut(&mut self) -> Option<&mut Caller> {
         match self {
-            ClientFrame::Ask { caller, .. } | ClientFrame::Approve { caller, .. } => Some(caller),
+            ClientFrame::Ask { caller, .. }
+            | ClientFrame::Approve { caller, .. }
+            | ClientFrame::SubAgent { caller, .. } => Some(caller),
             _ => None,
         }
     }

@@ -311,6 +311,19 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
         ClientFrame::List { filter } => operator::list(&daemon.registry, &filter),
         ClientFrame::Get { id } => operator::get(&daemon.registry, id),
         ClientFrame::ClearSettled => operator::clear_settled(&daemon.registry),
+        ClientFrame::SubAgent { caller, sub_agent } => match &caller.tool_use_id {
+            Some(tool_use_id) => {
+                let session = caller.session();
+                daemon
+                    .registry
+                    .note_sub_agent(tool_use_id, &session, sub_agent);
+                ServerFrame::Recorded
+            }
+            None => ServerFrame::Error(WireError::new(
+                ErrorCode::BadFrame,
+                "sub_agent names the tool call it makes: tool_use_id",
+            )),
+        },
         run @ (ClientFrame::RunStarted { .. } | ClientFrame::RunFinished { .. }) => {
             operator::record_run(&daemon.registry, run)
         }
@@ -372,11 +385,16 @@ impl Daemon {
         request: AskRequest,
         approval: Option<Approval>,
     ) -> Item {
+        let session_id = caller.session();
+        let mut asker = caller.asker;
+        if let Some(tool_use_id) = &caller.tool_use_id {
+            asker.sub_agent = self.registry.take_sub_agent(tool_use_id, &session_id);
+        }
         Item {
             id: self.ids.item(),
-            session_id: caller.session(),
+            session_id,
             run_id: caller.run_id,
-            asker: caller.asker,
+            asker,
             request,
             approval,
             created_at: self.clock.now(),

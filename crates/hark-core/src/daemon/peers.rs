@@ -133,6 +133,8 @@ pub fn is_operator(frame: &ClientFrame) -> bool {
         // only the outcome its agent is about to get, of a tool use whose
         // id only the agent's host knows.
         | ClientFrame::Await { .. }
+        // The host's word on which sub-agent makes a call, for display.
+        | ClientFrame::SubAgent { .. }
         | ClientFrame::RunStarted { .. }
         | ClientFrame::RunFinished { .. } => false,
         ClientFrame::Reply { .. }

@@ -27,6 +27,30 @@ pub struct Asker {
     /// The MCP client's name and version, from its `initialize`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// Set when a sub-agent of the agent asked (its host's hook said so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_agent: Option<SubAgent>,
+}
+
+/// A sub-agent, as its host names it (Claude Code's `agent_id` and
+/// `agent_type` in a hook's input).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubAgent {
+    pub id: String,
+    /// Its type (`general-purpose`, `Explore`, a custom agent's name).
+    pub kind: String,
+}
+
+impl SubAgent {
+    /// How every surface names it: `sub-agent general-purpose of run
+    /// 1a2b3c4d` (or `of session NAME` outside a run).
+    pub fn label(&self, run_id: Option<&RunId>, session: &SessionId) -> String {
+        match run_id {
+            Some(run) => format!("sub-agent {} of run {}", self.kind, run.short()),
+            None => format!("sub-agent {} of session {session}", self.kind),
+        }
+    }
 }
 
 impl Asker {
@@ -39,6 +63,7 @@ impl Asker {
                 .map(|p| p.display().to_string()),
             command: Some(command.to_owned()),
             client: None,
+            sub_agent: None,
         }
     }
 }

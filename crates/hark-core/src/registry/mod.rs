@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use crate::model::approval::Scope;
 use crate::model::approval::{Approval, Verdict};
 use crate::model::ids::{Clock, ItemId, SessionId};
-use crate::model::item::{Item, Outcome, Surface};
+use crate::model::item::{Item, Outcome, SubAgent, Surface};
 use crate::model::resolve::{Pick, Picks, resolve, unconfirmed_defaults};
 use crate::model::validate::Issue;
 use crate::store::Store;
@@ -68,6 +68,9 @@ struct State {
     /// The latest outcomes of items that park, by tool use id, for their
     /// resumed calls even while the store refuses writes (newest last).
     settled_parking: std::collections::VecDeque<(String, SessionId, ItemId, Outcome)>,
+    /// Tool calls a sub-agent makes, as its host announced them, until the
+    /// call asks (newest last; see [`Registry::note_sub_agent`]).
+    sub_agents: std::collections::VecDeque<(String, SessionId, SubAgent)>,
 }
 
 #[derive(Debug)]

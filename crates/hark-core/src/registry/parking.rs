@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use super::recording::Write;
 use super::{Entry, Event, Registry};
 use crate::model::ids::{ItemId, SessionId};
-use crate::model::item::{Item, Outcome, Parking};
+use crate::model::item::{Item, Outcome, Parking, SubAgent};
 use crate::store::StoreError;
 use crate::trace;
 
@@ -37,6 +37,37 @@ pub(super) fn remember(
         item.id,
         outcome.clone(),
     ));
+}
+
+/// How many announced sub-agent calls are kept until they ask.
+const SUB_AGENT_CALLS: usize = 256;
+
+impl Registry {
+    /// Notes that a sub-agent makes the tool call `tool_use_id` in
+    /// `session`: the item that call asks is filed under it.
+    pub fn note_sub_agent(&self, tool_use_id: &str, session: &SessionId, sub_agent: SubAgent) {
+        let mut state = self.lock();
+        if state.sub_agents.len() == SUB_AGENT_CALLS {
+            state.sub_agents.pop_front();
+        }
+        state
+            .sub_agents
+            .push_back((tool_use_id.to_owned(), session.clone(), sub_agent));
+    }
+
+    /// The sub-agent that makes the call `tool_use_id` in `session`, if
+    /// its host announced one (once).
+    pub fn take_sub_agent(&self, tool_use_id: &str, session: &SessionId) -> Option<SubAgent> {
+        let mut state = self.lock();
+        let at = state
+            .sub_agents
+            .iter()
+            .rposition(|(id, in_session, _)| id == tool_use_id && in_session == session)?;
+        state
+            .sub_agents
+            .remove(at)
+            .map(|(_, _, sub_agent)| sub_agent)
+    }
 }
 
 /// What the asker of an item hears.

@@ -22,6 +22,7 @@ fn item(session: &str) -> Item {
             cwd: Some("/repo".into()),
             command: Some("claude -p".into()),
             client: None,
+            sub_agent: None,
         },
         request: validate(
             &json!({"questions": [{"question": "Go?", "header": "Go", "multiSelect": false,

@@ -25,6 +25,7 @@ fn item(request: AskRequest) -> Item {
             cwd: Some("/".repeat(500)),
             command: Some("c".repeat(2000)),
             client: Some("claude-code 2.0".into()),
+            sub_agent: None,
         },
         request,
         approval: None,
