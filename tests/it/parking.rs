@@ -468,3 +468,64 @@ fn hark_resume_takes_over_a_parked_run_here_and_only_once() {
         String::from_utf8_lossy(&gone.stderr)
     );
 }
+
+/// A `hark run --wrap` of the fake's own command line (`claude -p PROMPT
+/// FLAGS…`), with a 1 s wait.
+fn wrapped_run(daemon: &Daemon, session: &str, flags: &[&str]) -> Child {
+    let log = daemon.sandbox.path(format!("{session}.log"));
+    daemon
+        .sandbox
+        .hark([
+            "run",
+            "--wrap",
+            "--session",
+            session,
+            "--timeout",
+            "1",
+            "--",
+        ])
+        .arg(fake_claude())
+        .args(["-p", &ask_line(), "--model", "fake-model"])
+        .args(flags)
+        .env("FAKE_CLAUDE_LOG", &log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_wrapped_command_line_parks_and_resumes_with_its_own_flags() {
+    let daemon = serve(json!({}));
+    let run = wrapped_run(
+        &daemon,
+        "wrapped",
+        &["--output-format", "stream-json", "--verbose"],
+    );
+    let id = parked(&daemon, "wrapped");
+    answer(&daemon.sandbox, &id, "SQLite");
+    resumed_with_sqlite(run);
+    assert_resumed(&daemon, "wrapped");
+    let resumed = &starts(&daemon, "wrapped")[1];
+    assert_eq!(
+        flag(resumed, "--model").as_deref(),
+        Some("fake-model"),
+        "{resumed}"
+    );
+}
+
+#[test]
+fn a_wrapped_command_line_hark_cannot_resume_keeps_the_bounded_wait_and_says_why() {
+    let daemon = serve(json!({}));
+    let run = wrapped_run(&daemon, "unwrappable", &["--output-format", "json"]);
+    let (out, _, stderr) = finished(run);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("cannot be paused and resumed") && stderr.contains("stream-json"),
+        "{stderr}"
+    );
+    let start = &starts(&daemon, "unwrappable")[0];
+    assert!(flag(start, "--settings").is_none(), "no park hook: {start}");
+    let items = inbox(&daemon.sandbox);
+    assert_eq!(items[0]["outcome"]["outcome"], "timed_out", "{}", items[0]);
+}

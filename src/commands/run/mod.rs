@@ -56,6 +56,8 @@ pub enum RunError {
     /// Flags that do not go together, or are missing.
     #[error("{0}")]
     Usage(&'static str),
+    #[error("the paused agent cannot be resumed: {0}")]
+    Unresumable(#[from] hark_core::agent::wrapped::NotResumable),
     #[error("cannot find this hark's path: {0}")]
     ThisHark(std::io::Error),
     #[error("cannot read --mcp-config {config}: {source}")]
@@ -301,7 +303,7 @@ impl Setup {
                 mcp_config,
                 session_id: session.clone(),
                 ask_timeout: args.timeout.unwrap_or_else(|| config.ask_timeout()),
-                park_hook: (parks(args, config) && !args.wrap)
+                park_hook: (parks(args, config) && wrap_parks(wrapped.as_ref()))
                     .then(|| hark_core::agent::hooks::hook_command(&hark)),
             };
             Some((relay, attach))
@@ -404,6 +406,20 @@ impl Setup {
             command,
             cwd: cwd.map(|d| d.display().to_string()),
             pid: std::process::id(),
+        }
+    }
+}
+
+/// Whether a `--wrap` run's command line can park (a run of hark's own
+/// command line can); says why not.
+fn wrap_parks(wrapped: Option<&UserCommand>) -> bool {
+    match wrapped.map(UserCommand::parkable) {
+        None | Some(Ok(())) => true,
+        Some(Err(why)) => {
+            eprintln!(
+                "hark: this command line cannot be paused and resumed ({why}); a question nobody answers in time times out instead of parking"
+            );
+            false
         }
     }
 }
@@ -531,9 +547,12 @@ async fn turns(
             prompt = format!("{}\n{prompt}", intake.block(&answered));
         }
         first_turn = false;
-        let user = match &setup.wrapped {
-            Some(wrapped) => wrapped.clone(),
-            None => hark_core::agent::base_command(
+        let user = match (&setup.wrapped, resume.as_deref()) {
+            (Some(wrapped), Some(session)) if paused => {
+                wrapped.resumed(session).map_err(RunError::Unresumable)?
+            }
+            (Some(wrapped), _) => wrapped.clone(),
+            (None, _) => hark_core::agent::base_command(
                 &setup.agent,
                 (!paused).then_some(prompt.as_str()),
                 resume.as_deref(),

@@ -23,6 +23,7 @@ use crate::model::ids::SessionId;
 
 pub mod hooks;
 pub mod sandbox;
+pub mod wrapped;
 
 /// The MCP server's name: the agent sees its tool as `mcp__operator__ask`.
 pub const SERVER: &str = "operator";
