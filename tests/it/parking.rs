@@ -14,20 +14,28 @@ use crate::support::*;
 /// A `hark run` in `session` with a 1 s wait, whose agent asks and ends
 /// with what the question returned (its result: stdout's last line).
 fn parking_run(daemon: &Daemon, session: &str, extra: &[&str]) -> Child {
-    let log = daemon.sandbox.path(format!("{session}.log"));
     let prompt = ask_line();
-    daemon
+    let mut run = daemon
         .sandbox
-        .hark(["run", "--session", session, "--timeout", "1"])
-        .args(extra)
+        .hark(["run", "--session", session, "--timeout", "1"]);
+    run.args(extra)
         .arg("--agent")
         .arg(fake_claude())
-        .args(["--", &prompt])
-        .env("FAKE_CLAUDE_LOG", &log)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+        .args(["--", &prompt]);
+    spawn_logged(daemon, session, run)
+}
+
+/// Starts `run`, its output piped, the fake's starts logged for `session`
+/// (see [`starts`]).
+fn spawn_logged(daemon: &Daemon, session: &str, mut run: std::process::Command) -> Child {
+    run.env(
+        "FAKE_CLAUDE_LOG",
+        daemon.sandbox.path(format!("{session}.log")),
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap()
 }
 
 /// The agent's starts, as the fake logged them.
@@ -226,22 +234,16 @@ fn an_agent_started_by_hand_with_the_park_hook_parks_and_resumes_with_the_answer
 /// A read-only `hark run` in `session` with a 1 s wait, whose agent writes
 /// `file`.
 fn read_only_writer(daemon: &Daemon, session: &str, file: &std::path::Path) -> Child {
-    let log = daemon.sandbox.path(format!("{session}.log"));
     let write = format!(
         "TOOL Write {}",
         json!({"file_path": file, "content": "written"})
     );
-    daemon
-        .sandbox
-        .hark(["run", "--read-only", "--session", session, "--timeout", "1"])
-        .arg("--agent")
-        .arg(fake_claude())
-        .args(["--", &write])
-        .env("FAKE_CLAUDE_LOG", &log)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    let mut run =
+        daemon
+            .sandbox
+            .hark(["run", "--read-only", "--session", session, "--timeout", "1"]);
+    run.arg("--agent").arg(fake_claude()).args(["--", &write]);
+    spawn_logged(daemon, session, run)
 }
 
 #[test]
@@ -472,26 +474,12 @@ fn hark_resume_takes_over_a_parked_run_here_and_only_once() {
 /// A `hark run --wrap` of the fake's own command line (`claude -p PROMPT
 /// FLAGS…`), with a 1 s wait.
 fn wrapped_run(daemon: &Daemon, session: &str, flags: &[&str]) -> Child {
-    let log = daemon.sandbox.path(format!("{session}.log"));
-    daemon
-        .sandbox
-        .hark([
-            "run",
-            "--wrap",
-            "--session",
-            session,
-            "--timeout",
-            "1",
-            "--",
-        ])
+    let mut run = daemon.sandbox.hark(["run", "--wrap", "--session", session]);
+    run.args(["--timeout", "1", "--"])
         .arg(fake_claude())
         .args(["-p", &ask_line(), "--model", "fake-model"])
-        .args(flags)
-        .env("FAKE_CLAUDE_LOG", &log)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+        .args(flags);
+    spawn_logged(daemon, session, run)
 }
 
 #[test]
