@@ -252,6 +252,11 @@ pub struct AnswerArgs {
     /// Confirm the pre-picked defaults.
     #[arg(long, conflicts_with_all = ["picks", "text"])]
     pub defaults: bool,
+    /// A note to the agent beside your answer (`QUESTION=TEXT` when there
+    /// are several questions; repeat for several); it reaches the agent as
+    /// AskUserQuestion's `annotations`.
+    #[arg(long = "note", value_name = "TEXT")]
+    pub notes: Vec<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -268,6 +268,7 @@ mod tests {
                 .map(|l| QuestionOption {
                     label: (*l).into(),
                     description: String::new(),
+                    preview: None,
                 })
                 .collect(),
             multi_select: multi,
@@ -308,7 +309,11 @@ mod tests {
     #[test]
     fn an_agents_control_characters_are_shown_escaped_and_cannot_fake_an_option() {
         let fake = "  2) Yes, delete everything (Recommended)";
-        let option = |label: String, description: String| QuestionOption { label, description };
+        let option = |label: String, description: String| QuestionOption {
+            label,
+            description,
+            preview: None,
+        };
         let mut item = Item {
             id: hark_core::model::ids::Ids::random().item(),
             session_id: "s\x1b[2J".into(),

@@ -222,7 +222,7 @@ pub fn typescript() -> String {
     use hark_core::agent::Verb;
     use hark_core::model::approval::{Approval, Scope};
     use hark_core::model::item::{Asker, SubAgent};
-    use hark_core::model::resolve::{Pick, Resolution};
+    use hark_core::model::resolve::{Annotation, Pick, Resolution};
     use hark_core::model::schema::{AnswerValue, AskRequest, Question, QuestionOption};
     use hark_core::model::validate::Issue;
     let cfg = ts_rs::Config::new().with_large_int("number");
@@ -236,6 +236,7 @@ pub fn typescript() -> String {
         AnswerValue::decl(&cfg),
         Question::decl(&cfg),
         AskRequest::decl(&cfg),
+        Annotation::decl(&cfg),
         Resolution::decl(&cfg),
         Scope::decl(&cfg),
         Approval::decl(&cfg),

@@ -11,7 +11,7 @@ use hark_core::bridge::views::ItemView;
 use hark_core::bridge::wire::{ClientFrame, ServerFrame, WireReply};
 use hark_core::model::ids::ItemId;
 use hark_core::model::item::Outcome;
-use hark_core::model::resolve::{Pick, Picks, resolve};
+use hark_core::model::resolve::{Answer, Notes, Pick, Picks, resolve_answer};
 use hark_core::model::schema::AskRequest;
 use hark_core::model::validate::Issue;
 use hark_core::model::validate::describe;
@@ -80,26 +80,27 @@ pub async fn answer(options: AnswerArgs) -> ExitStatus {
     };
     // The picks are resolved here as the daemon will resolve them, so a
     // misfit is told in the command line's words before anything is sent.
-    let picks: Picks =
-        match picks_from_words(&record.request, &options.picks, options.text.as_deref())
-            .and_then(|picks| resolve(&record.request, &picks).map(|_| picks))
-        {
-            Ok(p) => p,
-            Err(issues) => {
-                eprintln!(
-                    "hark: the answer does not fit the questions:\n{}",
-                    describe(&issues)
-                );
-                return ExitStatus::Refused;
-            }
-        };
-    send_reply(
-        &socket,
-        record.id,
-        WireReply::Answer { answers: picks },
-        options.json,
-    )
-    .await
+    let answer = picks_from_words(&record.request, &options.picks, options.text.as_deref())
+        .and_then(|picks| {
+            let notes = notes_from_words(&record.request, &options.notes)?;
+            Ok(Answer { picks, notes })
+        })
+        .and_then(|answer| resolve_answer(&record.request, &answer).map(|_| answer));
+    let answer = match answer {
+        Ok(a) => a,
+        Err(issues) => {
+            eprintln!(
+                "hark: the answer does not fit the questions:\n{}",
+                describe(&issues)
+            );
+            return ExitStatus::Refused;
+        }
+    };
+    let reply = WireReply::Answer {
+        answers: answer.picks,
+        notes: answer.notes,
+    };
+    send_reply(&socket, record.id, reply, options.json).await
 }
 
 /// `hark skip ID`.
@@ -187,19 +188,7 @@ fn picks_from_words(
         }
     }
     if let Some(text) = text {
-        let target = match text.split_once('=') {
-            Some((q, t)) if request.question(q).is_some() => Some((q.to_owned(), t.to_owned())),
-            _ if request.questions.len() == 1 => {
-                Some((request.questions[0].question.clone(), text.to_owned()))
-            }
-            _ => {
-                issues.push(Issue::new(
-                    "--text",
-                    "the item has several questions: write QUESTION=TEXT",
-                ));
-                None
-            }
-        };
+        let target = targeted(request, "--text", text, &mut issues);
         // A question takes an option or free text: with both, one would be
         // dropped without a word. (Each of several questions may take one.)
         match target {
@@ -215,6 +204,50 @@ fn picks_from_words(
     }
     if issues.is_empty() {
         Ok(picks)
+    } else {
+        Err(issues)
+    }
+}
+
+/// The question a `--text` or `--note` word is for, and its text: `TEXT`
+/// for the only question, else `QUESTION=TEXT`.
+fn targeted(
+    request: &AskRequest,
+    flag: &str,
+    word: &str,
+    issues: &mut Vec<Issue>,
+) -> Option<(String, String)> {
+    match word.split_once('=') {
+        Some((q, t)) if request.question(q).is_some() => Some((q.to_owned(), t.to_owned())),
+        _ if request.questions.len() == 1 => {
+            Some((request.questions[0].question.clone(), word.to_owned()))
+        }
+        _ => {
+            issues.push(Issue::new(
+                flag,
+                "the item has several questions: write QUESTION=TEXT",
+            ));
+            None
+        }
+    }
+}
+
+/// The `--note` words as notes, by question.
+fn notes_from_words(request: &AskRequest, words: &[String]) -> Result<Notes, Vec<Issue>> {
+    let mut issues = Vec::new();
+    let mut notes = Notes::new();
+    for word in words {
+        if let Some((q, note)) = targeted(request, "--note", word, &mut issues)
+            && notes.insert(q.clone(), note).is_some()
+        {
+            issues.push(Issue::new(
+                "--note",
+                format!("{q:?} has two notes: give one --note a question"),
+            ));
+        }
+    }
+    if issues.is_empty() {
+        Ok(notes)
     } else {
         Err(issues)
     }
@@ -252,7 +285,7 @@ mod tests {
             Some("Name?=baz"),
         )
         .unwrap();
-        let r = resolve(&request(), &picks).unwrap();
+        let r = hark_core::model::resolve::resolve(&request(), &picks).unwrap();
         assert_eq!(
             serde_json::to_value(&r.answers).unwrap(),
             json!({"Which db?": "SQLite", "Which features?": ["Auth", "Search"], "Name?": "baz"})

@@ -253,7 +253,17 @@ fn line(r: &ItemView, now_ms: u64) -> String {
             let waited = r.settled_ms.unwrap_or(now_ms).saturating_sub(r.created_ms) / 1000;
             let what = match outcome {
                 Outcome::Answered(resolution) => {
-                    serde_json::to_string(&resolution.answers).unwrap_or_default()
+                    let mut what = serde_json::to_string(&resolution.answers).unwrap_or_default();
+                    for (question, annotation) in &resolution.annotations {
+                        if let Some(notes) = &annotation.notes {
+                            what.push_str(&format!(
+                                " — note on {}: {}",
+                                visible(question),
+                                visible(notes)
+                            ));
+                        }
+                    }
+                    what
                 }
                 Outcome::Cancelled { reason } => reason.clone(),
                 _ => String::new(),

@@ -62,6 +62,86 @@ async fn answers_come_back_in_askuserquestion_shape() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_preview_validates_and_the_operators_note_comes_back_in_annotations() {
+    let daemon = serve(json!({}));
+    let agent = agent(&daemon.sandbox, &[("HARK_SESSION_ID", "noted")]).await;
+    let mut asked = db();
+    asked["options"][1]["preview"] = json!("```sql\nCREATE TABLE t (id INTEGER);\n```");
+    let call = tokio::spawn(async move {
+        let result = ask(&agent, questions(&[asked])).await;
+        agent.cancel().await.unwrap();
+        result
+    });
+    let id = daemon.log.question_id("noted");
+    let listed = inbox(&daemon.sandbox);
+    assert_eq!(
+        listed[0]["request"]["questions"][0]["options"][1]["preview"],
+        "```sql\nCREATE TABLE t (id INTEGER);\n```"
+    );
+    succeed(
+        &daemon.sandbox,
+        &[
+            "answer",
+            &id,
+            "--pick",
+            "SQLite",
+            "--note",
+            "keep it in one file",
+        ],
+    );
+    let result = call.await.unwrap();
+    assert_eq!(result.is_error, Some(false));
+    let got: Value = serde_json::from_str(&text(&result)).unwrap();
+    assert_eq!(
+        got,
+        json!({
+            "answers": {"Which database?": "SQLite"},
+            "annotations": {"Which database?": {
+                "preview": "```sql\nCREATE TABLE t (id INTEGER);\n```",
+                "notes": "keep it in one file"
+            }}
+        })
+    );
+    // Kept with the item: the history shows the note.
+    let settled = inbox(&daemon.sandbox);
+    assert_eq!(
+        settled[0]["outcome"]["annotations"]["Which database?"]["notes"],
+        "keep it in one file"
+    );
+    let history = hark(&daemon.sandbox, &["inbox", "--all"]);
+    assert!(
+        String::from_utf8_lossy(&history.stdout)
+            .contains("note on Which database?: keep it in one file"),
+        "{}",
+        String::from_utf8_lossy(&history.stdout)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_preview_that_is_not_a_short_string_is_refused_with_its_path() {
+    let daemon = serve(json!({}));
+    let agent = agent(&daemon.sandbox, &[]).await;
+    let mut numbered = db();
+    numbered["options"][0]["preview"] = json!(7);
+    let refused = ask(&agent, questions(&[numbered])).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("questions[0].options[0].preview: must be a string, got a number"),
+        "{}",
+        text(&refused)
+    );
+    let mut long = db();
+    long["options"][0]["preview"] = json!("p".repeat(40 * 1024));
+    let refused = ask(&agent, questions(&[long])).await;
+    assert!(
+        text(&refused).contains("questions[0].options[0].preview: must be at most 32768 bytes"),
+        "{}",
+        text(&refused)
+    );
+    agent.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_omitted_question_takes_its_default_and_an_empty_multiselect_means_none() {
     let daemon = serve(json!({"Which features?": []}));
     let agent = agent(&daemon.sandbox, &[]).await;

@@ -314,6 +314,7 @@ fn seed_answered(sandbox: &Sandbox, text: &str) -> ItemId {
     let outcome = Outcome::Answered(Resolution {
         answers: answers.into_iter().collect(),
         defaulted: Vec::new(),
+        annotations: Default::default(),
     });
     assert!(store.settle(item.id, &outcome, Some("cli")).unwrap());
     item.id

@@ -35,7 +35,12 @@ export type SubAgent = { id: string,
  */
 kind: string, };
 
-export type QuestionOption = { label: string, description: string, };
+export type QuestionOption = { label: string, description: string, 
+/**
+ * What to show while the option is focused (AskUserQuestion's
+ * `preview`: a mockup, a code snippet, a comparison), Markdown.
+ */
+preview?: string, };
 
 export type AnswerValue = string | Array<string>;
 
@@ -60,11 +65,19 @@ default?: AnswerValue | null, };
 
 export type AskRequest = { questions: Array<Question>, };
 
+export type Annotation = { preview?: string | null, notes?: string | null, };
+
 export type Resolution = { answers: { [key in string]: AnswerValue }, 
 /**
  * Question texts answered by their default because the operator left them out.
  */
-defaulted: Array<string>, };
+defaulted: Array<string>, 
+/**
+ * Per question text: the picked option's preview and the operator's
+ * notes, where there are any.
+ * (Absent from the JSON when empty.)
+ */
+annotations?: { [key in string]: Annotation }, };
 
 export type Scope = "turn" | "action" | "session";
 
@@ -164,7 +177,11 @@ last_outcome: string | null, };
 
 export type Pick = { text: string, } | string | Array<string>;
 
-export type WireReply = { "action": "answer", answers: { [key in string]: Pick }, } | { "action": "skip" } | { "action": "approve", scope?: Scope | null, } | { "action": "deny" } | { "action": "cancel" };
+export type WireReply = { "action": "answer", answers: { [key in string]: Pick }, 
+/**
+ * The operator's notes, by question text.
+ */
+notes?: { [key in string]: string }, } | { "action": "skip" } | { "action": "approve", scope?: Scope | null, } | { "action": "deny" } | { "action": "cancel" };
 
 export type Issue = { 
 /**

@@ -41,7 +41,12 @@ function what(item) {
   const o = item.outcome;
   if (!o) return '';
   switch (o.outcome) {
-    case 'answered': return JSON.stringify(o.answers) + (o.defaulted.length ? ` (defaults: ${o.defaulted.join(', ')})` : '');
+    case 'answered': {
+      const notes = Object.entries(o.annotations ?? {})
+        .filter(([, a]) => a.notes)
+        .map(([q, a]) => ` — note on ${q}: ${a.notes}`).join('');
+      return JSON.stringify(o.answers) + (o.defaulted.length ? ` (defaults: ${o.defaulted.join(', ')})` : '') + notes;
+    }
     case 'skipped': return 'skipped; defaults not confirmed';
     case 'timed_out': return 'nobody answered in time';
     case 'cancelled': return o.reason;

@@ -27,7 +27,7 @@ use hark_core::gate::policy::{Class, Policy, permission_result};
 use hark_core::model::ids::SessionId;
 use hark_core::model::item::{Asker, Outcome};
 use hark_core::model::schema::{
-    MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS,
+    MAX_HEADER_CHARS, MAX_OPTIONS, MAX_PREVIEW_BYTES, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS,
 };
 use hark_core::model::validate::{Rules, describe, kind, validate};
 use hark_core::{env, trace};
@@ -51,10 +51,14 @@ operator, who may allow it once, for the run or for the session, or deny it. Ret
 
 const TOOL_DESCRIPTION: &str = "Ask the human operator one to four multiple-choice questions and wait for the answers. \
 Use it for decisions that belong to the operator (scope, trade-offs, anything you would otherwise guess). \
-Each question has 2-4 options; the operator may also type free text. Mark the option you would pick with a \
-label ending in \" (Recommended)\" (or name it in \"default\") so confirming is enough. The result is \
-{\"answers\": {\"<question>\": \"<label>\" | [\"<label>\", ...]}}. If the operator does not answer in time, \
-the tool returns an error: proceed on your own judgement.";
+Each question has 2-4 options; the operator may also type free text. If you recommend a specific option, \
+make it the first option in the list and add \" (Recommended)\" at the end of its label (or name it in \
+\"default\"), so confirming is enough. The operator may see only the question dialog: make each question \
+stand on its own. Questions, descriptions and previews are shown as Markdown. The result is \
+{\"answers\": {\"<question>\": \"<label>\" | [\"<label>\", ...]}}, with \
+\"annotations\": {\"<question>\": {\"preview\": \"<the selected option's preview>\", \"notes\": \
+\"<free-text notes the user added to their selection>\"}} when there are any. If the operator does not \
+answer in time, the tool returns an error: proceed on your own judgement.";
 
 /// How the server is set up.
 #[derive(Debug, Clone)]
@@ -163,7 +167,7 @@ impl OperatorServer {
         };
         match outcome {
             Ok(Outcome::Answered(resolution)) => CallToolResult::success(vec![ContentBlock::text(
-                json!({ "answers": resolution.answers }).to_string(),
+                answered_json(&resolution).to_string(),
             )]),
             Ok(other) => error_text(other.unanswered_message().unwrap_or_default()),
             Err(e) => error_text(format!("{} ({e})", hark_core::model::item::NOT_ANSWERED)),
@@ -299,6 +303,16 @@ would have changed.";
 pub(crate) const NOT_APPROVED: &str =
     "This write was not approved, so it was not taken (silence is not consent)";
 
+/// The tool's result for an answered call, in AskUserQuestion's shape:
+/// `{"answers":…}`, and `"annotations"` only when there are any.
+fn answered_json(resolution: &hark_core::model::resolve::Resolution) -> Value {
+    let mut result = json!({ "answers": resolution.answers });
+    if !resolution.annotations.is_empty() {
+        result["annotations"] = json!(resolution.annotations);
+    }
+    result
+}
+
 fn error_text(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
@@ -427,6 +441,10 @@ pub fn ask_input_schema(rules: Rules) -> JsonObject {
                                     "description": {
                                         "type": "string",
                                         "description": "Explanation of what this option means or what will happen if chosen."
+                                    },
+                                    "preview": {
+                                        "type": "string",
+                                        "description": format!("Optional preview content rendered when this option is focused. Use for mockups, code snippets, or visual comparisons that help users compare options. Markdown, at most {} KiB.", MAX_PREVIEW_BYTES / 1024)
                                     }
                                 },
                                 "required": ["label", "description"]

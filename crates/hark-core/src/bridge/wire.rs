@@ -54,7 +54,7 @@ use crate::model::approval::{DecidedBy, Scope};
 use crate::model::ids::{ItemId, RunId, SessionId};
 use crate::model::item::ItemFilter;
 use crate::model::item::{Asker, Outcome};
-use crate::model::resolve::Picks;
+use crate::model::resolve::{Answer, Notes, Picks};
 use crate::model::run::RunStart;
 use crate::model::validate::Issue;
 use crate::registry::StoreHealth;
@@ -204,6 +204,9 @@ pub enum WireReply {
     Answer {
         #[serde(default)]
         answers: Picks,
+        /// The operator's notes, by question text.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        notes: Notes,
     },
     Skip,
     /// Allow an approval, for a scope (its default scope when absent).
@@ -222,7 +225,10 @@ impl From<WireReply> for crate::registry::Reply {
     fn from(reply: WireReply) -> Self {
         use crate::registry::Reply;
         match reply {
-            WireReply::Answer { answers } => Reply::Answer(answers),
+            WireReply::Answer { answers, notes } => Reply::Answer(Answer {
+                picks: answers,
+                notes,
+            }),
             WireReply::Skip => Reply::Skip,
             WireReply::Approve { scope } => Reply::Approve(scope),
             WireReply::Deny => Reply::Deny,

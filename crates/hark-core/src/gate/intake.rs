@@ -290,6 +290,7 @@ impl IntakeQuestion {
                 .map(|o| QuestionOption {
                     label: o.label.clone(),
                     description: String::new(),
+                    preview: None,
                 })
                 .collect(),
             multi_select: self.multi,

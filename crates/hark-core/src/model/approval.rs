@@ -99,6 +99,7 @@ impl Approval {
         let option = |label: &str, description: &str| QuestionOption {
             label: label.to_owned(),
             description: description.to_owned(),
+            preview: None,
         };
         let mut options = Vec::new();
         if !self.external {

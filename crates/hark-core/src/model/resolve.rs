@@ -30,6 +30,40 @@ pub enum Pick {
 /// its default.
 pub type Picks = BTreeMap<String, Pick>;
 
+/// The operator's notes on their answers, keyed by question text
+/// (AskUserQuestion's "free-text notes the user added to their selection").
+pub type Notes = BTreeMap<String, String>;
+
+/// How long one note may be, in bytes of JSON.
+pub const MAX_NOTE_BYTES: usize = 16 * 1024;
+
+/// What the operator replied to a question set: picks, and notes on them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Answer {
+    pub picks: Picks,
+    pub notes: Notes,
+}
+
+impl From<Picks> for Answer {
+    fn from(picks: Picks) -> Answer {
+        Answer {
+            picks,
+            notes: Notes::new(),
+        }
+    }
+}
+
+/// What AskUserQuestion's answer says beside one question's answer: the
+/// picked option's preview, the operator's notes.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Annotation {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+}
+
 /// The answers an agent receives, and which of them the operator never touched.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,10 +71,21 @@ pub struct Resolution {
     pub answers: Answers,
     /// Question texts answered by their default because the operator left them out.
     pub defaulted: Vec<String>,
+    /// Per question text: the picked option's preview and the operator's
+    /// notes, where there are any.
+    /// (Absent from the JSON when empty.)
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, Annotation>,
 }
 
 /// Resolves the operator's picks against the request.
 pub fn resolve(request: &AskRequest, picks: &Picks) -> Result<Resolution, Vec<Issue>> {
+    resolve_answer(request, &Answer::from(picks.clone()))
+}
+
+/// Resolves the operator's picks and notes against the request.
+pub fn resolve_answer(request: &AskRequest, answer: &Answer) -> Result<Resolution, Vec<Issue>> {
+    let picks = &answer.picks;
     let mut issues = Vec::new();
     for text in picks.keys() {
         if request.question(text).is_none() {
@@ -125,11 +170,59 @@ pub fn resolve(request: &AskRequest, picks: &Picks) -> Result<Resolution, Vec<Is
         };
         answers.insert(q.question.clone(), value);
     }
+    let annotations = annotate(request, &answers, &answer.notes, &mut issues);
     if issues.is_empty() {
-        Ok(Resolution { answers, defaulted })
+        Ok(Resolution {
+            answers,
+            defaulted,
+            annotations,
+        })
     } else {
         Err(issues)
     }
+}
+
+/// Each answer's annotation: the picked option's preview (one option
+/// picked), and the operator's note, checked.
+fn annotate(
+    request: &AskRequest,
+    answers: &Answers,
+    notes: &Notes,
+    issues: &mut Vec<Issue>,
+) -> BTreeMap<String, Annotation> {
+    for (text, note) in notes {
+        let path = format!("notes[{text:?}]");
+        if request.question(text).is_none() {
+            issues.push(Issue::new(path, "is not a question of this call"));
+        } else if json_len(note) > MAX_NOTE_BYTES {
+            issues.push(Issue::new(
+                path,
+                format!(
+                    "must be at most {MAX_NOTE_BYTES} bytes (as JSON), got {}",
+                    json_len(note)
+                ),
+            ));
+        }
+    }
+    let mut annotations = BTreeMap::new();
+    for q in &request.questions {
+        let preview = match answers.get(&q.question) {
+            Some(AnswerValue::One(label)) => q
+                .options
+                .iter()
+                .find(|o| &o.label == label)
+                .and_then(|o| o.preview.clone()),
+            _ => None,
+        };
+        let notes = notes
+            .get(&q.question)
+            .map(|n| n.trim().to_owned())
+            .filter(|n| !n.is_empty());
+        if preview.is_some() || notes.is_some() {
+            annotations.insert(q.question.clone(), Annotation { preview, notes });
+        }
+    }
+    annotations
 }
 
 /// The defaults a skip would have landed on: named to the agent as

@@ -35,6 +35,9 @@ pub const MAX_ASK_BYTES: usize = 640 * 1024;
 /// How long one free-text answer may be, in bytes of JSON.
 pub const MAX_FREE_TEXT_BYTES: usize = 64 * 1024;
 
+/// How long one option's preview may be, in bytes of JSON.
+pub const MAX_PREVIEW_BYTES: usize = 32 * 1024;
+
 /// One call's questions.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,6 +71,11 @@ pub struct QuestionOption {
     pub label: String,
     #[serde(default)]
     pub description: String,
+    /// What to show while the option is focused (AskUserQuestion's
+    /// `preview`: a mockup, a code snippet, a comparison), Markdown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub preview: Option<String>,
 }
 
 /// One question's answer: a label (or free text) for a single-select

@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::model::schema::{
-    AskRequest, MAX_ASK_BYTES, MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS,
-    MIN_QUESTIONS, RECOMMENDED_SUFFIX,
+    AskRequest, MAX_ASK_BYTES, MAX_HEADER_CHARS, MAX_OPTIONS, MAX_PREVIEW_BYTES, MAX_QUESTIONS,
+    MIN_OPTIONS, MIN_QUESTIONS, RECOMMENDED_SUFFIX,
 };
+use crate::text::json_len;
 
 /// One thing wrong with a call.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -205,6 +206,23 @@ fn check_options(
             None | Some(Value::String(_)) => {}
             Some(other) => issues.push(Issue::new(
                 format!("{path}.description"),
+                format!("must be a string, got {}", kind(other)),
+            )),
+        }
+        match option.get("preview") {
+            None => {}
+            Some(Value::String(preview)) if json_len(preview) > MAX_PREVIEW_BYTES => {
+                issues.push(Issue::new(
+                    format!("{path}.preview"),
+                    format!(
+                        "must be at most {MAX_PREVIEW_BYTES} bytes (as JSON), got {}",
+                        json_len(preview)
+                    ),
+                ))
+            }
+            Some(Value::String(_)) => {}
+            Some(other) => issues.push(Issue::new(
+                format!("{path}.preview"),
                 format!("must be a string, got {}", kind(other)),
             )),
         }

@@ -29,7 +29,7 @@ use crate::model::approval::Scope;
 use crate::model::approval::{Approval, Verdict};
 use crate::model::ids::{Clock, ItemId, SessionId};
 use crate::model::item::{Item, Outcome, SubAgent, Surface};
-use crate::model::resolve::{Pick, Picks, resolve, unconfirmed_defaults};
+use crate::model::resolve::{Answer, Pick, Picks, resolve_answer, unconfirmed_defaults};
 use crate::model::validate::Issue;
 use crate::store::Store;
 use crate::trace;
@@ -92,7 +92,7 @@ struct Entry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
     /// Answers to a question set (omitted questions take their defaults).
-    Answer(Picks),
+    Answer(Answer),
     /// Skip a question set: proceed without confirmed answers.
     Skip,
     /// A verdict on an approval: allow, for a scope (the approval's
@@ -123,7 +123,7 @@ impl Reply {
     /// `None`: the picks name no verdict of the approval.
     pub fn from_picks(item: &Item, picks: Picks) -> Option<Reply> {
         if item.approval.is_none() {
-            return Some(Reply::Answer(picks));
+            return Some(Reply::Answer(picks.into()));
         }
         let question = &item.request.questions.first()?.question;
         let label = match picks.get(question)? {
@@ -347,9 +347,9 @@ impl Registry {
             (_, Reply::Cancel) => Outcome::Cancelled {
                 reason: CANCELLED_BY_OPERATOR.into(),
             },
-            (None, Reply::Answer(picks)) => {
-                Outcome::Answered(resolve(&item.request, &picks).map_err(ReplyError::Invalid)?)
-            }
+            (None, Reply::Answer(answer)) => Outcome::Answered(
+                resolve_answer(&item.request, &answer).map_err(ReplyError::Invalid)?,
+            ),
             (None, Reply::Skip) => Outcome::Skipped {
                 unconfirmed_defaults: unconfirmed_defaults(&item.request),
             },

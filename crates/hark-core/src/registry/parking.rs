@@ -227,10 +227,7 @@ mod tests {
 
     fn yes() -> Reply {
         let question = "Go?".to_owned();
-        Reply::Answer(Picks::from([(
-            question,
-            Pick::Label("Yes (Recommended)".into()),
-        )]))
+        Reply::Answer(Picks::from([(question, Pick::Label("Yes (Recommended)".into()))]).into())
     }
 
     #[tokio::test(start_paused = true)]

@@ -59,7 +59,7 @@ async fn exactly_one_reply_wins() {
     let id = pending.item.id;
     let first = registry.reply(
         id,
-        Reply::Answer(Picks::from([("Go?".into(), Pick::Label("No".into()))])),
+        Reply::Answer(Picks::from([("Go?".into(), Pick::Label("No".into()))]).into()),
         Surface::Cli,
     );
     assert!(matches!(first, Ok(Outcome::Answered(_))));
@@ -84,7 +84,7 @@ async fn a_reply_that_does_not_fit_leaves_the_item_pending() {
     let id = pending.item.id;
     let refused = registry.reply(
         id,
-        Reply::Answer(Picks::from([("Go?".into(), Pick::Label("Maybe".into()))])),
+        Reply::Answer(Picks::from([("Go?".into(), Pick::Label("Maybe".into()))]).into()),
         Surface::Cli,
     );
     assert!(matches!(refused, Err(ReplyError::Invalid(_))));
@@ -178,7 +178,7 @@ fn a_surfaces_pick_is_a_verdict_on_an_approval_and_answers_to_a_question_set() {
     let questions = item(Duration::from_secs(1));
     assert_eq!(
         Reply::from_picks(&questions, pick("Go?", "No")),
-        Some(Reply::Answer(pick("Go?", "No")))
+        Some(Reply::Answer(pick("Go?", "No").into()))
     );
 
     let approval = Approval {
@@ -227,7 +227,7 @@ fn big_item() -> Item {
 }
 
 fn answer_no() -> Reply {
-    Reply::Answer(Picks::from([("Go?".into(), Pick::Label("No".into()))]))
+    Reply::Answer(Picks::from([("Go?".into(), Pick::Label("No".into()))]).into())
 }
 
 /// The store's health events among what followers were sent so far.
@@ -318,7 +318,7 @@ async fn an_outcome_the_store_refuses_is_listed_in_place_of_its_pending_row() {
     let long = Pick::Text {
         text: "y".repeat(20_000),
     };
-    let reply = Reply::Answer(Picks::from([("Go?".into(), long)]));
+    let reply = Reply::Answer(Picks::from([("Go?".into(), long)]).into());
     registry.reply(id, reply, Surface::Cli).unwrap();
     assert_eq!(pending.outcome().await.name(), "answered");
     assert_eq!(store.get(id).unwrap().unwrap().outcome, None);

@@ -56,6 +56,7 @@ fn items_round_trip_and_settle_once() {
         )]
         .into(),
         defaulted: vec![],
+        annotations: Default::default(),
     });
     assert!(store.settle(a.id, &answered, Some("cli")).unwrap());
     assert!(

@@ -112,6 +112,7 @@ async fn a_reply_from_a_second_client_settles_the_item_and_a_second_reply_is_not
         id,
         reply: WireReply::Answer {
             answers: picked("Which database?", label),
+            notes: Default::default(),
         },
     };
     // A misfit is refused with its issues beside the message, said once.

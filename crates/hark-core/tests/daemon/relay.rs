@@ -133,6 +133,7 @@ async fn a_runs_socket_takes_only_ask_and_approve_calls() {
             id: call.id,
             reply: WireReply::Answer {
                 answers: picked("Which database?", "SQLite"),
+                notes: Default::default(),
             },
         },
         ClientFrame::List {
