@@ -195,6 +195,22 @@ pub async fn dispatch(
     Ok(shell.dispatcher.start(request)?)
 }
 
+/// How many texts one `markdown` call renders.
+const MARKDOWN_TEXTS: usize = 64;
+
+/// Agents' Markdown texts (an item's question, descriptions, previews) as
+/// sanitized HTML, in order (see [`crate::markdown`]).
+#[tauri::command]
+pub fn markdown(texts: Vec<String>) -> Result<Vec<String>, IpcError> {
+    if texts.len() > MARKDOWN_TEXTS {
+        return Err(IpcError::new(
+            ErrorCode::Invalid,
+            format!("at most {MARKDOWN_TEXTS} texts a call, got {}", texts.len()),
+        ));
+    }
+    Ok(texts.iter().map(|t| crate::markdown::render(t)).collect())
+}
+
 /// What a run the app started printed (the Runs table's Output).
 #[tauri::command]
 pub fn run_output(

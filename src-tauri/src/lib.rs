@@ -16,6 +16,7 @@
 #[macro_use]
 pub mod ipc_commands;
 pub mod ipc;
+pub mod markdown;
 pub mod notify;
 pub mod prompter;
 pub mod rendering;

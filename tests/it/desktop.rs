@@ -26,7 +26,7 @@ fn features_to_ship() -> Value {
 }
 
 /// Starts an `ask` call from a fresh agent; returns the agent and the call.
-async fn ask_from_agent(
+pub(crate) async fn ask_from_agent(
     desktop: &Desktop,
     session: &str,
     args: Value,

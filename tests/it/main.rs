@@ -22,6 +22,8 @@
 //! - `desktop`: the app under Xvfb with a private D-Bus session and dunst,
 //!   driven through tauri-driver + WebKitWebDriver. Its tests take turns
 //!   (one desktop at a time); the others run beside them.
+//! - `window`: the operator's window in the app: Markdown made safe,
+//!   AskUserQuestion's previews and notes.
 //! - `tree`: an agent, and every process it starts, is refused the
 //!   operator's frames while it waits on the operator.
 //! - `support`: what they share beyond the harness: the build under test,
@@ -40,3 +42,4 @@ mod run;
 mod store;
 mod support;
 mod tree;
+mod window;

@@ -12,6 +12,7 @@ export const commands = /** @type {const} */ ({
   shown: "shown",
   dispatch: "dispatch",
   run_output: "run_output",
+  markdown: "markdown",
 });
 
 /** The events the app emits to the page. */

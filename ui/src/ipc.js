@@ -48,6 +48,11 @@ export function dispatch(request) {
   return tauri.core.invoke(commands.dispatch, { request });
 }
 
+/** Agents' Markdown texts as sanitized HTML, in order. @param {string[]} texts @returns {Promise<string[]>} */
+export function markdown(texts) {
+  return tauri.core.invoke(commands.markdown, { texts });
+}
+
 /** What a run the app started printed. @param {string} id @returns {Promise<string>} */
 export function runOutput(id) {
   return tauri.core.invoke(commands.run_output, { id });

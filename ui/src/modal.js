@@ -1,6 +1,10 @@
 // @ts-check
 // The question modal: one pending item at a time, one question at a time.
-// Keyboard: digits pick, Space toggles, Enter submits, Esc skips.
+// Keyboard: digits pick, Space toggles, Enter submits, Esc skips, Alt+N
+// opens the note for the agent.
+// What agents write (the question, descriptions, previews) is Markdown,
+// rendered and sanitized in Rust (`ipc.markdown`); the focused option's
+// preview shows below the options.
 // An approval shows the tool, its target and a preview, and takes a verdict:
 // Enter allows with the picked scope, Esc denies.
 // A parked item (nobody answered in its bounded wait, so its agent is paused
@@ -25,6 +29,10 @@ const state = {
   index: 0,
   /** Picks made so far for the current item, by question text. @type {Record<string, Pick>} */
   picks: {},
+  /** Notes made so far for the current item, by question text. @type {Record<string, string>} */
+  notes: {},
+  /** The current question's options' previews, rendered (null: none). @type {(string | null)[]} */
+  previews: [],
   /** Whether the operator touched the current question (else its default stands). */
   touched: false,
   clockSkew: 0,
@@ -50,6 +58,7 @@ const refresh = coalesced(async () => {
     state.item = next;
     state.index = 0;
     state.picks = {};
+    state.notes = {};
     renderQuestion();
   } else {
     // The same item, as it is now (it may have parked): what was picked stays.
@@ -109,6 +118,11 @@ function renderQuestion() {
   $('header-chip').textContent = q.header;
   $('progress').textContent = total > 1 ? `Question ${state.index + 1} of ${total}` : 'Question';
   $('question-text').textContent = q.question;
+  const notes = /** @type {HTMLTextAreaElement} */ ($('notes'));
+  notes.value = state.notes[q.question] ?? '';
+  /** @type {HTMLDetailsElement} */ ($('notes-box')).open = notes.value !== '';
+  state.previews = [];
+  $('preview').hidden = true;
   $('submit-label').textContent = state.index + 1 < total ? 'Next' : 'Submit';
   // An approval shows what the agent wants to do and takes a verdict: no free text.
   const approval = item.approval;
@@ -117,8 +131,9 @@ function renderQuestion() {
   if (approval) {
     $('approval-tool').textContent = approval.tool;
     $('approval-target').textContent = approval.target;
-    $('approval-preview').textContent = approval.preview;
+    showDiff($('approval-preview'), approval.preview);
   }
+  $('notes-box').hidden = !!approval;
   const type = q.multiSelect ? 'checkbox' : 'radio';
   const picked = defaults(q);
   const box = $('options');
@@ -145,6 +160,9 @@ function renderQuestion() {
     box.append(label);
   });
   box.addEventListener('change', () => { state.touched = true; }, { once: true });
+  box.addEventListener('focusin', showPreview);
+  box.addEventListener('change', showPreview);
+  renderMarkdown(item, state.index);
   if (approval) {
     focusFirst(box);
     announce(item);
@@ -175,6 +193,53 @@ function renderQuestion() {
   box.append(other);
   focusFirst(box);
   announce(item);
+}
+
+/**
+ * Replaces the question's text, its options' descriptions and previews with
+ * their Markdown, rendered (the plain text stays if rendering fails or the
+ * modal has moved on meanwhile).
+ * @param {Item} item @param {number} index
+ */
+async function renderMarkdown(item, index) {
+  const q = item.request.questions[index];
+  const texts = [q.question, ...q.options.map((o) => o.description), ...q.options.map((o) => o.preview ?? '')];
+  let html;
+  try { html = await ipc.markdown(texts); } catch { return; }
+  if (state.item?.id !== item.id || state.index !== index) return;
+  $('question-text').innerHTML = html[0];
+  q.options.forEach((o, i) => {
+    const description = document.getElementById(`desc-${i}`);
+    if (description && o.description) description.innerHTML = html[1 + i];
+  });
+  state.previews = q.options.map((o, i) => (o.preview ? html[1 + q.options.length + i] : null));
+  showPreview();
+}
+
+/** Shows the preview of the focused option (else the picked one), if it has one. */
+function showPreview() {
+  const inputs = [...document.querySelectorAll('#options input[name=choice]')];
+  const focused = inputs.indexOf(/** @type {Element} */ (document.activeElement));
+  const at = focused >= 0 ? focused : inputs.findIndex((e) => /** @type {HTMLInputElement} */ (e).checked);
+  const html = at >= 0 ? state.previews[at] : null;
+  $('preview').hidden = !html;
+  $('preview').innerHTML = html ?? '';
+}
+
+/**
+ * An approval's preview as a unified diff: added, removed and hunk lines
+ * coloured (each line is text, never markup).
+ * @param {HTMLElement} pre @param {string} text
+ */
+function showDiff(pre, text) {
+  pre.replaceChildren(...text.split('\n').map((line) => {
+    const span = document.createElement('span');
+    span.textContent = `${line}\n`;
+    if (line.startsWith('+') && !line.startsWith('+++')) span.className = 'diff-add';
+    else if (line.startsWith('-') && !line.startsWith('---')) span.className = 'diff-del';
+    else if (line.startsWith('@@')) span.className = 'diff-hunk';
+    return span;
+  }));
 }
 
 /** Focuses the picked option, else the first. @param {HTMLElement} box */
@@ -226,12 +291,14 @@ async function submit() {
     return;
   }
   if (pick !== null) state.picks[q.question] = pick;
+  const note = /** @type {HTMLTextAreaElement} */ ($('notes')).value.trim();
+  if (note) state.notes[q.question] = note; else delete state.notes[q.question];
   if (state.index + 1 < item.request.questions.length) {
     state.index += 1;
     renderQuestion();
     return;
   }
-  await send({ action: 'answer', answers: state.picks });
+  await send({ action: 'answer', answers: state.picks, notes: state.notes });
 }
 
 /** @param {import('./bindings').WireReply} reply */
@@ -267,8 +334,15 @@ function showError(message) {
 /** @param {KeyboardEvent} e */
 function onKey(e) {
   if (!state.item || $('modal').hidden) return;
-  const typing = e.target instanceof HTMLInputElement && e.target.type === 'text';
-  if (e.key === 'Escape') {
+  const typing = e.target instanceof HTMLTextAreaElement
+    || (e.target instanceof HTMLInputElement && e.target.type === 'text');
+  if (e.altKey && e.key.toLowerCase() === 'n' && !state.item.approval) {
+    e.preventDefault();
+    /** @type {HTMLDetailsElement} */ ($('notes-box')).open = true;
+    $('notes').focus();
+  } else if (e.key === 'Enter' && e.shiftKey && e.target instanceof HTMLTextAreaElement) {
+    // A new line in the note.
+  } else if (e.key === 'Escape') {
     e.preventDefault();
     send(skipOrDeny());
   } else if (e.key === 'Enter') {

@@ -169,7 +169,7 @@ impl Desktop {
     /// Waits until the modal shows this question.
     pub async fn wait_for_question(&self, text: &str) {
         self.wait_for(&format!(
-            "//p[@id='question-text' and text()={}]",
+            "//*[@id='question-text' and normalize-space(.)=normalize-space({})]",
             xpath_literal(text)
         ))
         .await;

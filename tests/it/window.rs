@@ -1,0 +1,122 @@
+//! The operator's window: what agents write is rendered as Markdown and
+//! can carry nothing live into the page; AskUserQuestion's previews show
+//! for the focused option, and a note typed beside an answer reaches the
+//! agent (the real app under Xvfb, driven through WebDriver).
+
+use crate::desktop::ask_from_agent;
+use crate::support::desktop::{Desktop, ENTER};
+use crate::support::*;
+use serde_json::{Value, json};
+
+/// The database question, its SQLite option previewing a schema.
+fn previewed() -> Value {
+    let mut asked = db();
+    asked["question"] = json!("Which database? Use `sqlite` if unsure.");
+    asked["options"][1]["preview"] = json!("```sql\nCREATE TABLE runs (id TEXT PRIMARY KEY);\n```");
+    asked
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_preview_renders_as_code_for_the_focused_option_and_a_note_reaches_the_agent() {
+    let desktop = Desktop::start().await;
+    let (agent, call) = ask_from_agent(&desktop, "previews", questions(&[previewed()])).await;
+    desktop.view("modal").await;
+    // Markdown: the code span is code.
+    desktop
+        .wait_for("//*[@id='question-text']//code[text()='sqlite']")
+        .await;
+    // The first option has no preview; focusing the second shows its own.
+    desktop.keys("2").await;
+    let code = desktop
+        .wait_for(
+            "//section[@id='preview' and not(@hidden)]//pre/code[contains(., 'CREATE TABLE runs')]",
+        )
+        .await;
+    assert_eq!(
+        code.attr("class").await.unwrap().as_deref(),
+        Some("language-sql")
+    );
+    desktop.screenshot("modal-preview").await;
+    // A note, opened from the keyboard, sent with the answer.
+    desktop.keys("\u{e00a}n\u{e000}").await; // Alt+N, then Alt released
+    desktop
+        .wait_for("//details[@id='notes-box' and @open]")
+        .await;
+    desktop.keys("keep it in one file").await;
+    desktop.keys(ENTER).await;
+    let result = call.await.unwrap();
+    let got: Value = serde_json::from_str(&text(&result)).unwrap();
+    assert_eq!(
+        got,
+        json!({
+            "answers": {"Which database? Use `sqlite` if unsure.": "SQLite"},
+            "annotations": {"Which database? Use `sqlite` if unsure.": {
+                "preview": "```sql\nCREATE TABLE runs (id TEXT PRIMARY KEY);\n```",
+                "notes": "keep it in one file"
+            }}
+        })
+    );
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_supplied_html_scripts_images_and_links_are_inert() {
+    let desktop = Desktop::start().await;
+    let mut hostile = db();
+    hostile["question"] = json!(
+        "Which `database`? <script>window.pwned = 1</script> <img src=http://127.0.0.1:9/x.png onerror=\"window.pwned = 2\">"
+    );
+    hostile["options"][0]["description"] =
+        json!("[docs](javascript:window.pwned=3) ![logo](http://127.0.0.1:9/logo.png)");
+    hostile["options"][1]["preview"] =
+        json!("<iframe src=http://127.0.0.1:9/></iframe> <style>body{display:none}</style>");
+    let (agent, call) = ask_from_agent(&desktop, "hostile", questions(&[hostile])).await;
+    desktop.view("modal").await;
+    // Rendered (the code span is code), and focused on the previewed option.
+    desktop
+        .wait_for("//*[@id='question-text']//code[text()='database']")
+        .await;
+    desktop.keys("2").await;
+    desktop
+        .wait_for("//section[@id='preview' and not(@hidden)]")
+        .await;
+    let found = desktop
+        .client
+        .execute(
+            "const live = document.querySelectorAll('#modal script, #modal img, #modal a, #modal iframe, #modal style, #modal [onerror], #modal [href], #modal [src]');
+             return [live.length, window.pwned === undefined, document.getElementById('question-text').textContent];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(found[0], 0, "nothing live in the page: {found}");
+    assert_eq!(found[1], true, "no agent script ran: {found}");
+    // What the agent tried is shown as text.
+    assert!(
+        found[2]
+            .as_str()
+            .unwrap()
+            .contains("<script>window.pwned = 1</script>"),
+        "{found}"
+    );
+    let link = desktop
+        .wait_for("//span[@class='link' and text()='docs']")
+        .await;
+    assert_eq!(
+        link.attr("title").await.unwrap().as_deref(),
+        Some("javascript:window.pwned=3")
+    );
+    link.click().await.unwrap();
+    desktop.keys(ENTER).await;
+    let result = call.await.unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    let pwned = desktop
+        .client
+        .execute("return window.pwned === undefined;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(pwned, true, "a click on the link ran nothing");
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}
