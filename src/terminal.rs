@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 
+use hark_core::model::attribution::Attribution;
 use hark_core::model::ids::SessionId;
 use hark_core::model::item::{Item, Surface};
 use hark_core::model::resolve::{Pick, Picks};
@@ -135,19 +136,7 @@ fn show(out: &mut impl Write, item: &Item, index: usize) -> std::io::Result<()> 
         .duration_since(SystemTime::now())
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let mut who = format!("session {}", visible(item.session_id.as_str()));
-    if let Some(sub_agent) = &item.asker.sub_agent {
-        who = format!(
-            "{}, {who}",
-            visible(&sub_agent.label(item.run_id.as_ref(), &item.session_id))
-        );
-    }
-    if let Some(cmd) = &item.asker.command {
-        who.push_str(&format!(", {}", visible(cmd)));
-    }
-    if let Some(cwd) = &item.asker.cwd {
-        who.push_str(&format!(" in {}", visible(cwd)));
-    }
+    let who = visible(&Attribution::of(&item.asker, &item.session_id, item.run_id.as_ref()).line);
     writeln!(
         out,
         "\n── hark · question {} of {total} · {who} · {left} s left",

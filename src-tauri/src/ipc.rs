@@ -237,6 +237,7 @@ pub fn shown(shell: State<'_, Arc<crate::shell::Shell>>, id: ItemId) {
 pub fn typescript() -> String {
     use hark_core::agent::Verb;
     use hark_core::model::approval::{Approval, Scope};
+    use hark_core::model::attribution::Attribution;
     use hark_core::model::item::{Asker, SubAgent};
     use hark_core::model::resolve::{Annotation, Pick, Resolution};
     use hark_core::model::schema::{AnswerValue, AskRequest, Question, QuestionOption};
@@ -248,6 +249,7 @@ pub fn typescript() -> String {
         SessionId::decl(&cfg),
         Asker::decl(&cfg),
         SubAgent::decl(&cfg),
+        Attribution::decl(&cfg),
         QuestionOption::decl(&cfg),
         AnswerValue::decl(&cfg),
         Question::decl(&cfg),

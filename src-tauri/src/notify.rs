@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use hark_core::config::Notifications;
+use hark_core::model::attribution::Attribution;
 use hark_core::model::ids::ItemId;
 use hark_core::model::item::{Item, Surface};
 use hark_core::model::resolve::{Pick, Picks};
@@ -37,27 +38,8 @@ const PATH: &str = "/org/freedesktop/Notifications";
 
 fn title(item: &Item) -> String {
     let header = &item.request.questions[0].header;
-    if let Some(sub_agent) = &item.asker.sub_agent {
-        return format!(
-            "{header} — {} asks",
-            sub_agent.label(item.run_id.as_ref(), &item.session_id)
-        );
-    }
-    let who = item
-        .asker
-        .command
-        .as_deref()
-        .and_then(|c| c.split_whitespace().next())
-        .and_then(|c| c.rsplit('/').next())
-        .unwrap_or("an agent");
-    format!(
-        "{header} — {who} asks (session {})",
-        short(item.session_id.as_str())
-    )
-}
-
-fn short(session: &str) -> &str {
-    session.get(..8).unwrap_or(session)
+    let who = Attribution::of(&item.asker, &item.session_id, item.run_id.as_ref());
+    format!("{header} — {}", who.line)
 }
 
 fn body(item: &Item) -> String {

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use hark_core::model::attribution::Attribution;
 use hark_core::model::ids::ItemId;
 use hark_core::text::clip;
 use tauri::image::Image;
@@ -102,8 +103,13 @@ fn menu<R: Runtime>(
             .rfind(|l| !l.trim().is_empty())
             .unwrap_or_default();
         let mut label = format!("[{}] {}", q.header, clip(asks, MENU_LABEL_CHARS));
-        if let Some(sub_agent) = &item.asker.sub_agent {
-            label.push_str(&format!(" (sub-agent {})", sub_agent.kind));
+        let who = Attribution::of(&item.asker, &item.session_id, item.run_id.as_ref());
+        label.push_str(&format!(
+            " — {}",
+            who.sub_agent.as_deref().unwrap_or(&who.agent)
+        ));
+        if let Some(project) = &who.project {
+            label.push_str(&format!(" in {project}"));
         }
         if item.parked_at().is_some() {
             label.push_str(" (parked)");

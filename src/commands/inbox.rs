@@ -221,19 +221,8 @@ fn line(r: &ItemView, now_ms: u64) -> String {
         .iter()
         .map(|q| format!("[{}] {}", visible(&q.header), visible(&q.question)))
         .collect();
-    let mut who = format!("session {}", visible(r.session_id.as_str()));
-    if let Some(sub_agent) = &r.asker.sub_agent {
-        who = format!(
-            "{} · {who}",
-            visible(&sub_agent.label(r.run_id.as_ref(), &r.session_id))
-        );
-    }
-    if let Some(command) = &r.asker.command {
-        who.push_str(&format!(" · {}", visible(command)));
-    }
-    if let Some(cwd) = &r.asker.cwd {
-        who.push_str(&format!(" in {}", visible(cwd)));
-    }
+    // Compact; `hark show ID` has the whole command line and directory.
+    let who = visible(&r.attribution.line);
     let status = match &r.outcome {
         None if r.parked_ms.is_some() => {
             let waited = now_ms.saturating_sub(r.created_ms) / 1000;

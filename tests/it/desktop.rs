@@ -396,7 +396,7 @@ async fn an_approval_shows_the_diff_and_action_allows_one_edit_then_asks_again()
 
     // "Action" allowed that edit only: the next one is asked again.
     desktop
-        .wait_for("//pre[@id='approval-preview' and contains(text(), '+ let y = 20;')]")
+        .wait_for("//pre[@id='approval-preview' and contains(., '+ let y = 20;')]")
         .await;
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
@@ -950,7 +950,11 @@ async fn a_parked_question_says_so_everywhere_and_its_answer_in_the_modal_resume
         tray["items"]
             .as_str()
             .unwrap()
-            .contains("[Database] Which database? (parked)"),
+            .contains("[Database] Which database? — claude in "),
+        "the tray names who asks: {tray}"
+    );
+    assert!(
+        tray["items"].as_str().unwrap().contains(" (parked)"),
         "{tray}"
     );
     desktop.wait_for_notify("Parked: Which database? — the agent is paused until you answer");

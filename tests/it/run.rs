@@ -425,9 +425,8 @@ fn a_nested_sub_agents_question_arrives_through_the_same_run() {
     let listed = hark(&daemon.sandbox, &["inbox", "--all"]);
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(
-        listed.contains(&format!(
-            "sub-agent general-purpose of run {run} · session nested"
-        )),
+        listed.contains(&format!("sub-agent general-purpose of run {run} in "))
+            && listed.contains(" · session nested"),
         "{listed}"
     );
 }

@@ -35,6 +35,34 @@ export type SubAgent = { id: string,
  */
 kind: string, };
 
+export type Attribution = { 
+/**
+ * The agent: `claude`, `codex`, or the asking program's name.
+ */
+agent: string, 
+/**
+ * The last component of the directory it works in.
+ */
+project: string | null, 
+/**
+ * The session, short: a name as given, an id's first 8 characters.
+ */
+session: string, 
+/**
+ * The run's short id.
+ */
+run: string | null, 
+/**
+ * `sub-agent general-purpose of run 1a2b3c4d`, for a sub-agent.
+ */
+sub_agent: string | null, 
+/**
+ * All of it in one line, as every surface shows it: `claude in hark ·
+ * session nested · run 1a2b3c4d` (a sub-agent's label takes the
+ * agent's and the run's place).
+ */
+line: string, };
+
 export type QuestionOption = { label: string, description: string, 
 /**
  * What to show while the option is focused (AskUserQuestion's
@@ -135,7 +163,11 @@ state: ItemState,
 /**
  * When it parked (unix ms), if it has.
  */
-parked_ms: number | null, };
+parked_ms: number | null, 
+/**
+ * Who asked, compactly (the agent, the project, the session, the run).
+ */
+attribution: Attribution, };
 
 export type RunStatus = "running" | "waiting" | "parked" | "finished" | "failed";
 

@@ -2,7 +2,7 @@
 // The inbox window: pending items first, then the history, the sessions that
 // asked, the New run form and the runs.
 import * as ipc from './ipc.js';
-import { clip, coalesced, roughly, subAgentLabel } from './text.js';
+import { askerDetail, clip, coalesced, roughly } from './text.js';
 
 /** @typedef {import('./bindings').ItemView} Item */
 
@@ -23,11 +23,12 @@ function duration(ms) {
   return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
 }
 
-/** @param {Item} item */
+/** Who asked, compactly; the command line and directory on hover. @param {Item} item */
 function who(item) {
-  const run = item.run_id ? `run ${item.run_id.slice(0, 8)}` : null;
-  const command = item.asker.command && clip(item.asker.command, 100);
-  return [subAgentLabel(item), item.session_id, run, command, item.asker.cwd].filter(Boolean).join(' · ');
+  const span = document.createElement('span');
+  span.textContent = item.attribution.line;
+  span.title = askerDetail(item);
+  return span;
 }
 
 /** @param {Item} item */

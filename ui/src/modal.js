@@ -11,7 +11,7 @@
 // until it is answered) says so and how long it has waited, where a pending
 // one counts down; it is answered the same way.
 import * as ipc from './ipc.js';
-import { clip, coalesced, roughly, subAgentLabel } from './text.js';
+import { askerDetail, coalesced, roughly } from './text.js';
 
 /** @typedef {import('./bindings').ItemView} Item */
 /** @typedef {import('./bindings').Question} Question */
@@ -83,13 +83,9 @@ function renderChrome() {
     state.ticker = undefined;
     return;
   }
-  // An agent's command line can run to pages (its system prompt): show its start, all of it on hover.
-  const command = item.asker.command;
-  const short = command && clip(command, 100);
-  const who = [subAgentLabel(item), `session ${item.session_id}`, short, item.asker.cwd && `in ${item.asker.cwd}`]
-    .filter(Boolean).join(' · ');
-  $('asker').textContent = `Asked by ${who}`;
-  $('asker').title = command ?? '';
+  // Who asks, compactly; the whole command line and directory on hover.
+  $('asker').textContent = `Asked by ${item.attribution.line}`;
+  $('asker').title = askerDetail(item);
   tick();
   if (state.ticker === undefined) state.ticker = window.setInterval(tick, 1000);
 }

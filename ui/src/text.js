@@ -21,17 +21,13 @@ export function clip(text, max) {
 }
 
 /**
- * Who a sub-agent's item was asked by, as every surface names it (the
- * core's `SubAgent::label`): `sub-agent general-purpose of run 1a2b3c4d`;
- * `null` when the agent itself asked.
- * @param {import('./bindings').ItemView} item @returns {string | null}
+ * The whole of who asked, for a hover: the command line (its start: it can
+ * run to pages) and the directory.
+ * @param {import('./bindings').ItemView} item @returns {string}
  */
-export function subAgentLabel(item) {
-  const sub = item.asker.sub_agent;
-  if (!sub) return null;
-  return item.run_id
-    ? `sub-agent ${sub.kind} of run ${item.run_id.slice(0, 8)}`
-    : `sub-agent ${sub.kind} of session ${item.session_id}`;
+export function askerDetail(item) {
+  return [item.asker.command && clip(item.asker.command, 2000), item.asker.cwd && `in ${item.asker.cwd}`]
+    .filter(Boolean).join('\n');
 }
 
 /**

@@ -17,12 +17,3 @@ test('counts characters, not UTF-16 units', () => {
   assert.equal(clip('😀😀😀😀', 3), '😀😀😀…');
   assert.equal(clip('a😀b', 2), 'a😀…');
 });
-
-test('names a sub-agent as the core does, by run or else by session', async () => {
-  const { subAgentLabel } = await import('../src/text.js');
-  const asker = { sub_agent: { id: 'a1', kind: 'general-purpose' } };
-  const item = /** @type {any} */ ({ asker, run_id: '1a2b3c4d-0000-0000-0000-000000000000', session_id: 's' });
-  assert.equal(subAgentLabel(item), 'sub-agent general-purpose of run 1a2b3c4d');
-  assert.equal(subAgentLabel({ ...item, run_id: null }), 'sub-agent general-purpose of session s');
-  assert.equal(subAgentLabel({ ...item, asker: {} }), null);
-});

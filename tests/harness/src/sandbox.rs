@@ -38,13 +38,16 @@ pub struct Sandbox {
     env: Vec<(OsString, OsString)>,
 }
 
-/// The XDG variables pointed into the sandbox, and their directory there.
-const XDG_DIRS: [(&str, &str); 5] = [
+/// The XDG variables pointed into the sandbox, and their directory there;
+/// and its own temp dir, so that what one test's runs leave there (a run
+/// killed by SIGKILL) is swept by its own next run, not another test's.
+const XDG_DIRS: [(&str, &str); 6] = [
     ("XDG_CONFIG_HOME", "home/.config"),
     ("XDG_DATA_HOME", "home/.local/share"),
     ("XDG_STATE_HOME", "home/.local/state"),
     ("XDG_CACHE_HOME", "home/.cache"),
     ("XDG_RUNTIME_DIR", "runtime"),
+    ("TMPDIR", "tmp"),
 ];
 
 impl Sandbox {

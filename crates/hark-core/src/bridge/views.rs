@@ -8,6 +8,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::model::approval::Approval;
+use crate::model::attribution::Attribution;
 use crate::model::ids::{ItemId, RunId, SessionId};
 use crate::model::item::{Asker, Item, Outcome, Surface};
 use crate::model::run::RunStatus;
@@ -46,6 +47,8 @@ pub struct ItemView {
     /// When it parked (unix ms), if it has.
     #[serde(default)]
     pub parked_ms: Option<u64>,
+    /// Who asked, compactly (the agent, the project, the session, the run).
+    pub attribution: Attribution,
     /// Some of its text was clipped for a listing (each cut is marked
     /// `…[clipped, SIZE]`); `get` fetches it whole.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -104,6 +107,7 @@ impl From<Record> for ItemView {
     fn from(r: Record) -> ItemView {
         let parked_ms = r.parking.as_ref().and_then(|p| p.parked_at).map(unix_ms);
         let state = ItemState::of(r.outcome.as_ref(), parked_ms);
+        let attribution = Attribution::of(&r.asker, &r.session_id, r.run_id.as_ref());
         ItemView {
             id: r.id,
             kind: r.kind,
@@ -120,6 +124,7 @@ impl From<Record> for ItemView {
             dismissed: r.dismissed,
             state,
             parked_ms,
+            attribution,
             clipped: false,
         }
     }
