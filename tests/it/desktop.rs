@@ -185,11 +185,13 @@ async fn a_timed_out_item_shows_in_the_inbox_and_the_agent_got_the_error() {
     // A second `hark app` brings the running one's inbox forward.
     desktop.open_inbox();
     desktop.view("inbox").await;
+    desktop.section("history").await;
     let row = desktop
         .wait_for("//table[@id='history']//tr[td[1][text()='TIMED OUT']]")
         .await;
     assert!(row.text().await.unwrap().contains("Which database?"));
     // Its session, whose agent (this test's MCP client) is still there.
+    desktop.section("sessions").await;
     let session = desktop
         .wait_for("//table[@id='sessions']//tr[@data-session='too-late']")
         .await
@@ -441,6 +443,7 @@ async fn an_approval_shows_the_diff_and_action_allows_one_edit_then_asks_again()
     // The inbox lists the run, finished, with what it asked.
     desktop.open_inbox();
     desktop.view("inbox").await;
+    desktop.section("runs").await;
     let run = desktop
         .wait_for("//table[@id='runs']//tr[td[1][text()='FINISHED'] and td[3][starts-with(text(), 'session gate')]]")
         .await;
@@ -657,6 +660,7 @@ async fn inbox_with_the_fake_agent(env: &[(&str, &str)]) -> Desktop {
     .unwrap();
     desktop.open_inbox();
     desktop.view("inbox").await;
+    desktop.section("new-run").await;
     desktop
 }
 
@@ -713,17 +717,10 @@ async fn a_run_dispatched_from_the_inbox_asks_through_the_modal_and_is_recorded(
 
     // The inbox's Runs table shows it finished, with its result.
     desktop.view("inbox").await;
+    desktop.section("runs").await;
     desktop
         .wait_for("//table[@id='runs']//tr[td[1][text()='FINISHED'] and contains(., 'SQLite')]")
         .await;
-    desktop
-        .client
-        .execute(
-            "document.getElementById('dispatch').scrollIntoView()",
-            vec![],
-        )
-        .await
-        .unwrap();
     desktop.screenshot("inbox-runs").await;
 
     // What the run printed is there too, for the runs the app started.

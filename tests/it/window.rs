@@ -120,3 +120,65 @@ async fn agent_supplied_html_scripts_images_and_links_are_inert() {
     agent.cancel().await.unwrap();
     desktop.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_inbox_is_driven_by_keys_alone_move_filter_open_and_answer() {
+    let desktop = Desktop::start().await;
+    let (alpha, alpha_call) = ask_from_agent(&desktop, "alpha", questions(&[db()])).await;
+    desktop.log.question_id("alpha");
+    let (beta, beta_call) = ask_from_agent(&desktop, "beta", questions(&[features()])).await;
+    let beta_id = desktop.log.question_id("beta");
+    desktop.open_inbox();
+    desktop.view("inbox").await;
+    // The first waiting row is selected; j moves down, k back up.
+    desktop
+        .wait_for(
+            "//table[@id='pending']//tr[@aria-selected='true' and contains(., 'session alpha')]",
+        )
+        .await;
+    desktop.keys("j").await;
+    desktop
+        .wait_for(&format!(
+            "//table[@id='pending']//tr[@data-id='{beta_id}' and @aria-selected='true']"
+        ))
+        .await;
+    desktop.keys("k").await;
+    desktop
+        .wait_for(
+            "//table[@id='pending']//tr[@aria-selected='true' and contains(., 'session alpha')]",
+        )
+        .await;
+    // / filters (by session here), Enter goes to the list, Enter opens.
+    desktop.keys("/").await;
+    desktop.keys("beta").await;
+    desktop
+        .wait_for("//table[@id='pending']//tr[contains(., 'session alpha') and @hidden]")
+        .await;
+    desktop.keys(ENTER).await;
+    desktop.keys(ENTER).await;
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which features?").await;
+    desktop.keys("2").await;
+    desktop.keys(ENTER).await;
+    let answered: Value = serde_json::from_str(&text(&beta_call.await.unwrap())).unwrap();
+    assert_eq!(
+        answered["answers"]["Which features?"],
+        json!(["Auth (Recommended)", "Billing"])
+    );
+    // Sections by their letter: h for the history, where beta now is.
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which database?").await;
+    desktop.keys(ENTER).await;
+    alpha_call.await.unwrap();
+    desktop.open_inbox();
+    desktop.view("inbox").await;
+    desktop.keys("h").await;
+    desktop
+        .wait_for(
+            "//section[@id='panel-history' and not(@hidden)]//tr[contains(., 'session beta')]",
+        )
+        .await;
+    alpha.cancel().await.unwrap();
+    beta.cancel().await.unwrap();
+    desktop.stop().await;
+}

@@ -1,6 +1,10 @@
 // @ts-check
-// The inbox window: pending items first, then the history, the sessions that
-// asked, the New run form and the runs.
+// The inbox window, in sections (tabs): Waiting (waiting items, then the
+// parked ones), History, Sessions, Runs, and the New run form.
+// Keyboard: a section's letter (w h s r n) or Left/Right on the tabs switch
+// sections; j/k or Down/Up move through the list; Enter opens the selected
+// item (a waiting one in the modal, a run's output); / filters the list by
+// text, project or session, Esc clears the filter.
 import * as ipc from './ipc.js';
 import { askerDetail, clip, coalesced, roughly } from './text.js';
 
@@ -15,6 +19,17 @@ const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeSt
 /** @param {number} ms */
 function when(ms) {
   return dateTime.format(new Date(ms));
+}
+
+/**
+ * A time as people say it, "3 min ago", the exact time on hover.
+ * @param {number} ms @param {number} now @param {string} [prefix]
+ */
+function ago(ms, now, prefix = '') {
+  const span = document.createElement('span');
+  span.textContent = `${prefix}${roughly(now - ms)} ago`;
+  span.title = when(ms);
+  return span;
 }
 
 /** @param {number} ms */
@@ -112,13 +127,16 @@ const refresh = coalesced(async () => {
   showStore(view.store);
   $('pending-count').textContent = `(${view.pending.length})`;
   const pending = /** @type {HTMLElement} */ ($('pending').querySelector('tbody'));
-  pending.replaceChildren(...view.pending.map((item) => {
+  // Waiting first, then parked (each oldest first, as listed).
+  const ordered = [...view.pending].sort((a, b) => Number(a.state === 'parked') - Number(b.state === 'parked'));
+  pending.replaceChildren(...ordered.map((item) => {
     // A parked item no longer times out: it says how long it has waited.
     const parked = item.state === 'parked';
     const left = Math.max(0, item.deadline_ms - view.now_ms);
-    const time = parked
-      ? `asked ${when(item.created_ms)}, parked · waiting ${roughly(view.now_ms - item.created_ms)}`
-      : `asked ${when(item.created_ms)}, ${duration(left)} left`;
+    const time = document.createElement('span');
+    time.append(ago(item.created_ms, view.now_ms, 'asked '), parked
+      ? `, parked · waiting ${roughly(view.now_ms - item.created_ms)}`
+      : `, ${duration(left)} left`);
     const actions = document.createElement('span');
     actions.append(button('Answer', () => ipc.openItem(item.id)));
     // A parked run can be ended instead of resumed.
@@ -133,7 +151,9 @@ const refresh = coalesced(async () => {
     const outcome = item.outcome ? item.outcome.outcome.replace('_', ' ').toUpperCase() : '';
     const waited = (item.settled_ms ?? view.now_ms) - item.created_ms;
     const by = item.replied_by ? ` by ${item.replied_by}` : '';
-    const tr = row(outcome, questions(item), who(item), `asked ${when(item.created_ms)}, waited ${duration(waited)}${by}`,
+    const time = document.createElement('span');
+    time.append(ago(item.created_ms, view.now_ms, 'asked '), `, waited ${roughly(waited)}${by}`);
+    const tr = row(outcome, questions(item), who(item), time,
       what(item), button('Dismiss', () => ipc.dismiss(item.id)));
     tr.dataset.id = item.id;
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
@@ -146,7 +166,7 @@ const refresh = coalesced(async () => {
       .filter(Boolean).join(' · ');
     const last = session.last_outcome ? `last ${session.last_outcome.replace('_', ' ')}` : '';
     const tr = row(status, agent, `${session.items} asked, ${session.pending} waiting`,
-      `last asked ${when(session.last_asked_ms)}`, last);
+      ago(session.last_asked_ms, view.now_ms, 'last asked '), last);
     tr.dataset.session = session.session_id;
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
     return tr;
@@ -158,14 +178,112 @@ const refresh = coalesced(async () => {
     const command = clip(run.command, 100);
     const cost = run.cost_usd == null ? '' : `, $${run.cost_usd.toFixed(4)}`;
     const result = run.result ? clip(run.result, 200) : '';
+    const time = document.createElement('span');
+    time.append(ago(run.created_ms, view.now_ms, 'started '), `, took ${roughly(took)}${exit}${cost}`);
     const tr = row(run.status.toUpperCase(), command, `session ${run.session_id}${run.cwd ? ` in ${run.cwd}` : ''}`,
-      `started ${when(run.created_ms)}, ${duration(took)}${exit}${cost}`, `${run.items} asked, ${run.pending} waiting`, result,
+      time, `${run.items} asked, ${run.pending} waiting`, result,
       button('Output', () => showOutput(run.id)));
     tr.dataset.id = run.id;
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
     return tr;
   }));
+  applyFilter();
+  select(state.selected);
 });
+
+/** The sections, in tab order. */
+const SECTIONS = ['waiting', 'history', 'sessions', 'runs', 'new-run'];
+
+const state = {
+  section: 'waiting',
+  /** The selected row's index in the current section's visible rows. */
+  selected: 0,
+};
+
+/** Switches to a section. @param {string} section */
+function showSection(section) {
+  state.section = section;
+  state.selected = 0;
+  for (const name of SECTIONS) {
+    const tab = $(`tab-${name}`);
+    tab.setAttribute('aria-selected', String(name === section));
+    tab.tabIndex = name === section ? 0 : -1;
+    $(`panel-${name}`).hidden = name !== section;
+  }
+  applyFilter();
+  select(0);
+}
+
+/** The current section's rows the filter leaves. @returns {HTMLTableRowElement[]} */
+function rows() {
+  return /** @type {HTMLTableRowElement[]} */ ([...$(`panel-${state.section}`).querySelectorAll('tbody > tr')])
+    .filter((tr) => !tr.hidden);
+}
+
+/** Hides the rows of every list that do not hold the filter's text. */
+function applyFilter() {
+  const query = /** @type {HTMLInputElement} */ ($('filter')).value.trim().toLowerCase();
+  for (const tr of /** @type {NodeListOf<HTMLTableRowElement>} */ (document.querySelectorAll('#inbox tbody > tr'))) {
+    tr.hidden = query !== '' && !tr.textContent?.toLowerCase().includes(query);
+  }
+}
+
+/** Marks the `index`th visible row selected (kept within the list). @param {number} index */
+function select(index) {
+  const list = rows();
+  for (const tr of document.querySelectorAll('#inbox tr.selected')) {
+    tr.classList.remove('selected');
+    tr.removeAttribute('aria-selected');
+  }
+  if (list.length === 0) return;
+  state.selected = Math.max(0, Math.min(index, list.length - 1));
+  const tr = list[state.selected];
+  tr.classList.add('selected');
+  tr.setAttribute('aria-selected', 'true');
+  tr.tabIndex = -1;
+  if ($('inbox').contains(document.activeElement) && document.activeElement?.tagName !== 'INPUT') tr.focus();
+  tr.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+}
+
+/** Enter on the selected row: its first button (Answer, Output). */
+function openSelected() {
+  const tr = rows()[state.selected];
+  const action = /** @type {HTMLButtonElement | null | undefined} */ (tr?.querySelector('button'));
+  action?.click();
+}
+
+/** @param {KeyboardEvent} e */
+function onKey(e) {
+  if ($('inbox').hidden || e.ctrlKey || e.metaKey || e.altKey) return;
+  const target = /** @type {HTMLElement} */ (e.target);
+  const filter = /** @type {HTMLInputElement} */ ($('filter'));
+  if (target === filter) {
+    if (e.key === 'Escape') { filter.value = ''; applyFilter(); select(0); filter.blur(); e.preventDefault(); }
+    else if (e.key === 'Enter' || e.key === 'ArrowDown') { filter.blur(); select(0); rows()[0]?.focus(); e.preventDefault(); }
+    return;
+  }
+  const typing = target instanceof HTMLTextAreaElement || target instanceof HTMLSelectElement
+    || (target instanceof HTMLInputElement && target.type !== 'checkbox');
+  if (typing) return;
+  const onTabs = target.getAttribute('role') === 'tab';
+  const section = SECTIONS.find((name) => $(`tab-${name}`).dataset.key === e.key);
+  if (section) { showSection(section); $(`tab-${section}`).focus(); e.preventDefault(); return; }
+  if (onTabs && (e.key === 'ArrowRight' || e.key === 'ArrowLeft')) {
+    const at = SECTIONS.indexOf(state.section) + (e.key === 'ArrowRight' ? 1 : SECTIONS.length - 1);
+    const next = SECTIONS[at % SECTIONS.length];
+    showSection(next);
+    $(`tab-${next}`).focus();
+    e.preventDefault();
+    return;
+  }
+  switch (e.key) {
+    case 'j': case 'ArrowDown': select(state.selected + 1); rows()[state.selected]?.focus(); e.preventDefault(); break;
+    case 'k': case 'ArrowUp': select(state.selected - 1); rows()[state.selected]?.focus(); e.preventDefault(); break;
+    case 'Enter': if (target.tagName !== 'BUTTON') { openSelected(); e.preventDefault(); } break;
+    case '/': filter.focus(); e.preventDefault(); break;
+    default: break;
+  }
+}
 
 /** @param {string} id */
 const field = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
@@ -206,6 +324,10 @@ async function startRun() {
 }
 
 export function startInbox() {
+  for (const name of SECTIONS) $(`tab-${name}`).addEventListener('click', () => showSection(name));
+  $('filter').addEventListener('input', () => { applyFilter(); select(0); });
+  document.addEventListener('keydown', onKey);
+  showSection('waiting');
   $('dispatch').addEventListener('submit', (event) => {
     event.preventDefault();
     startRun();

@@ -212,6 +212,14 @@ impl Desktop {
     }
 
     /// Replaces the text of the field matching `css` with `text`.
+    /// Shows a section of the inbox (`waiting`, `history`, `sessions`,
+    /// `runs`, `new-run`) by its tab.
+    pub async fn section(&self, name: &str) {
+        self.click(&format!("#tab-{name}")).await;
+        self.wait_for(&format!("//section[@id='panel-{name}' and not(@hidden)]"))
+            .await;
+    }
+
     pub async fn fill(&self, css: &str, text: &str) {
         let field = self.client.find(Locator::Css(css)).await.unwrap();
         field.clear().await.unwrap();
