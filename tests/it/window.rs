@@ -182,3 +182,69 @@ async fn the_inbox_is_driven_by_keys_alone_move_filter_open_and_answer() {
     beta.cancel().await.unwrap();
     desktop.stop().await;
 }
+
+/// Runs axe-core (the copy `ui/package-lock.json` pins) on the page as it
+/// is; the serious and critical violations, as `rule: target…` lines.
+async fn audit(desktop: &Desktop) -> Vec<String> {
+    let axe = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("ui/node_modules/axe-core/axe.min.js");
+    let source = std::fs::read_to_string(&axe).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run ./scripts/setup --tests, which installs it",
+            axe.display()
+        )
+    });
+    desktop.client.execute(&source, vec![]).await.unwrap();
+    let found = desktop
+        .client
+        .execute_async(
+            "const done = arguments[0];
+             axe.run(document, {resultTypes: ['violations']}).then(
+               (r) => done(r.violations
+                 .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+                 .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)),
+               (e) => done([`axe failed: ${e}`]));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    serde_json::from_value(found).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_accessibility_audit_finds_nothing_serious_in_the_modal_or_the_inbox() {
+    let desktop = Desktop::start().await;
+    let (agent, call) = ask_from_agent(&desktop, "audited", questions(&[previewed()])).await;
+    desktop.view("modal").await;
+    desktop
+        .wait_for("//*[@id='question-text']//code[text()='sqlite']")
+        .await;
+    desktop.keys("2").await;
+    desktop
+        .wait_for("//section[@id='preview' and not(@hidden)]")
+        .await;
+    let modal = audit(&desktop).await;
+    assert!(modal.is_empty(), "the modal: {modal:#?}");
+    desktop.open_inbox();
+    desktop.view("inbox").await;
+    desktop
+        .wait_for("//table[@id='pending']//tr[contains(., 'session audited')]")
+        .await;
+    for section in ["waiting", "history", "sessions", "runs", "new-run"] {
+        desktop.section(section).await;
+        let found = audit(&desktop).await;
+        assert!(found.is_empty(), "the inbox's {section}: {found:#?}");
+    }
+    desktop.section("waiting").await;
+    desktop.screenshot("inbox").await;
+    // Enter on the selected row opens it in the modal, Enter there answers.
+    desktop.keys(ENTER).await;
+    desktop.view("modal").await;
+    desktop
+        .wait_for("//*[@id='question-text']//code[text()='sqlite']")
+        .await;
+    desktop.keys(ENTER).await;
+    call.await.unwrap();
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}
