@@ -7,6 +7,14 @@
 //! on top; the inbox larger and ordinary. A question arriving while the
 //! inbox is open takes the window over, and hands it back to the inbox once
 //! nothing is waiting.
+//!
+//! A window nobody sees is not kept: once it has been hidden with nothing
+//! pending for [`ReleaseAfter`] (the config's `window_release_secs`), it is
+//! destroyed, and WebKit's web process (most of the app's memory) goes with
+//! it; the next question or click builds it again. The wait keeps a burst
+//! of questions (an agent asking one after another) from paying for a new
+//! web process each. (Tauri keeps WebKit's network process for the app's
+//! lifetime on Linux, so that one stays.)
 
 use std::sync::Mutex;
 
@@ -60,12 +68,19 @@ pub struct Shown {
     inner: Mutex<ShownState>,
 }
 
+/// How long a hidden window with nothing pending is kept; app state.
+#[derive(Debug, Clone, Copy)]
+pub struct ReleaseAfter(pub std::time::Duration);
+
 #[derive(Debug, Default, Clone, Copy)]
 struct ShownState {
     /// The view on screen; `None` while the window is hidden.
     view: Option<View>,
     /// The modal took the window over from the open inbox.
     back_to_inbox: bool,
+    /// Counts hides and shows: a release waits for the hide it follows
+    /// to be the last thing that happened.
+    changes: u64,
 }
 
 impl Shown {
@@ -79,12 +94,21 @@ impl Shown {
     }
 }
 
-/// Creates the window (hidden) up front, so the first question draws fast.
+/// Sets up the window's state; the window itself is built on first use
+/// (under WebDriver, up front: the driver drives the one webview it finds).
 pub fn prepare<R: Runtime>(app: &AppHandle<R>) {
     app.manage(Shown::default());
-    if let Err(e) = window(app) {
+    if automated()
+        && let Err(e) = window(app)
+    {
         tracing::error!("cannot create the window: {e}");
     }
+}
+
+/// Whether WebDriver drives the app (tauri-driver says so): its webview is
+/// then kept for the driver's session, never released.
+fn automated() -> bool {
+    std::env::var("TAURI_WEBVIEW_AUTOMATION").as_deref() == Ok("true")
 }
 
 /// The window, created hidden on first use.
@@ -109,9 +133,47 @@ fn window<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<WebviewWindow<R>> {
     Ok(window)
 }
 
+/// Hides the window, and releases it (destroyed, its web process with it)
+/// once it has stayed hidden with nothing pending for [`ReleaseAfter`].
 fn hide_window<R: Runtime>(window: &WebviewWindow<R>) {
-    *window.state::<Shown>().state() = ShownState::default();
+    let hidden = {
+        let shown = window.state::<Shown>();
+        let mut state = shown.state();
+        *state = ShownState {
+            changes: state.changes + 1,
+            ..ShownState::default()
+        };
+        state.changes
+    };
     let _ = window.hide();
+    let Some(after) = window.try_state::<ReleaseAfter>().map(|a| a.0) else {
+        return;
+    };
+    if automated() {
+        return;
+    }
+    let window = window.clone();
+    tauri::async_runtime::spawn(async move {
+        tokio::time::sleep(after).await;
+        let still_hidden = window.state::<Shown>().state().changes == hidden;
+        let idle = window
+            .try_state::<std::sync::Arc<crate::shell::Shell>>()
+            .is_some_and(|shell| shell.registry.pending().is_empty());
+        if !(still_hidden && idle) {
+            return;
+        }
+        match window.destroy() {
+            Ok(()) => tracing::info!("window released"),
+            Err(e) => tracing::warn!("cannot release the window: {e}"),
+        }
+        // Shown again while it went: build it again for what was shown.
+        let state = *window.state::<Shown>().state();
+        if state.changes != hidden
+            && let Some(view) = state.view
+        {
+            show(window.app_handle(), view);
+        }
+    });
 }
 
 /// Shows `view`, on top (the modal) and focused.
@@ -132,6 +194,7 @@ pub fn show<R: Runtime>(app: &AppHandle<R>, view: View) {
             View::Inbox => false,
         };
         state.view = Some(view);
+        state.changes += 1;
         before
     };
     if before != Some(view) {

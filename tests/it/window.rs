@@ -6,6 +6,7 @@
 use crate::desktop::ask_from_agent;
 use crate::support::desktop::{Desktop, ENTER};
 use crate::support::*;
+use hark_harness::PATIENCE;
 use serde_json::{Value, json};
 
 /// The database question, its SQLite option previewing a schema.
@@ -247,4 +248,91 @@ async fn an_accessibility_audit_finds_nothing_serious_in_the_modal_or_the_inbox(
     call.await.unwrap();
     agent.cancel().await.unwrap();
     desktop.stop().await;
+}
+
+/// `hark ask` of the database question in `session`, in the background.
+fn ask_in_background(sandbox: &Sandbox, session: &str) -> std::process::Child {
+    let file = sandbox.path(format!("{session}.json"));
+    std::fs::write(&file, questions(&[db()]).to_string()).unwrap();
+    sandbox
+        .hark(["ask", "--session", session, "--file"])
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The pids of `parent`'s children named `comm` (as `/proc` truncates it).
+fn children_named(parent: u32, comm: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // `pid (comm) state ppid …`; comm may hold spaces, so split at its end.
+            let Some((head, rest)) = stat.rsplit_once(") ") else {
+                return false;
+            };
+            let name = head.split_once(" (").map(|(_, n)| n).unwrap_or_default();
+            let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+            ppid == Some(parent) && name == comm
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_window_nobody_sees_is_released_with_its_web_process_and_built_again_for_the_next_ask() {
+    let _turn = crate::support::desktop::ONE_AT_A_TIME.lock().await;
+    let session = hark_harness::desktop::Session::start(&sandbox())
+        .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+    let sandbox = session.sandbox.clone();
+    // Released a second after nothing waits (30 s by default).
+    std::fs::write(sandbox.config(), "window_release_secs = 1\n").unwrap();
+    // The app as a person starts it: no WebDriver.
+    let mut app = sandbox.command(bin_dir().join("hark-app"));
+    app.env("HARK_LOG_FORMAT", "json")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut app = hark_harness::process::Started::spawn("hark-app", &mut app)
+        .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+    let log = Lines::follow("hark-app", app.child.stderr.take().unwrap());
+    log.wait_event("hark is serving the operator", &[]);
+    const WEB: &str = "WebKitWebProces";
+    assert!(
+        children_named(app.id(), WEB).is_empty(),
+        "no window is built before it is wanted"
+    );
+
+    for round in ["first", "again"] {
+        let from = log.len();
+        let event = |message: &str, key: &str, value: &str| {
+            log.wait_event_from(from, message, PATIENCE, |e| e[key] == value)
+                .unwrap_or_else(|e| panic!("{round}: {e}"))
+                .value
+        };
+        let asker = ask_in_background(&sandbox, round);
+        let id = event("operator.question.asked", "session_id", round)["question_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        event("modal.shown", "question_id", &id);
+        let web = children_named(app.id(), WEB);
+        assert_eq!(web.len(), 1, "{round}: the modal's web process: {web:?}");
+        answer(&sandbox, &id, "SQLite");
+        let out = asker.wait_with_output().unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("SQLite"),
+            "{round}: the asker got the answer"
+        );
+        event("window released", "level", "INFO");
+        assert!(
+            hark_harness::process::wait_gone(&web, std::time::Duration::from_secs(10)),
+            "{round}: the web process went with the window"
+        );
+    }
+    app.stop();
 }

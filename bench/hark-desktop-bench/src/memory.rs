@@ -31,7 +31,8 @@ pub struct Point {
 pub struct Results {
     pub one: Point,
     pub many: Point,
-    /// After every item was cancelled (the connections closed).
+    /// After every item was cancelled (the connections closed) and the
+    /// window released: the idle footprint.
     pub after: Point,
     /// What the first point waited for.
     pub one_waited_for: &'static str,
@@ -94,6 +95,8 @@ pub fn measure(
     let from = desktop.log.len();
     drop(held);
     desktop.event(from, "tray.updated", PATIENCE, |v| v["pending"] == 0)?;
+    // Nothing pending and the window gone: the app as it idles all day.
+    desktop.event(from, "window released", PATIENCE, |_| true)?;
     let after = point(desktop, ticks_per_s, 0);
     Ok(Results {
         one,

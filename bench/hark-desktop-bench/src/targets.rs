@@ -15,6 +15,8 @@ const TARGET_MODAL_MS: f64 = 300.0;
 const TARGET_IDLE_PERCENT: f64 = 1.0;
 /// Resident memory of the whole app, MB (10^6 bytes).
 const TARGET_RSS_MB: f64 = 250.0;
+/// The whole app with nothing pending and no window (it was released), MB.
+const TARGET_IDLE_RSS_MB: f64 = 120.0;
 /// "Flat" as pending items grow: memory growth from 1 to many pending, %.
 const TARGET_GROWTH_PERCENT: f64 = 10.0;
 
@@ -32,10 +34,13 @@ pub struct Targets {
     /// From 1 to many pending, once quiet.
     pub quiet_growth_mb: f64,
     pub quiet_growth_pct: f64,
+    /// After every item settled and the window went, once quiet.
+    idle_rss: f64,
     notify_ok: bool,
     modal_ok: bool,
     idle_ok: bool,
     rss_ok: bool,
+    idle_rss_ok: bool,
     flat_ok: bool,
 }
 
@@ -58,6 +63,7 @@ impl Targets {
         let growth_pct = growth_mb / one_rss * 100.0;
         let quiet_growth_mb = resident(&mem.many.quiet) - resident(&mem.one.quiet);
         let quiet_growth_pct = quiet_growth_mb / resident(&mem.one.quiet) * 100.0;
+        let idle_rss = resident(&mem.after.quiet);
         Targets {
             measure: if mem.one.shown.unique_kib.is_some() {
                 "each page once"
@@ -69,10 +75,12 @@ impl Targets {
             growth_pct,
             quiet_growth_mb,
             quiet_growth_pct,
+            idle_rss,
             notify_ok: m.notify.p50 <= TARGET_NOTIFY_MS,
             modal_ok: m.modal.is_some_and(|m| m.p50 <= TARGET_MODAL_MS),
             idle_ok: m.idle.percent <= TARGET_IDLE_PERCENT,
             rss_ok: peak_rss <= TARGET_RSS_MB,
+            idle_rss_ok: idle_rss <= TARGET_IDLE_RSS_MB,
             flat_ok: growth_pct <= TARGET_GROWTH_PERCENT,
         }
     }
@@ -111,6 +119,14 @@ impl Targets {
             self.rss_ok,
         );
         target(
+            format!(
+                "memory, nothing pending and no window ({}) ≤ {TARGET_IDLE_RSS_MB} MB",
+                self.measure
+            ),
+            format!("{:.1} MB", self.idle_rss),
+            self.idle_rss_ok,
+        );
+        target(
             format!("memory flat from 1 to {pending} pending (growth ≤ {TARGET_GROWTH_PERCENT} %)"),
             format!("{:+.1} %", self.growth_pct),
             self.flat_ok,
@@ -124,6 +140,7 @@ impl Targets {
             "ask_to_modal_median_ms_max": { "target": TARGET_MODAL_MS, "value": m.modal.map(|m| round3(m.p50)), "pass": self.modal_ok },
             "idle_cpu_percent_max": { "target": TARGET_IDLE_PERCENT, "value": round3(m.idle.percent), "pass": self.idle_ok },
             "memory_mb_max": { "measure": self.measure, "target": TARGET_RSS_MB, "value": round3(self.peak_rss), "pass": self.rss_ok },
+            "idle_memory_mb_max": { "measure": self.measure, "target": TARGET_IDLE_RSS_MB, "value": round3(self.idle_rss), "pass": self.idle_rss_ok },
             "memory_growth_percent_max": { "target": TARGET_GROWTH_PERCENT, "value": round3(self.growth_pct), "pass": self.flat_ok },
         })
     }

@@ -7,6 +7,7 @@
 //! history_limit = 10000    # settled items (and ended runs) kept in the history
 //! run_log_limit = 100      # dispatched runs whose output is kept (the newest)
 //! agent_command = "claude" # the agent `hark run` starts
+//! window_release_secs = 30 # the desktop app frees its hidden window (and its web process) this long after nothing waits
 //!
 //! [notifications]          # how the desktop app announces a new item
 //! do_not_disturb = false   # start silenced: no notification, no modal popping up
@@ -55,6 +56,10 @@ pub struct Config {
     pub run_log_limit: u64,
     /// The agent `hark run` starts (default: `claude` on PATH).
     pub agent_command: Option<std::path::PathBuf>,
+    /// How long the desktop app keeps its hidden window once nothing waits,
+    /// in seconds; then it is released, WebKit's web process with it, and
+    /// built again for the next question.
+    pub window_release_secs: u64,
     /// How the desktop app announces a new item.
     pub notifications: Notifications,
     /// What the write-mode gate lets pass, asks about, and asks every time.
@@ -131,6 +136,7 @@ impl Default for Config {
             history_limit: 10_000,
             run_log_limit: 100,
             agent_command: None,
+            window_release_secs: 30,
             notifications: Notifications::default(),
             approvals: Policy::default(),
             on_timeout: OnTimeout::default(),

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use super::{bin_dir, sandbox};
 
 /// One desktop at a time: the tests share an X display and two cores.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 pub const ENTER: &str = "\u{e007}";
 pub const ESCAPE: &str = "\u{e00c}";
