@@ -163,7 +163,10 @@ fn hide_window<R: Runtime>(window: &WebviewWindow<R>) {
             return;
         }
         match window.destroy() {
-            Ok(()) => tracing::info!("window released"),
+            Ok(()) => {
+                let network = end_network_process();
+                tracing::info!(network_process_ended = network, "window released");
+            }
             Err(e) => tracing::warn!("cannot release the window: {e}"),
         }
         // Shown again while it went: build it again for what was shown.
@@ -221,4 +224,42 @@ pub fn modal_done<R: Runtime>(app: &AppHandle<R>) {
     } else if let Some(window) = app.get_webview_window(LABEL) {
         hide_window(&window);
     }
+}
+
+/// Ends WebKit's network process, which WebKit keeps for the app's
+/// lifetime even with no webview (and Tauri keeps its context on Linux):
+/// the next webview has WebKit start a new one. Whether one was ended.
+#[cfg(target_os = "linux")]
+fn end_network_process() -> bool {
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    let mut ended = false;
+    for pid in entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // `pid (comm) state ppid …`: comm may hold spaces, so split at its end.
+        let Some((head, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let comm = head.split_once(" (").map(|(_, c)| c).unwrap_or_default();
+        let ppid = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(me) && comm == "WebKitNetworkPr" {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                ended |= rustix::process::kill_process(pid, rustix::process::Signal::TERM).is_ok();
+            }
+        }
+    }
+    ended
+}
+
+#[cfg(not(target_os = "linux"))]
+fn end_network_process() -> bool {
+    false
 }

@@ -322,6 +322,12 @@ async fn a_window_nobody_sees_is_released_with_its_web_process_and_built_again_f
         event("modal.shown", "question_id", &id);
         let web = children_named(app.id(), WEB);
         assert_eq!(web.len(), 1, "{round}: the modal's web process: {web:?}");
+        let network = children_named(app.id(), "WebKitNetworkPr");
+        assert_eq!(
+            network.len(),
+            1,
+            "{round}: WebKit's network process: {network:?}"
+        );
         answer(&sandbox, &id, "SQLite");
         let out = asker.wait_with_output().unwrap();
         assert!(
@@ -332,6 +338,10 @@ async fn a_window_nobody_sees_is_released_with_its_web_process_and_built_again_f
         assert!(
             hark_harness::process::wait_gone(&web, std::time::Duration::from_secs(10)),
             "{round}: the web process went with the window"
+        );
+        assert!(
+            hark_harness::process::wait_gone(&network, std::time::Duration::from_secs(10)),
+            "{round}: WebKit's network process went too: {network:?}"
         );
     }
     app.stop();

@@ -36,6 +36,9 @@ pub struct Results {
     pub after: Point,
     /// What the first point waited for.
     pub one_waited_for: &'static str,
+    /// Ask → `modal.shown` for the first ask after the window was released
+    /// (the window, and WebKit's processes, built again), ms.
+    pub modal_after_idle_ms: f64,
 }
 
 fn point(desktop: &Desktop, ticks_per_s: u64, pending: usize) -> Point {
@@ -98,10 +101,24 @@ pub fn measure(
     // Nothing pending and the window gone: the app as it idles all day.
     desktop.event(from, "window released", PATIENCE, |_| true)?;
     let after = point(desktop, ticks_per_s, 0);
+
+    // The first question after idle: the window is built again.
+    let from = desktop.log.len();
+    let woken = Ask::start(&socket, "After idle?", HOLD_SECS, PATIENCE)?;
+    let shown = desktop.event(from, "modal.shown", PATIENCE, of(&woken.id))?;
+    let modal_after_idle_ms = shown
+        .at()
+        .duration_since(woken.sent)
+        .unwrap_or_default()
+        .as_secs_f64()
+        * 1000.0;
+    drop(woken);
+    desktop.event(from, "tray.updated", PATIENCE, |v| v["pending"] == 0)?;
     Ok(Results {
         one,
         many,
         after,
         one_waited_for,
+        modal_after_idle_ms,
     })
 }

@@ -36,6 +36,8 @@ pub struct Targets {
     pub quiet_growth_pct: f64,
     /// After every item settled and the window went, once quiet.
     idle_rss: f64,
+    /// Ask → modal for the first ask after the window went.
+    modal_after_idle_ok: bool,
     notify_ok: bool,
     modal_ok: bool,
     idle_ok: bool,
@@ -76,6 +78,7 @@ impl Targets {
             quiet_growth_mb,
             quiet_growth_pct,
             idle_rss,
+            modal_after_idle_ok: mem.modal_after_idle_ms <= TARGET_MODAL_MS,
             notify_ok: m.notify.p50 <= TARGET_NOTIFY_MS,
             modal_ok: m.modal.is_some_and(|m| m.p50 <= TARGET_MODAL_MS),
             idle_ok: m.idle.percent <= TARGET_IDLE_PERCENT,
@@ -119,6 +122,11 @@ impl Targets {
             self.rss_ok,
         );
         target(
+            format!("ask → modal, the first ask after the window went, ≤ {TARGET_MODAL_MS} ms"),
+            format!("{:.1} ms", m.mem.modal_after_idle_ms),
+            self.modal_after_idle_ok,
+        );
+        target(
             format!(
                 "memory, nothing pending and no window ({}) ≤ {TARGET_IDLE_RSS_MB} MB",
                 self.measure
@@ -140,6 +148,7 @@ impl Targets {
             "ask_to_modal_median_ms_max": { "target": TARGET_MODAL_MS, "value": m.modal.map(|m| round3(m.p50)), "pass": self.modal_ok },
             "idle_cpu_percent_max": { "target": TARGET_IDLE_PERCENT, "value": round3(m.idle.percent), "pass": self.idle_ok },
             "memory_mb_max": { "measure": self.measure, "target": TARGET_RSS_MB, "value": round3(self.peak_rss), "pass": self.rss_ok },
+            "modal_after_idle_ms_max": { "target": TARGET_MODAL_MS, "value": round3(m.mem.modal_after_idle_ms), "pass": self.modal_after_idle_ok },
             "idle_memory_mb_max": { "measure": self.measure, "target": TARGET_IDLE_RSS_MB, "value": round3(self.idle_rss), "pass": self.idle_rss_ok },
             "memory_growth_percent_max": { "target": TARGET_GROWTH_PERCENT, "value": round3(self.growth_pct), "pass": self.flat_ok },
         })
