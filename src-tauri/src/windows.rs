@@ -250,10 +250,11 @@ fn end_network_process() -> bool {
             .split_whitespace()
             .nth(1)
             .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(me) && comm == "WebKitNetworkPr" {
-            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                ended |= rustix::process::kill_process(pid, rustix::process::Signal::TERM).is_ok();
-            }
+        if ppid == Some(me)
+            && comm == "WebKitNetworkPr"
+            && let Some(pid) = rustix::process::Pid::from_raw(pid)
+        {
+            ended |= rustix::process::kill_process(pid, rustix::process::Signal::TERM).is_ok();
         }
     }
     ended
