@@ -231,28 +231,11 @@ pub fn modal_done<R: Runtime>(app: &AppHandle<R>) {
 /// the next webview has WebKit start a new one. Whether one was ended.
 #[cfg(target_os = "linux")]
 fn end_network_process() -> bool {
-    let me = std::process::id();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
     let mut ended = false;
-    for pid in entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-    {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // `pid (comm) state ppid …`: comm may hold spaces, so split at its end.
-        let Some((head, rest)) = stat.rsplit_once(") ") else {
-            continue;
-        };
-        let comm = head.split_once(" (").map(|(_, c)| c).unwrap_or_default();
-        let ppid = rest
-            .split_whitespace()
-            .nth(1)
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(me)
-            && comm == "WebKitNetworkPr"
-            && let Some(pid) = rustix::process::Pid::from_raw(pid)
+    for pid in hark_core::files::children_named(std::process::id(), "WebKitNetworkPr") {
+        if let Some(pid) = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
         {
             ended |= rustix::process::kill_process(pid, rustix::process::Signal::TERM).is_ok();
         }

@@ -263,27 +263,6 @@ fn ask_in_background(sandbox: &Sandbox, session: &str) -> std::process::Child {
         .unwrap()
 }
 
-/// The pids of `parent`'s children named `comm` (as `/proc` truncates it).
-fn children_named(parent: u32, comm: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            // `pid (comm) state ppid …`; comm may hold spaces, so split at its end.
-            let Some((head, rest)) = stat.rsplit_once(") ") else {
-                return false;
-            };
-            let name = head.split_once(" (").map(|(_, n)| n).unwrap_or_default();
-            let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
-            ppid == Some(parent) && name == comm
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_window_nobody_sees_is_released_with_its_web_process_and_built_again_for_the_next_ask() {
     let _turn = crate::support::desktop::ONE_AT_A_TIME.lock().await;
@@ -303,7 +282,7 @@ async fn a_window_nobody_sees_is_released_with_its_web_process_and_built_again_f
     log.wait_event("hark is serving the operator", &[]);
     const WEB: &str = "WebKitWebProces";
     assert!(
-        children_named(app.id(), WEB).is_empty(),
+        hark_core::files::children_named(app.id(), WEB).is_empty(),
         "no window is built before it is wanted"
     );
 
@@ -320,9 +299,9 @@ async fn a_window_nobody_sees_is_released_with_its_web_process_and_built_again_f
             .unwrap()
             .to_owned();
         event("modal.shown", "question_id", &id);
-        let web = children_named(app.id(), WEB);
+        let web = hark_core::files::children_named(app.id(), WEB);
         assert_eq!(web.len(), 1, "{round}: the modal's web process: {web:?}");
-        let network = children_named(app.id(), "WebKitNetworkPr");
+        let network = hark_core::files::children_named(app.id(), "WebKitNetworkPr");
         assert_eq!(
             network.len(),
             1,

@@ -66,6 +66,28 @@ pub fn process_exists(pid: i32) -> bool {
     )
 }
 
+/// The pids of `parent`'s children whose name (as `/proc` gives it,
+/// truncated to 15 bytes) is `comm`; none where there is no `/proc`.
+pub fn children_named(parent: u32, comm: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // `pid (comm) state ppid …`: comm may hold spaces, so split at its end.
+            let Some((head, rest)) = stat.rsplit_once(") ") else {
+                return false;
+            };
+            let name = head.split_once(" (").map(|(_, n)| n).unwrap_or_default();
+            let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+            ppid == Some(parent) && name == comm
+        })
+        .collect()
+}
+
 /// Creates `dir` as 0700 if missing; an existing one must belong to this
 /// user, and is tightened to 0700 if it is open to anyone else (in a
 /// directory others can write, another user could replace what hark puts
