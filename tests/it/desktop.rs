@@ -648,7 +648,7 @@ fn without_a_display_hark_app_says_so_and_points_to_the_terminal() {
 
 /// The app, with `env`, whose runs start the fake agent (the configured
 /// one), showing the inbox and its New run form.
-async fn inbox_with_the_fake_agent(env: &[(&str, &str)]) -> Desktop {
+pub(crate) async fn inbox_with_the_fake_agent(env: &[(&str, &str)]) -> Desktop {
     let desktop = Desktop::start_with(env, false).await;
     std::fs::write(
         desktop.sandbox.config(),
@@ -665,7 +665,7 @@ async fn inbox_with_the_fake_agent(env: &[(&str, &str)]) -> Desktop {
 }
 
 /// The id of the run the app just dispatched.
-fn dispatched(desktop: &Desktop) -> String {
+pub(crate) fn dispatched(desktop: &Desktop) -> String {
     desktop.log.wait_event("run dispatched", &[])["run_id"]
         .as_str()
         .unwrap()
@@ -673,7 +673,7 @@ fn dispatched(desktop: &Desktop) -> String {
 }
 
 /// Waits for the dispatched run to end, and checks it exited 0.
-fn ended_well(desktop: &Desktop, run_id: &str) {
+pub(crate) fn ended_well(desktop: &Desktop, run_id: &str) {
     let ended = desktop
         .log
         .wait_event("dispatched run ended", &[("run_id", run_id)]);

@@ -325,3 +325,36 @@ async fn a_window_nobody_sees_is_released_with_its_web_process_and_built_again_f
     }
     app.stop();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_new_run_forms_intake_builder_asks_its_question_before_the_agent_starts() {
+    use crate::desktop::{dispatched, ended_well, inbox_with_the_fake_agent};
+    let work = tempfile::tempdir().unwrap();
+    let log = work.path().join("fake.log");
+    let desktop = inbox_with_the_fake_agent(&[("FAKE_CLAUDE_LOG", log.to_str().unwrap())]).await;
+    desktop.fill("#dispatch-prompt", "SAY shipping").await;
+    desktop.click("#intake-add").await;
+    desktop.fill("#intake-id-1", "env").await;
+    desktop.fill("#intake-prompt-1", "Which environment?").await;
+    desktop
+        .fill("#intake-options-1", "Staging, Production")
+        .await;
+    desktop.fill("#intake-default-1", "Staging").await;
+    desktop.click("#dispatch-start").await;
+    let run_id = dispatched(&desktop);
+    desktop.view("modal").await;
+    desktop.wait_for_question("Which environment?").await;
+    assert!(
+        invocations(&log).is_empty(),
+        "the agent waits for the intake"
+    );
+    desktop.pick("Production").await;
+    desktop.click("#submit").await;
+    ended_well(&desktop, &run_id);
+    let prompt = flag(&invocations(&log)[0], "-p").unwrap();
+    assert!(
+        prompt.contains("(env): Production"),
+        "the answer is in the prompt: {prompt}"
+    );
+    desktop.stop().await;
+}

@@ -288,10 +288,77 @@ function onKey(e) {
 /** @param {string} id */
 const field = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
 
+/** How many questions the builder holds (for fresh field ids). */
+let built = 0;
+
+/** Adds a question to the intake builder: its id, text, options, default, multi. */
+function addIntakeQuestion() {
+  built += 1;
+  const n = built;
+  const box = document.createElement('fieldset');
+  box.className = 'intake-question';
+  const legend = document.createElement('legend');
+  legend.textContent = 'Question';
+  box.append(legend);
+  /** @param {string} name @param {string} label @param {string} [placeholder] */
+  const input = (name, label, placeholder = '') => {
+    const l = document.createElement('label');
+    l.htmlFor = `intake-${name}-${n}`;
+    l.textContent = label;
+    const i = document.createElement('input');
+    i.id = `intake-${name}-${n}`;
+    i.dataset.field = name;
+    i.placeholder = placeholder;
+    box.append(l, i);
+    return i;
+  };
+  input('id', 'Id', 'env');
+  input('prompt', 'Question', 'Which environment?');
+  input('options', 'Options', 'Staging, Production');
+  input('default', 'Default', 'Staging');
+  const multi = document.createElement('label');
+  const check = document.createElement('input');
+  check.type = 'checkbox';
+  check.dataset.field = 'multi';
+  multi.append(check, ' several may be picked');
+  const remove = document.createElement('button');
+  remove.type = 'button';
+  remove.textContent = 'Remove';
+  remove.addEventListener('click', () => box.remove());
+  box.append(multi, remove);
+  $('intake-questions').append(box);
+  /** @type {HTMLInputElement} */ (box.querySelector('input')).focus();
+}
+
+/** The builder's questions as an intake, or null when it holds none. */
+function builtIntake() {
+  const boxes = [...document.querySelectorAll('#intake-questions .intake-question')];
+  if (boxes.length === 0) return null;
+  const questions = boxes.map((box) => {
+    const value = (/** @type {string} */ name) =>
+      /** @type {HTMLInputElement} */ (box.querySelector(`[data-field=${name}]`)).value.trim();
+    const labels = value('options').split(',').map((l) => l.trim()).filter(Boolean);
+    const multi = /** @type {HTMLInputElement} */ (box.querySelector('[data-field=multi]')).checked;
+    const defaults = value('default').split(',').map((l) => l.trim()).filter(Boolean);
+    return {
+      id: value('id'),
+      prompt: value('prompt'),
+      options: labels.map((label) => ({ value: label, label })),
+      defaults,
+      multi,
+    };
+  });
+  return { questions };
+}
+
 /** Reads the dispatch form; an intake that is not JSON is the operator's to fix. */
 function dispatchRequest() {
   const text = (/** @type {string} */ id) => field(id).value.trim();
   const intake = text('dispatch-intake');
+  const fromBuilder = builtIntake();
+  if (fromBuilder && intake) {
+    throw { code: 'invalid', message: 'give the questions in the builder or as JSON, not both' };
+  }
   /** @type {import('./bindings').DispatchRequest} */
   const request = {
     prompt: text('dispatch-prompt'),
@@ -300,6 +367,7 @@ function dispatchRequest() {
   };
   if (text('dispatch-cwd')) request.cwd = text('dispatch-cwd');
   if (text('dispatch-session')) request.session = text('dispatch-session');
+  if (fromBuilder) request.intake = fromBuilder;
   if (intake) {
     try {
       request.intake = JSON.parse(intake);
@@ -328,6 +396,7 @@ export function startInbox() {
   $('filter').addEventListener('input', () => { applyFilter(); select(0); });
   document.addEventListener('keydown', onKey);
   showSection('waiting');
+  $('intake-add').addEventListener('click', addIntakeQuestion);
   $('dispatch').addEventListener('submit', (event) => {
     event.preventDefault();
     startRun();
