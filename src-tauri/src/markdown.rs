@@ -101,19 +101,12 @@ fn cleaner() -> &'static ammonia::Builder<'static> {
     })
 }
 
-/// `text` safe inside an HTML attribute or element.
+/// `text` safe inside a quoted HTML attribute or an element
+/// (pulldown-cmark's own escaping).
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
+    // Writing to a String cannot fail.
+    let _ = pulldown_cmark_escape::escape_html(&mut out, text);
     out
 }
 
