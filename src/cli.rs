@@ -88,6 +88,17 @@ pub struct McpConfigArgs {
     /// answer.
     #[arg(long)]
     pub park_hook: bool,
+    /// The agent to print it for: `claude` (its `--mcp-config` JSON) or
+    /// `codex` (`codex exec`'s `-c` overrides, one word a line: `mapfile -t
+    /// c < <(hark mcp-config --for codex); codex exec "${c[@]}" "…"`).
+    #[arg(long = "for", value_enum, default_value = "claude")]
+    pub agent: AgentKindArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AgentKindArg {
+    Claude,
+    Codex,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

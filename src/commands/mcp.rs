@@ -7,7 +7,7 @@ use tracing::level_filters::LevelFilter;
 
 use std::io::Read;
 
-use crate::cli::{HookArgs, HookEvent, McpArgs, McpConfigArgs};
+use crate::cli::{AgentKindArg, HookArgs, HookEvent, McpArgs, McpConfigArgs};
 use crate::commands::{Failed, this_hark};
 use crate::exit::ExitStatus;
 
@@ -65,6 +65,20 @@ pub fn hook(args: HookArgs) -> Result<ExitStatus, Failed> {
 /// `--park-hook`) the `--settings` that add its park hook.
 pub fn config(args: McpConfigArgs) -> Result<ExitStatus, Failed> {
     let hark = this_hark()?;
+    if args.agent == AgentKindArg::Codex {
+        if args.park_hook {
+            eprintln!(
+                "hark: the park hook is Claude Code's (a PreToolUse hook); Codex has none to defer a call with"
+            );
+            return Ok(ExitStatus::Refused);
+        }
+        let config = Config::load()?;
+        for word in hark_core::agent::codex::overrides(&hark, config.ask_timeout()) {
+            println!("-c");
+            println!("{word}");
+        }
+        return Ok(ExitStatus::Success);
+    }
     if args.park_hook {
         let config = Config::load()?;
         let command = hark_core::agent::hooks::hook_command(&hark);

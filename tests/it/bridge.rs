@@ -549,6 +549,54 @@ fn mcp_config_names_this_hark() {
     );
 }
 
+#[test]
+fn mcp_config_for_codex_gives_exec_its_overrides_with_the_cut_above_the_wait() {
+    let sandbox = sandbox();
+    std::fs::write(sandbox.config(), "ask_timeout_secs = 120\n").unwrap();
+    let out = succeed(&sandbox, &["mcp-config", "--for", "codex"]);
+    let words: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    // `-c` before each override, one word a line (for `mapfile`).
+    assert!(words.chunks(2).all(|pair| pair[0] == "-c"), "{words:?}");
+    let overrides: std::collections::BTreeMap<&str, &str> = words
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(|w| w.split_once('=').unwrap())
+        .collect();
+    let command = overrides["mcp_servers.operator.command"].trim_matches('"');
+    assert_eq!(
+        std::path::Path::new(command).canonicalize().unwrap(),
+        bin_dir().join("hark").canonicalize().unwrap()
+    );
+    assert_eq!(
+        overrides["mcp_servers.operator.args"],
+        r#"["mcp-operator-ask"]"#
+    );
+    assert_eq!(
+        overrides["mcp_servers.operator.default_tools_approval_mode"],
+        r#""approve""#
+    );
+    assert_eq!(overrides["mcp_servers.operator.required"], "true");
+    // Codex cuts a silent call at tool_timeout_sec: above the 120 s wait.
+    assert_eq!(overrides["mcp_servers.operator.tool_timeout_sec"], "180");
+    for name in [
+        "HARK_ASK_SOCK",
+        "HARK_SOCKET",
+        "HARK_SESSION_ID",
+        "XDG_RUNTIME_DIR",
+    ] {
+        assert!(
+            overrides["mcp_servers.operator.env_vars"].contains(&format!("\"{name}\"")),
+            "{name} is passed to the server"
+        );
+    }
+    let refused = hark(&sandbox, &["mcp-config", "--for", "codex", "--park-hook"]);
+    assert!(!refused.status.success());
+}
+
 /// `hark serve --prompter terminal` on the sandbox's socket, serving; its
 /// terminal is the child's stdin and stdout (followed).
 fn terminal_daemon(sandbox: &Sandbox) -> (std::process::Child, Lines) {

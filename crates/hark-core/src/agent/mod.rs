@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use crate::model::ids::SessionId;
 
+pub mod codex;
 pub mod hooks;
 pub mod sandbox;
 pub mod wrapped;
