@@ -8,27 +8,29 @@
 //! - [`operator`]: what the run asks the operator itself (the intake, a
 //!   conversation's next message);
 //! - [`detach`]: `--detach`, handing the run to the daemon;
+//! - [`error`]: why a run could not start or go on, and what to do about it;
 //! - [`paused`]: a parked call's wait, the file that lets the run be
 //!   resumed by another process, and `hark resume`.
 
 mod agent;
 mod detach;
+mod error;
 mod operator;
 mod paused;
 mod signals;
 
+pub use error::RunError;
 pub use paused::resume;
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
-use hark_core::agent::{Attached, NoCommandLine, ReadOnly, UserCommand, Verb};
+use hark_core::agent::{Attached, ReadOnly, UserCommand, Verb};
 use hark_core::bridge::client;
 use hark_core::bridge::relay::{Relay, RunDir};
-use hark_core::bridge::socket::{self, SocketError};
+use hark_core::bridge::socket;
 use hark_core::bridge::wire::ClientFrame;
-use hark_core::config::{Config, ConfigError, OnTimeout};
-use hark_core::gate::intake::{Given, GivenError, Intake, IntakeError, When};
+use hark_core::config::{Config, OnTimeout};
+use hark_core::gate::intake::{Given, Intake, When};
 use hark_core::model::ids::{Ids, RunId, SessionId};
 use hark_core::model::run::RunStart;
 
@@ -37,92 +39,6 @@ pub use signals::{Received, StopSignals};
 
 use crate::cli::{OnTimeoutArg, RunArgs};
 use crate::exit::ExitStatus;
-
-/// Why a run could not start or go on.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error(transparent)]
-    Intake(#[from] IntakeError),
-    #[error("--answer: {0}")]
-    Given(GivenError),
-    #[error("--answer {0:?}: write it as ID=VALUE")]
-    GivenShape(String),
-    #[error(transparent)]
-    Wrap(#[from] NoCommandLine),
-    #[error(transparent)]
-    Socket(#[from] SocketError),
-    /// Flags that do not go together, or are missing.
-    #[error("{0}")]
-    Usage(&'static str),
-    #[error("the paused agent cannot be resumed: {0}")]
-    Unresumable(#[from] hark_core::agent::wrapped::NotResumable),
-    #[error("cannot find this hark's path: {0}")]
-    ThisHark(std::io::Error),
-    #[error("cannot read --mcp-config {config}: {source}")]
-    McpConfigRead {
-        config: String,
-        source: std::io::Error,
-    },
-    #[error("--mcp-config {config} is not JSON: {source}")]
-    McpConfigJson {
-        config: String,
-        source: serde_json::Error,
-    },
-    #[error("cannot read --settings {settings}: {source}")]
-    SettingsRead {
-        settings: String,
-        source: std::io::Error,
-    },
-    #[error("--settings {settings} is not JSON: {source}")]
-    SettingsJson {
-        settings: String,
-        source: serde_json::Error,
-    },
-    #[error("cannot write the MCP config: {0}")]
-    WriteConfig(std::io::Error),
-    #[error("cannot start the agent {program:?}: {source}")]
-    Spawn {
-        program: OsString,
-        source: std::io::Error,
-    },
-    #[error("cannot follow the agent: {0}")]
-    Agent(std::io::Error),
-    #[error("cannot read this directory: {0}")]
-    Cwd(std::io::Error),
-    #[error("cannot read the intake {}: {source}", path.display())]
-    ReadIntake {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("the intake {} is not JSON: {source}", path.display())]
-    IntakeJson {
-        path: PathBuf,
-        source: serde_json::Error,
-    },
-    #[error("the questions cannot be sent: {0}")]
-    Encode(serde_json::Error),
-}
-
-impl RunError {
-    /// What the user can do about it.
-    fn hint(&self) -> Option<&'static str> {
-        match self {
-            RunError::Spawn { source, .. }
-                if source.kind() == std::io::ErrorKind::ArgumentListTooLong =>
-            {
-                Some(
-                    "the prompt is longer than the system lets a command line be; put the long part in a file and tell the agent to read it",
-                )
-            }
-            RunError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                Some("install Claude Code, or name the agent with --agent PATH")
-            }
-            _ => None,
-        }
-    }
-}
 
 /// Why the agent did not start, or the run stopped.
 enum Stop {
