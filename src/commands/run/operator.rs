@@ -2,6 +2,7 @@
 //! intake before the agent starts, and a conversation's next message.
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -74,13 +75,16 @@ pub async fn next_message(socket: Option<&Path>, said: Option<&str>) -> Option<S
     }
 }
 
-/// How long a paused run waits before it dials the daemon again (it was
-/// restarted, or is being).
-const REDIAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// The longest a paused run waits to dial the daemon again when it heard
+/// nothing change in the socket's directory (a daemon that answers but
+/// refuses, a change the watch missed), or cannot watch it.
+const REDIAL_AT_LATEST: Duration = Duration::from_secs(30);
 
 /// Waits, however long it takes, for the operator to settle the item the
 /// paused agent's tool use asked; through daemon restarts (the item waits
-/// in the store), dialling again every [`REDIAL`].
+/// in the store): while the daemon is away it dials again when the socket's
+/// directory changes (the daemon binding its socket anew), at the latest
+/// every [`REDIAL_AT_LATEST`].
 /// `None`: the daemon knows no item of that tool use (its store was
 /// replaced); the resumed agent's hook then asks anew.
 pub async fn await_parked(
@@ -95,7 +99,9 @@ pub async fn await_parked(
         tool_use_id: tool_use_id.to_owned(),
         session_id: session.clone(),
     };
-    let mut told = false;
+    // Set up at the first failure, before dialling again, so a socket bound
+    // between the two is not missed.
+    let mut watch: Option<SocketWatch> = None;
     loop {
         match client::request(app_socket, &frame).await {
             Ok(ServerFrame::Settled { outcome, .. }) => return Some(outcome),
@@ -106,16 +112,64 @@ pub async fn await_parked(
                 );
                 return None;
             }
-            other => {
-                if !told {
+            other => match &mut watch {
+                None => {
                     eprintln!(
                         "hark: the operator's daemon is not answering ({other:?}); waiting for it"
                     );
-                    told = true;
+                    watch = Some(SocketWatch::new(app_socket));
                 }
-                tokio::time::sleep(REDIAL).await;
-            }
+                Some(watch) => watch.changed().await,
+            },
         }
+    }
+}
+
+/// How often a paused run dials the daemon when the socket's directory
+/// cannot be watched (it is gone, or the system's watches are used up).
+const REDIAL_UNWATCHED: Duration = Duration::from_secs(1);
+
+/// Changes in the directory of the daemon's socket.
+struct SocketWatch {
+    /// Kept while watching; `None` when the directory cannot be watched.
+    watcher: Option<notify::RecommendedWatcher>,
+    changes: tokio::sync::mpsc::UnboundedReceiver<()>,
+}
+
+impl SocketWatch {
+    fn new(socket: &Path) -> SocketWatch {
+        use notify::Watcher;
+        let (tx, changes) = tokio::sync::mpsc::unbounded_channel();
+        let dir = socket.parent().unwrap_or(Path::new("/"));
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if event.is_ok() {
+                let _ = tx.send(());
+            }
+        })
+        .and_then(|mut w| {
+            w.watch(dir, notify::RecursiveMode::NonRecursive)
+                .map(|()| w)
+        });
+        if let Err(e) = &watcher {
+            tracing::debug!("cannot watch {}: {e}; dialling every second", dir.display());
+        }
+        SocketWatch {
+            watcher: watcher.ok(),
+            changes,
+        }
+    }
+
+    /// Completes at the next change, or after [`REDIAL_AT_LATEST`]; with
+    /// no watch, after [`REDIAL_UNWATCHED`].
+    async fn changed(&mut self) {
+        if self.watcher.is_none() {
+            tokio::time::sleep(REDIAL_UNWATCHED).await;
+            return;
+        }
+        let _ = tokio::time::timeout(REDIAL_AT_LATEST, self.changes.recv()).await;
+        // A restart is a burst of changes (the old socket removed, the new
+        // one bound): one dial for all of them.
+        while self.changes.try_recv().is_ok() {}
     }
 }
 
