@@ -10,10 +10,19 @@ use serde_json::{Value, json};
 
 /// Starts `hark ask` in the background against the daemon.
 pub(crate) fn ask_in_background(daemon: &Daemon, session: &str, qs: Value) -> std::process::Child {
-    let file = daemon.sandbox.path(format!("{session}.json"));
+    ask_in_background_in(&daemon.sandbox, session, qs)
+}
+
+/// `hark ask` of `qs` as `session` in `sandbox`, in the background; its
+/// stdout is piped.
+pub(crate) fn ask_in_background_in(
+    sandbox: &Sandbox,
+    session: &str,
+    qs: Value,
+) -> std::process::Child {
+    let file = sandbox.path(format!("{session}.json"));
     std::fs::write(&file, qs.to_string()).unwrap();
-    daemon
-        .sandbox
+    sandbox
         .hark(["ask", "--session", session, "--file"])
         .arg(&file)
         .stdout(Stdio::piped())

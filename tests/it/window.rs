@@ -250,19 +250,6 @@ async fn an_accessibility_audit_finds_nothing_serious_in_the_modal_or_the_inbox(
     desktop.stop().await;
 }
 
-/// `hark ask` of the database question in `session`, in the background.
-fn ask_in_background(sandbox: &Sandbox, session: &str) -> std::process::Child {
-    let file = sandbox.path(format!("{session}.json"));
-    std::fs::write(&file, questions(&[db()]).to_string()).unwrap();
-    sandbox
-        .hark(["ask", "--session", session, "--file"])
-        .arg(&file)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_window_nobody_sees_is_released_with_its_web_process_and_built_again_for_the_next_ask() {
     let _turn = crate::support::desktop::ONE_AT_A_TIME.lock().await;
@@ -293,7 +280,7 @@ async fn a_window_nobody_sees_is_released_with_its_web_process_and_built_again_f
                 .unwrap_or_else(|e| panic!("{round}: {e}"))
                 .value
         };
-        let asker = ask_in_background(&sandbox, round);
+        let asker = crate::inbox::ask_in_background_in(&sandbox, round, questions(&[db()]));
         let id = event("operator.question.asked", "session_id", round)["question_id"]
             .as_str()
             .unwrap()

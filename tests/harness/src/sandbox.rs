@@ -41,7 +41,7 @@ pub struct Sandbox {
 /// The XDG variables pointed into the sandbox, and their directory there;
 /// and its own temp dir, so that what one test's runs leave there (a run
 /// killed by SIGKILL) is swept by its own next run, not another test's.
-const XDG_DIRS: [(&str, &str); 6] = [
+const SANDBOX_DIRS: [(&str, &str); 6] = [
     ("XDG_CONFIG_HOME", "home/.config"),
     ("XDG_DATA_HOME", "home/.local/share"),
     ("XDG_STATE_HOME", "home/.local/state"),
@@ -58,7 +58,7 @@ impl Sandbox {
             .prefix(prefix)
             .tempdir()
             .map_err(SandboxError::TempDir)?;
-        for (_, dir) in XDG_DIRS {
+        for (_, dir) in SANDBOX_DIRS {
             let dir = root.path().join(dir);
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -131,7 +131,7 @@ impl Sandbox {
             }
         }
         command.env("HOME", self.path("home"));
-        for (var, dir) in XDG_DIRS {
+        for (var, dir) in SANDBOX_DIRS {
             command.env(var, self.path(dir));
         }
         command
