@@ -197,9 +197,10 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), AppError> {
     let notifications = prepared.config.notifications.clone();
     let notifier = Arc::new(Notifier::new(notifications.clone()));
     app.manage(notifier.clone());
-    app.manage(windows::ReleaseAfter(std::time::Duration::from_secs(
-        prepared.config.window_release_secs,
-    )));
+    app.manage(windows::Settings {
+        release_after: std::time::Duration::from_secs(prepared.config.window_release_secs),
+        theme: prepared.config.theme,
+    });
     tauri::async_runtime::spawn(notifier.clone().listen(app.clone()));
     let stop = Arc::new(Notify::new());
     let (stopped_tx, stopped_rx) = oneshot::channel();

@@ -9,7 +9,7 @@
 //! nothing is waiting.
 //!
 //! A window nobody sees is not kept: once it has been hidden with nothing
-//! pending for [`ReleaseAfter`] (the config's `window_release_secs`), it is
+//! pending for [`Settings::release_after`] (the config's `window_release_secs`), it is
 //! destroyed, and WebKit's web process (most of the app's memory) goes with
 //! it; the next question or click builds it again. The wait keeps a burst
 //! of questions (an agent asking one after another) from paying for a new
@@ -68,9 +68,14 @@ pub struct Shown {
     inner: Mutex<ShownState>,
 }
 
-/// How long a hidden window with nothing pending is kept; app state.
+/// The config's say over the window; app state.
 #[derive(Debug, Clone, Copy)]
-pub struct ReleaseAfter(pub std::time::Duration);
+pub struct Settings {
+    /// How long a hidden window with nothing pending is kept.
+    pub release_after: std::time::Duration,
+    /// Its colours.
+    pub theme: hark_core::config::Theme,
+}
 
 #[derive(Debug, Default, Clone, Copy)]
 struct ShownState {
@@ -117,11 +122,21 @@ fn window<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<WebviewWindow<R>> {
         return Ok(window);
     }
     let size = View::Modal.size();
-    let window = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App("index.html".into()))
+    let mut builder = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App("index.html".into()))
         .title(View::Modal.title())
         .inner_size(size.width, size.height)
-        .visible(false)
-        .build()?;
+        .visible(false);
+    let theme = app
+        .try_state::<Settings>()
+        .and_then(|s| chosen_theme(s.theme));
+    if let Some((theme, name)) = theme {
+        // The page's colours follow `data-theme` over the system's
+        // preference (WebKitGTK does not take the window's for it).
+        builder = builder.theme(Some(theme)).initialization_script(format!(
+            "document.documentElement.dataset.theme = '{name}';"
+        ));
+    }
+    let window = builder.build()?;
     let handle = window.clone();
     // Closing the window keeps hark running in the tray.
     window.on_window_event(move |event| {
@@ -133,8 +148,19 @@ fn window<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<WebviewWindow<R>> {
     Ok(window)
 }
 
+/// The theme the config chose over the desktop's, if it chose one, and
+/// its name in the page.
+fn chosen_theme(theme: hark_core::config::Theme) -> Option<(tauri::Theme, &'static str)> {
+    use hark_core::config::Theme;
+    match theme {
+        Theme::System => None,
+        Theme::Light => Some((tauri::Theme::Light, "light")),
+        Theme::Dark => Some((tauri::Theme::Dark, "dark")),
+    }
+}
+
 /// Hides the window, and releases it (destroyed, its web process with it)
-/// once it has stayed hidden with nothing pending for [`ReleaseAfter`].
+/// once it has stayed hidden with nothing pending for [`Settings::release_after`].
 fn hide_window<R: Runtime>(window: &WebviewWindow<R>) {
     let hidden = {
         let shown = window.state::<Shown>();
@@ -146,7 +172,7 @@ fn hide_window<R: Runtime>(window: &WebviewWindow<R>) {
         state.changes
     };
     let _ = window.hide();
-    let Some(after) = window.try_state::<ReleaseAfter>().map(|a| a.0) else {
+    let Some(after) = window.try_state::<Settings>().map(|s| s.release_after) else {
         return;
     };
     if automated() {

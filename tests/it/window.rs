@@ -345,3 +345,41 @@ async fn the_new_run_forms_intake_builder_asks_its_question_before_the_agent_sta
     );
     desktop.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn theme_dark_in_the_config_draws_the_window_dark_and_readable() {
+    let desktop = Desktop::start_configured("theme = \"dark\"\n").await;
+    let (agent, call) = ask_from_agent(&desktop, "dark", questions(&[previewed()])).await;
+    desktop.view("modal").await;
+    desktop.keys("2").await;
+    desktop
+        .wait_for("//section[@id='preview' and not(@hidden)]//pre/code")
+        .await;
+    let drawn = desktop
+        .client
+        .execute(
+            "return [document.documentElement.dataset.theme, \
+             getComputedStyle(document.documentElement).backgroundColor, \
+             getComputedStyle(document.querySelector('#preview pre')).backgroundColor]",
+            vec![],
+        )
+        .await
+        .unwrap();
+    // --bg and --code-bg, dark.
+    assert_eq!(
+        drawn,
+        json!(["dark", "rgb(24, 27, 34)", "rgb(28, 32, 40)"]),
+        "the page is dark"
+    );
+    let found = audit(&desktop).await;
+    assert!(found.is_empty(), "the dark modal: {found:#?}");
+    desktop.screenshot("modal-dark").await;
+    desktop.keys(ENTER).await;
+    let got: Value = serde_json::from_str(&text(&call.await.unwrap())).unwrap();
+    assert_eq!(
+        got["answers"]["Which database? Use `sqlite` if unsure."],
+        "SQLite"
+    );
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}

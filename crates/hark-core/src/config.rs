@@ -8,6 +8,7 @@
 //! run_log_limit = 100      # dispatched runs whose output is kept (the newest)
 //! agent_command = "claude" # the agent `hark run` starts
 //! window_release_secs = 30 # the desktop app frees its hidden window (and its web process) this long after nothing waits
+//! theme = "system"         # the desktop window's colours: system (follow the desktop's light or dark preference), light or dark
 //!
 //! [notifications]          # how the desktop app announces a new item
 //! do_not_disturb = false   # start silenced: no notification, no modal popping up
@@ -60,6 +61,8 @@ pub struct Config {
     /// in seconds; then it is released, WebKit's web process with it, and
     /// built again for the next question.
     pub window_release_secs: u64,
+    /// The desktop window's colours.
+    pub theme: Theme,
     /// How the desktop app announces a new item.
     pub notifications: Notifications,
     /// What the write-mode gate lets pass, asks about, and asks every time.
@@ -81,6 +84,17 @@ pub enum OnTimeout {
     /// The agent gets the not-answered error and goes on (a CI job that
     /// must finish).
     Proceed,
+}
+
+/// The desktop window's colours.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Theme {
+    /// The desktop's light or dark preference (`prefers-color-scheme`).
+    #[default]
+    System,
+    Light,
+    Dark,
 }
 
 /// How the desktop app announces a new item.
@@ -137,6 +151,7 @@ impl Default for Config {
             run_log_limit: 100,
             agent_command: None,
             window_release_secs: 30,
+            theme: Theme::System,
             notifications: Notifications::default(),
             approvals: Policy::default(),
             on_timeout: OnTimeout::default(),
@@ -218,6 +233,10 @@ mod tests {
         assert_eq!(c.notifications.urgency.level(), 2);
         assert!(c.notifications.buttons, "the others keep their defaults");
         assert!(toml::from_str::<Config>("[notifications]\nurgency = \"loud\"").is_err());
+        assert_eq!(Config::default().theme, Theme::System);
+        let c: Config = toml::from_str("theme = \"dark\"").unwrap();
+        assert_eq!(c.theme, Theme::Dark);
+        assert!(toml::from_str::<Config>("theme = \"sepia\"").is_err());
     }
 
     fn bash(c: &Config, command: &str) -> bool {

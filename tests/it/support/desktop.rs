@@ -57,6 +57,15 @@ impl Desktop {
     /// Starts a private session, a tray host when `tray`, and the app;
     /// `env` is added to the app's environment.
     pub async fn start_with(env: &[(&str, &str)], tray: bool) -> Desktop {
+        Desktop::launch(env, tray, None).await
+    }
+
+    /// Starts the app with this config file.
+    pub async fn start_configured(config: &str) -> Desktop {
+        Desktop::launch(&[], false, Some(config)).await
+    }
+
+    async fn launch(env: &[(&str, &str)], tray: bool, config: Option<&str>) -> Desktop {
         let turn = ONE_AT_A_TIME.lock().await;
         assert!(
             std::env::var_os("DISPLAY").is_some(),
@@ -78,6 +87,9 @@ impl Desktop {
         let session =
             Session::start(&sandbox()).unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
         let sandbox = session.sandbox.clone();
+        if let Some(config) = config {
+            std::fs::write(sandbox.config(), config).unwrap();
+        }
         let tray_host = tray.then(|| {
             TrayHost::start(&session, PATIENCE)
                 .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)))
