@@ -10,8 +10,13 @@ include!("src/ipc_commands.rs");
 const WINDOW: &str = "main";
 
 /// The core permissions the page needs besides the commands: it listens
-/// for `inbox-changed` and `view-changed`.
-const CORE_PERMISSIONS: &[&str] = &["core:event:allow-listen", "core:event:allow-unlisten"];
+/// for `inbox-changed` and `view-changed`, and zooms (Ctrl+= and Ctrl+-,
+/// Tauri's zoom keys, call `set_webview_zoom`).
+const CORE_PERMISSIONS: &[&str] = &[
+    "core:event:allow-listen",
+    "core:event:allow-unlisten",
+    "core:webview:allow-set-webview-zoom",
+];
 
 /// The window's capability, as Tauri reads a capability file.
 fn capability() -> String {

@@ -125,6 +125,9 @@ fn window<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<WebviewWindow<R>> {
     let mut builder = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App("index.html".into()))
         .title(View::Modal.title())
         .inner_size(size.width, size.height)
+        // Ctrl+= and Ctrl+- zoom the page: the desktop's text scaling does
+        // not reach WebKitGTK's pages.
+        .zoom_hotkeys_enabled(true)
         .visible(false);
     let theme = app
         .try_state::<Settings>()

@@ -383,3 +383,66 @@ async fn theme_dark_in_the_config_draws_the_window_dark_and_readable() {
     agent.cancel().await.unwrap();
     desktop.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn at_125_and_150_percent_the_modal_fits_its_width_and_every_control_is_reachable() {
+    let desktop = Desktop::start().await;
+    let (agent, call) = ask_from_agent(&desktop, "zoomed", questions(&[previewed()])).await;
+    desktop.view("modal").await;
+    desktop.keys("2").await;
+    desktop
+        .wait_for("//section[@id='preview' and not(@hidden)]//pre/code")
+        .await;
+    for zoom in [1.25, 1.5] {
+        // What Ctrl+= does, at the scale asked.
+        desktop
+            .client
+            .execute_async(
+                "const [zoom, done] = arguments;
+                 window.__TAURI_INTERNALS__.invoke('plugin:webview|set_webview_zoom', {value: zoom})
+                   .then(() => requestAnimationFrame(() => requestAnimationFrame(() => done(null))), (e) => done(String(e)));",
+                vec![json!(zoom)],
+            )
+            .await
+            .unwrap();
+        // Nothing wider than the window; each control scrolled to is on screen.
+        let laid_out = desktop
+            .client
+            .execute(
+                "const page = document.documentElement;
+                 const controls = [...document.querySelectorAll('#modal button:not([hidden]), #modal input, #modal summary')]
+                   .filter((e) => e.getClientRects().length > 0);
+                 const off = controls.flatMap((e) => {
+                   e.scrollIntoView({block: 'nearest', inline: 'nearest'});
+                   const r = e.getBoundingClientRect();
+                   const inside = r.left >= -1 && r.right <= page.clientWidth + 1
+                     && r.top >= -1 && r.bottom <= page.clientHeight + 1;
+                   return inside ? [] : [[e.id || e.tagName, r.left, r.top, r.right, r.bottom]];
+                 });
+                 return {width: innerWidth, overflow: page.scrollWidth - page.clientWidth, controls: controls.length, off};",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let expected_width = (600.0_f64 / zoom).round();
+        assert!(
+            (laid_out["width"].as_f64().unwrap() - expected_width).abs() <= 1.0,
+            "zoomed to {zoom}: {laid_out}"
+        );
+        assert_eq!(laid_out["overflow"], 0, "zoomed to {zoom}: {laid_out}");
+        assert_eq!(laid_out["off"], json!([]), "zoomed to {zoom}: {laid_out}");
+        assert!(laid_out["controls"].as_u64().unwrap() >= 5, "{laid_out}");
+        if zoom == 1.5 {
+            desktop.screenshot("modal-150").await;
+        }
+    }
+    // Answered from the keyboard: the digit picked SQLite.
+    desktop.keys(ENTER).await;
+    let got: Value = serde_json::from_str(&text(&call.await.unwrap())).unwrap();
+    assert_eq!(
+        got["answers"]["Which database? Use `sqlite` if unsure."],
+        "SQLite"
+    );
+    agent.cancel().await.unwrap();
+    desktop.stop().await;
+}
