@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use hark_core::agent::Verb;
+use hark_core::agent::{AgentKind, Verb};
 use hark_core::model::approval::Scope;
 
 use crate::commands::serve::PrompterChoice;
@@ -40,9 +40,10 @@ pub enum Command {
     /// Ask the operator from a script; prints `{"outcome":…}` as JSON.
     /// Exit 0 answered, 2 invalid input, 3 not answered.
     Ask(AskArgs),
-    /// Run an agent (`claude -p` by default) with the bridge attached when an
-    /// operator is: `hark run [--verb task|ask|decide|converse] -- PROMPT…`,
-    /// or `hark run --wrap -- claude -p "…" [their flags]`. Exits with the agent's status.
+    /// Run an agent (`claude -p` by default, or `codex exec` with `--agent
+    /// codex`) with the bridge attached when an operator is: `hark run
+    /// [--verb task|ask|decide|converse] -- PROMPT…`, or `hark run --wrap --
+    /// claude -p "…" [their flags]` (or `codex exec …`). Exits with the agent's status.
     Run(RunArgs),
     /// Take over a parked run whose `hark run` is gone (a reboot, a closed
     /// terminal): wait here for its question to be settled and resume the
@@ -185,9 +186,15 @@ pub struct RunArgs {
     /// `on_timeout`, else park).
     #[arg(long, value_name = "WHAT")]
     pub on_timeout: Option<OnTimeoutArg>,
-    /// The agent command (default: the config's `agent_command`, else `claude`).
+    /// The agent command (default: the config's `agent_command`, else
+    /// `claude`, or `codex` with `--agent-kind codex`).
     #[arg(long, value_name = "PATH")]
     pub agent: Option<PathBuf>,
+    /// Which CLI the agent is, `claude` or `codex` (default: the config's
+    /// `agent_kind`, else what the command's name says: `--agent codex` is
+    /// Codex).
+    #[arg(long, value_name = "KIND")]
+    pub agent_kind: Option<AgentKind>,
     /// Attach the bridge to your own agent command line (after --).
     #[arg(long)]
     pub wrap: bool,

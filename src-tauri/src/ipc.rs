@@ -235,7 +235,7 @@ pub fn shown(shell: State<'_, Arc<crate::shell::Shell>>, id: ItemId) {
 /// The TypeScript declarations of every type that crosses to the UI, as
 /// committed in `ui/src/bindings.ts`.
 pub fn typescript() -> String {
-    use hark_core::agent::Verb;
+    use hark_core::agent::{AgentKind, Verb};
     use hark_core::model::approval::{Approval, Scope};
     use hark_core::model::attribution::Attribution;
     use hark_core::model::item::{Asker, SubAgent};
@@ -272,6 +272,7 @@ pub fn typescript() -> String {
         StoreHealth::decl(&cfg),
         InboxView::decl(&cfg),
         Verb::decl(&cfg),
+        AgentKind::decl(&cfg),
         DispatchRequest::decl(&cfg),
         Dispatched::decl(&cfg),
     ];

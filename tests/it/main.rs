@@ -14,6 +14,8 @@
 //! - `run`, `intake`, `approvals`: `hark run` dispatching the fake `claude
 //!   -p` (`tests/fake-claude`): the bridge it gets, intake questions before
 //!   it starts, the write-mode gate.
+//! - `codex`: `hark run` dispatching the fake `codex exec`
+//!   (`tests/fake-codex`), attached, headless, read-only, wrapped, detached.
 //! - `fake_agent`: the fake `claude -p` itself, against what was measured
 //!   on the real CLI: `PreToolUse` hooks, `defer` and resuming a deferred
 //!   call (docs/agents/claude-code.md).
@@ -32,6 +34,7 @@
 
 mod approvals;
 mod bridge;
+mod codex;
 mod desktop;
 mod fake_agent;
 mod inbox;

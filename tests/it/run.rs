@@ -445,7 +445,7 @@ fn runs(daemon: &Daemon) -> Vec<Value> {
 /// The run of `session`. Every state is settled by the time the test looks:
 /// `hark run` records its end before it exits, "waiting" follows from the
 /// pending item, and a killed run's process is gone once reaped.
-fn run_of(daemon: &Daemon, session: &str) -> Value {
+pub(crate) fn run_of(daemon: &Daemon, session: &str) -> Value {
     let all = runs(daemon);
     all.iter()
         .find(|r| r["session_id"] == session)

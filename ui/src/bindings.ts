@@ -281,6 +281,8 @@ now_ms: number, };
 
 export type Verb = "task" | "ask" | "decide" | "converse";
 
+export type AgentKind = "claude" | "codex";
+
 export type DispatchRequest = { 
 /**
  * What the agent is asked to do.
@@ -314,7 +316,11 @@ intake?: unknown,
 /**
  * The agent command; the config's, else `claude`, when absent.
  */
-agent?: string, };
+agent?: string, 
+/**
+ * Which CLI the agent is; the config's, else what its name says, when absent.
+ */
+agent_kind?: AgentKind, };
 
 export type Dispatched = { run_id: RunId, 
 /**

@@ -365,6 +365,7 @@ function dispatchRequest() {
     verb: /** @type {import('./bindings').Verb} */ (text('dispatch-verb')),
     read_only: field('dispatch-read-only').checked,
   };
+  if (text('dispatch-agent')) request.agent_kind = /** @type {import('./bindings').AgentKind} */ (text('dispatch-agent'));
   if (text('dispatch-cwd')) request.cwd = text('dispatch-cwd');
   if (text('dispatch-session')) request.session = text('dispatch-session');
   if (fromBuilder) request.intake = fromBuilder;

@@ -7,6 +7,7 @@
 //! history_limit = 10000    # settled items (and ended runs) kept in the history
 //! run_log_limit = 100      # dispatched runs whose output is kept (the newest)
 //! agent_command = "claude" # the agent `hark run` starts
+//! agent_kind = "claude"    # claude or codex: the command line hark composes (default: from agent_command's name)
 //! window_release_secs = 30 # the desktop app frees its hidden window (and its web process) this long after nothing waits
 //! theme = "system"         # the desktop window's colours: system (follow the desktop's light or dark preference), light or dark
 //!
@@ -57,6 +58,8 @@ pub struct Config {
     pub run_log_limit: u64,
     /// The agent `hark run` starts (default: `claude` on PATH).
     pub agent_command: Option<std::path::PathBuf>,
+    /// Which CLI the agent is (default: what the command's name says).
+    pub agent_kind: Option<crate::agent::AgentKind>,
     /// How long the desktop app keeps its hidden window once nothing waits,
     /// in seconds; then it is released, WebKit's web process with it, and
     /// built again for the next question.
@@ -150,6 +153,7 @@ impl Default for Config {
             history_limit: 10_000,
             run_log_limit: 100,
             agent_command: None,
+            agent_kind: None,
             window_release_secs: 30,
             theme: Theme::System,
             notifications: Notifications::default(),

@@ -1,5 +1,5 @@
 //! One turn of the agent: its process, and its `stream-json` output shown
-//! as progress.
+//! as progress (Codex's `--json`: [`super::codex`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use hark_core::agent::{ASK_TOOL, Composed};
+use hark_core::agent::{ASK_TOOL, AgentKind, Composed};
 
 use super::{RunError, StopSignals};
 
@@ -74,13 +74,15 @@ pub fn existing_settings(settings: &str) -> Result<String, RunError> {
 /// Starts the agent, shows its stream, and waits for it.
 pub async fn run_agent(
     composed: Composed,
+    kind: AgentKind,
     cwd: Option<&PathBuf>,
     env: Option<&BTreeMap<String, String>>,
     mut stop: StopSignals,
 ) -> Result<Turn, RunError> {
     let mut command = Command::new(&composed.program);
     // In `env` when it is given (a resumed run's: the one it started with),
-    // else in this process's; and with hark's variables.
+    // else in this process's; and with hark's variables. Its stdin is
+    // closed: `codex exec` reads it to its end before it starts.
     if let Some(env) = env {
         command.env_clear().envs(env);
     }
@@ -112,7 +114,10 @@ pub async fn run_agent(
     loop {
         tokio::select! {
             line = lines.next_line() => match line {
-                Ok(Some(line)) => show(&line, &mut turn),
+                Ok(Some(line)) => match kind {
+                    AgentKind::Claude => show(&line, &mut turn),
+                    AgentKind::Codex => super::codex::show(&line, &mut turn),
+                },
                 Ok(None) | Err(_) => break,
             },
             _ = tokio::signal::ctrl_c() => {

@@ -92,6 +92,7 @@ fn detached_request(options: RunArgs) -> Result<DispatchRequest, RunError> {
         read_only: options.read_only,
         intake,
         agent,
+        agent_kind: options.agent_kind,
         // The run gets this shell's environment (its PATH, its API keys),
         // not the daemon's; a variable that is not UTF-8 cannot be sent.
         env: Some(Environment(

@@ -21,6 +21,8 @@ pub enum RunError {
     GivenShape(String),
     #[error(transparent)]
     Wrap(#[from] NoCommandLine),
+    #[error("--wrap: {0}")]
+    NotExec(#[from] hark_core::agent::codex::NotExec),
     #[error(transparent)]
     Socket(#[from] SocketError),
     /// Flags that do not go together, or are missing.
@@ -87,8 +89,9 @@ impl RunError {
                 )
             }
             RunError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                Some("install Claude Code, or name the agent with --agent PATH")
+                Some("install Claude Code (or the Codex CLI), or name the agent with --agent PATH")
             }
+            RunError::NotExec(_) => Some("hark run --wrap -- codex exec [flags] \"PROMPT\""),
             _ => None,
         }
     }

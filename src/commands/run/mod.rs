@@ -4,7 +4,8 @@
 //!
 //! - this module: the run from start to end — what it needs before the
 //!   first turn ([`Setup`]), the turn loop, its record in the store;
-//! - [`agent`]: one turn of the agent process and its stream;
+//! - [`agent`]: one turn of the agent process and its stream ([`codex`]:
+//!   Codex's events);
 //! - [`operator`]: what the run asks the operator itself (the intake, a
 //!   conversation's next message);
 //! - [`detach`]: `--detach`, handing the run to the daemon;
@@ -13,6 +14,7 @@
 //!   resumed by another process, and `hark resume`.
 
 mod agent;
+mod codex;
 mod detach;
 mod error;
 mod operator;
@@ -24,7 +26,7 @@ pub use paused::resume;
 
 use std::path::PathBuf;
 
-use hark_core::agent::{Attached, ReadOnly, UserCommand, Verb};
+use hark_core::agent::{AgentKind, Attached, ReadOnly, UserCommand, Verb};
 use hark_core::bridge::client;
 use hark_core::bridge::relay::{Relay, RunDir};
 use hark_core::bridge::socket;
@@ -163,6 +165,8 @@ struct Setup {
     headless_gate: Option<(RunDir, PathBuf)>,
     /// The agent command.
     agent: PathBuf,
+    /// Which CLI it is.
+    kind: AgentKind,
     /// With `--wrap`, the user's own command line, read once.
     wrapped: Option<UserCommand>,
     /// Where the agent works, absolute: a read-only run's sandbox names it.
@@ -193,10 +197,36 @@ impl Setup {
                 .clone()
                 .unwrap_or_else(|| format!("run-{}", run_id.short())),
         );
-        let mut wrapped = if args.wrap {
-            Some(UserCommand::parse(&args.words)?)
-        } else {
-            None
+        // The kind named, else the one the command's name says; the
+        // command named, else the kind's own (`claude`, `codex`) on PATH.
+        let named_kind = args.agent_kind.or(config.agent_kind);
+        // A kind asked for here takes the config's command only if it is
+        // that kind's (the New run form's Codex, over a configured claude).
+        let configured = config.agent_command.clone().filter(|command| {
+            args.agent_kind.is_none_or(|kind| {
+                config
+                    .agent_kind
+                    .unwrap_or_else(|| AgentKind::of_program(command))
+                    == kind
+            })
+        });
+        let agent = args
+            .agent
+            .clone()
+            .or(configured)
+            .unwrap_or_else(|| PathBuf::from(named_kind.unwrap_or_default().name()));
+        let kind = named_kind.unwrap_or_else(|| match args.words.first().filter(|_| args.wrap) {
+            Some(program) => AgentKind::of_program(program.as_ref()),
+            None => AgentKind::of_program(&agent),
+        });
+        let mut wrapped = match (args.wrap, kind) {
+            (false, _) => None,
+            (true, AgentKind::Claude) => Some(UserCommand::parse(&args.words)?),
+            (true, AgentKind::Codex) => {
+                let user = UserCommand::verbatim(&args.words)?;
+                hark_core::agent::codex::check_wrapped(&user)?;
+                Some(user)
+            }
         };
         // hark merges its own settings (a read-only run's sandbox, the park
         // hook) into the user's, which it reads once.
@@ -215,29 +245,28 @@ impl Setup {
             let relay = Relay::start(app_socket.clone(), run_id, session.clone())?;
             let mcp_config = write_config(&relay.dir)?;
             let attach = Attached {
+                hark: hark.clone(),
                 socket: relay.socket.clone(),
                 mcp_config,
                 session_id: session.clone(),
                 ask_timeout: args.timeout.unwrap_or_else(|| config.ask_timeout()),
-                park_hook: (parks(args, config) && wrap_parks(wrapped.as_ref()))
-                    .then(|| hark_core::agent::hooks::hook_command(&hark)),
+                park_hook: (parks(args, config)
+                    && kind_parks(kind, args, config)
+                    && wrap_parks(wrapped.as_ref()))
+                .then(|| hark_core::agent::hooks::hook_command(&hark)),
             };
             Some((relay, attach))
         } else {
             None
         };
-        let headless_gate = if bridge.is_none() && args.read_only {
+        // Codex's writes are held by its own sandbox, with no `approve`.
+        let headless_gate = if bridge.is_none() && args.read_only && kind == AgentKind::Claude {
             let dir = RunDir::create()?;
             let config = write_config(&dir)?;
             Some((dir, config))
         } else {
             None
         };
-        let agent = args
-            .agent
-            .clone()
-            .or_else(|| config.agent_command.clone())
-            .unwrap_or_else(|| PathBuf::from("claude"));
         let cwd = match &args.cwd {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(RunError::Cwd)?,
@@ -251,6 +280,7 @@ impl Setup {
             bridge,
             headless_gate,
             agent,
+            kind,
             wrapped,
             cwd,
         })
@@ -269,7 +299,8 @@ impl Setup {
         let mcp_config = match (&self.bridge, &self.headless_gate) {
             (Some((_, attach)), _) => attach.mcp_config.clone(),
             (None, Some((_, config))) => config.clone(),
-            (None, None) => return None,
+            // Codex's sandbox needs no MCP config.
+            (None, None) => PathBuf::new(),
         };
         Some(ReadOnly {
             mcp_config,
@@ -284,14 +315,21 @@ impl Setup {
 
     /// Says on stderr what this run is and who can answer it.
     fn announce(&self, args: &RunArgs) {
+        let codex = self.kind == AgentKind::Codex;
         eprintln!(
             "hark: run {} ({}), {}",
             self.run_id.short(),
             self.session,
             match (self.bridge.is_some(), args.read_only) {
                 (true, false) => "the operator is attached: the agent can ask",
+                (true, true) if codex => {
+                    "read-only in Codex's sandbox, which refuses every write; the operator is attached: the agent can ask"
+                }
                 (true, true) => "read-only: the operator is attached to approve writes",
                 (false, false) => "no operator attached: the agent proceeds on its own",
+                (false, true) if codex => {
+                    "read-only in Codex's sandbox with no operator attached: every write is refused"
+                }
                 (false, true) => "read-only with no operator attached: every write is denied",
             }
         );
@@ -310,10 +348,14 @@ impl Setup {
 
     /// The run as `hark run` announces it to the store.
     fn start_record(&self, args: &RunArgs) -> RunStart {
-        let command = if args.wrap {
-            args.words.join(" ")
-        } else {
-            format!("{} -p {}", self.agent.display(), args.words.join(" "))
+        let command = match (args.wrap, self.kind) {
+            (true, _) => args.words.join(" "),
+            (false, AgentKind::Claude) => {
+                format!("{} -p {}", self.agent.display(), args.words.join(" "))
+            }
+            (false, AgentKind::Codex) => {
+                format!("{} exec {}", self.agent.display(), args.words.join(" "))
+            }
         };
         let cwd = args.cwd.clone().or_else(|| std::env::current_dir().ok());
         RunStart {
@@ -338,6 +380,20 @@ fn wrap_parks(wrapped: Option<&UserCommand>) -> bool {
             false
         }
     }
+}
+
+/// Whether an agent of this kind can park; says why not.
+fn kind_parks(kind: AgentKind, args: &RunArgs, config: &Config) -> bool {
+    if kind == AgentKind::Claude {
+        return true;
+    }
+    eprintln!(
+        "hark: Codex has no hook that pauses a call, so a question nobody answers within {} s times out and the agent proceeds on its own",
+        args.timeout
+            .unwrap_or_else(|| config.ask_timeout())
+            .as_secs()
+    );
+    false
 }
 
 /// Whether a question nobody answers in time parks the agent (the flag,
@@ -400,7 +456,8 @@ async fn run_to_end(args: RunArgs, resuming: Option<paused::Resuming>) -> Result
             run_id: setup.run_id,
             exit_code,
             result: kept.last_result,
-            cost_usd: Some(kept.cost_usd),
+            // Codex reports tokens, not a cost.
+            cost_usd: (setup.kind == AgentKind::Claude).then_some(kept.cost_usd),
         })
         .await;
     result
@@ -468,17 +525,24 @@ async fn turns(
                 wrapped.resumed(session).map_err(RunError::Unresumable)?
             }
             (Some(wrapped), _) => wrapped.clone(),
-            (None, _) => hark_core::agent::base_command(
+            (None, _) => hark_core::agent::base_command_for(
+                setup.kind,
                 &setup.agent,
                 (!paused).then_some(prompt.as_str()),
                 resume.as_deref(),
             ),
         };
         paused = false;
-        let composed =
-            hark_core::agent::compose(user, args.verb, setup.attach(), read_only.as_ref());
+        let composed = hark_core::agent::compose_for(
+            setup.kind,
+            user,
+            args.verb,
+            setup.attach(),
+            read_only.as_ref(),
+        );
         let turn = agent::run_agent(
             composed,
+            setup.kind,
             args.cwd.as_ref(),
             resumed_env.as_ref(),
             stop.clone(),

@@ -1,5 +1,6 @@
-//! Composing an agent's command line (SPEC §7): `claude -p` with the bridge
-//! attached exactly when someone can answer.
+//! Composing an agent's command line (SPEC §7): `claude -p` (or `codex
+//! exec`, [`codex`]) with the bridge attached exactly when someone can
+//! answer.
 //!
 //! Facts about the real Claude Code CLI this respects: in `-p` mode an MCP
 //! tool not named in `--allowedTools` is denied; `--output-format
@@ -34,6 +35,59 @@ pub const ASK_TOOL: &str = "mcp__operator__ask";
 pub const APPROVE_TOOL: &str = "mcp__operator__approve";
 /// The built-in that resolves empty under `-p`: always denied.
 pub const BUILTIN_ASK: &str = "AskUserQuestion";
+
+/// Which agent CLI a run starts: it decides the command line hark composes
+/// and how its output is read.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentKind {
+    /// Claude Code: `claude -p`, `--output-format stream-json`.
+    #[default]
+    Claude,
+    /// The Codex CLI: `codex exec --json`.
+    Codex,
+}
+
+/// An `--agent-kind` that is neither.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown agent kind {0:?}: use claude or codex")]
+pub struct UnknownAgentKind(String);
+
+impl std::str::FromStr for AgentKind {
+    type Err = UnknownAgentKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [AgentKind::Claude, AgentKind::Codex]
+            .into_iter()
+            .find(|kind| kind.name() == s)
+            .ok_or_else(|| UnknownAgentKind(s.to_owned()))
+    }
+}
+
+impl AgentKind {
+    /// Its name on the command line and in the config.
+    pub fn name(self) -> &'static str {
+        match self {
+            AgentKind::Claude => "claude",
+            AgentKind::Codex => "codex",
+        }
+    }
+
+    /// The kind an executable's name says: Codex when it is `codex` (or
+    /// `codex-…`, `codex.exe`), else Claude Code.
+    pub fn of_program(program: &Path) -> AgentKind {
+        let name = program
+            .file_name()
+            .map(|n| n.to_string_lossy().to_lowercase())
+            .unwrap_or_default();
+        if name.starts_with("codex") {
+            AgentKind::Codex
+        } else {
+            AgentKind::Claude
+        }
+    }
+}
 
 /// What kind of run it is; it shapes the instructions the agent gets.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -96,6 +150,8 @@ impl Verb {
 /// Where the bridge is, when an operator is attached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attached {
+    /// The `hark` whose `mcp-operator-ask` the agent starts.
+    pub hark: PathBuf,
     /// The per-call socket the agent's `hark mcp-operator-ask` dials.
     pub socket: PathBuf,
     /// The MCP config file naming `hark mcp-operator-ask` (0600, removed after the run).
@@ -209,6 +265,17 @@ fn split_tools(value: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 impl UserCommand {
+    /// Takes a command line as it is, every argument in `rest` (Codex's:
+    /// hark merges no list flags into it).
+    pub fn verbatim(argv: &[String]) -> Result<UserCommand, NoCommandLine> {
+        let (program, args) = argv.split_first().ok_or(NoCommandLine)?;
+        Ok(UserCommand {
+            program: program.into(),
+            rest: args.to_vec(),
+            ..UserCommand::default()
+        })
+    }
+
     /// Reads `claude -p "…" [flags]`. List flags take every value up to the
     /// next flag, as the CLI does; `--flag=value` works too.
     pub fn parse(argv: &[String]) -> Result<UserCommand, NoCommandLine> {
@@ -260,6 +327,58 @@ impl UserCommand {
     }
 }
 
+/// How far above the bounded wait an agent's own cut of a tool call is
+/// put, so that hark's not-answered text, not the agent's timeout, is what
+/// the model reads.
+pub const CUT_MARGIN: Duration = Duration::from_secs(60);
+
+/// The variables hark's MCP server reads to reach the run's operator.
+fn bridge_env(bridge: &Attached) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            crate::env::ASK_SOCK.to_owned(),
+            bridge.socket.display().to_string(),
+        ),
+        (
+            crate::env::SESSION_ID.to_owned(),
+            bridge.session_id.to_string(),
+        ),
+        (
+            crate::env::ASK_TIMEOUT.to_owned(),
+            bridge.ask_timeout.as_secs_f64().to_string(),
+        ),
+    ])
+}
+
+/// Composes the command line of an agent of this kind (see [`compose`]
+/// and [`codex::compose`]).
+pub fn compose_for(
+    kind: AgentKind,
+    user: UserCommand,
+    verb: Verb,
+    attached: Option<&Attached>,
+    read_only: Option<&ReadOnly>,
+) -> Composed {
+    match kind {
+        AgentKind::Claude => compose(user, verb, attached, read_only),
+        AgentKind::Codex => codex::compose(user, verb, attached, read_only.is_some()),
+    }
+}
+
+/// The command line `hark run` starts an agent of this kind from (see
+/// [`base_command`] and [`codex::base_command`]).
+pub fn base_command_for(
+    kind: AgentKind,
+    agent: &Path,
+    prompt: Option<&str>,
+    resume: Option<&str>,
+) -> UserCommand {
+    match kind {
+        AgentKind::Claude => base_command(agent, prompt, resume),
+        AgentKind::Codex => codex::base_command(agent, prompt, resume),
+    }
+}
+
 /// Adds `item` unless it is there already.
 fn push_unique(list: &mut Vec<String>, item: &str) {
     if !list.iter().any(|t| t == item) {
@@ -281,35 +400,23 @@ pub fn compose(
     attached: Option<&Attached>,
     read_only: Option<&ReadOnly>,
 ) -> Composed {
-    let mut env = BTreeMap::new();
     push_unique(&mut user.disallowed, BUILTIN_ASK);
     user.allowed.retain(|t| t != BUILTIN_ASK);
-    let clause = match attached {
+    let (clause, env) = match attached {
         Some(bridge) => {
             push_unique(&mut user.allowed, ASK_TOOL);
             // One merged config replaces the user's (its servers are in it).
             user.mcp_configs = vec![bridge.mcp_config.display().to_string()];
-            env.insert(
-                crate::env::ASK_SOCK.to_owned(),
-                bridge.socket.display().to_string(),
-            );
-            env.insert(
-                crate::env::SESSION_ID.to_owned(),
-                bridge.session_id.to_string(),
-            );
-            env.insert(
-                crate::env::ASK_TIMEOUT.to_owned(),
-                bridge.ask_timeout.as_secs_f64().to_string(),
-            );
+            let mut env = bridge_env(bridge);
             // Above the bounded wait, so the CLI never cuts the call first.
-            let cutoff = bridge.ask_timeout + Duration::from_secs(60);
+            let cutoff = bridge.ask_timeout + CUT_MARGIN;
             env.insert(
                 "MCP_TOOL_TIMEOUT".to_owned(),
                 cutoff.as_millis().to_string(),
             );
-            attached_clause(verb)
+            (attached_clause(verb), env)
         }
-        None => headless_clause(verb),
+        None => (headless_clause(verb), BTreeMap::new()),
     };
     let mut args = user.rest;
     // The settings hark adds (merged into the user's: one `--settings`).

@@ -52,6 +52,7 @@ fn read_only(config: &str) -> ReadOnly {
 
 fn attached() -> Attached {
     Attached {
+        hark: "/opt/hark/bin/hark".into(),
         socket: "/run/h/ask.sock".into(),
         mcp_config: "/run/h/mcp.json".into(),
         session_id: "s1".into(),
@@ -291,4 +292,151 @@ fn a_resumed_turn_names_the_agents_session() {
         None,
     );
     assert!(c.args.windows(2).any(|w| w == ["--resume", "abc"]));
+}
+
+/// The values of every `-c` in a Codex command line.
+fn codex_overrides(args: &[String]) -> Vec<&str> {
+    args.windows(2)
+        .filter(|w| w[0] == "-c")
+        .map(|w| w[1].as_str())
+        .collect()
+}
+
+#[test]
+fn codex_exec_attached_gets_the_server_its_variables_and_the_instructions_right_after_exec() {
+    let base = codex::base_command(Path::new("codex"), Some("-pick a db"), None);
+    let c = compose_for(AgentKind::Codex, base, Verb::Task, Some(&attached()), None);
+    assert_eq!(c.args[0], "exec");
+    assert_eq!(
+        c.args[c.args.len() - 3..],
+        ["--json", "--", "-pick a db"],
+        "the prompt is after --"
+    );
+    let overrides = codex_overrides(&c.args);
+    assert!(
+        overrides.contains(&r#"mcp_servers.operator.command="/opt/hark/bin/hark""#),
+        "{overrides:?}"
+    );
+    assert!(
+        overrides.contains(&"mcp_servers.operator.tool_timeout_sec=360"),
+        "{overrides:?}"
+    );
+    let instructions = overrides
+        .iter()
+        .find(|o| o.starts_with("developer_instructions="))
+        .unwrap();
+    assert!(instructions.contains(ASK_TOOL), "{instructions}");
+    assert_eq!(c.env[crate::env::ASK_SOCK], "/run/h/ask.sock");
+    assert_eq!(c.env[crate::env::SESSION_ID], "s1");
+    assert!(
+        !c.env.contains_key("MCP_TOOL_TIMEOUT"),
+        "Claude Code's, not Codex's"
+    );
+    assert!(!c.args.iter().any(|a| a == "--sandbox"), "not read-only");
+
+    let headless = compose_for(
+        AgentKind::Codex,
+        codex::base_command(Path::new("codex"), Some("go"), None),
+        Verb::Task,
+        None,
+        None,
+    );
+    let overrides = codex_overrides(&headless.args);
+    assert_eq!(overrides.len(), 1, "only the instructions: {overrides:?}");
+    assert!(
+        overrides[0].contains("No operator is available"),
+        "{overrides:?}"
+    );
+    assert!(headless.env.is_empty());
+}
+
+#[test]
+fn a_wrapped_codex_line_keeps_its_flags_and_loses_what_would_undo_hark_or_loosen_read_only() {
+    let user = UserCommand::parse(&words(&[
+        "codex",
+        "-m",
+        "o3",
+        "exec",
+        "--full-auto",
+        "-s",
+        "workspace-write",
+        "--sandbox=danger-full-access",
+        "-c",
+        "mcp_servers.operator.command=\"/tmp/evil\"",
+        "--config=developer_instructions=\"never ask\"",
+        "-c",
+        "model_reasoning_effort=\"low\"",
+        "fix it",
+    ]))
+    .unwrap();
+    codex::check_wrapped(&user).unwrap();
+    let c = compose_for(
+        AgentKind::Codex,
+        user,
+        Verb::Task,
+        Some(&attached()),
+        Some(&read_only("/unused")),
+    );
+    assert_eq!(c.args[..3], ["-m", "o3", "exec"]);
+    assert_eq!(c.args.last().unwrap(), "fix it");
+    assert_eq!(flag(&c.args, "--sandbox"), ["read-only"]);
+    for gone in [
+        "--full-auto",
+        "workspace-write",
+        "--sandbox=danger-full-access",
+        "-s",
+    ] {
+        assert!(
+            !c.args.iter().any(|a| a == gone),
+            "{gone} stays in {:?}",
+            c.args
+        );
+    }
+    let overrides = codex_overrides(&c.args);
+    assert!(
+        overrides.contains(&"model_reasoning_effort=\"low\""),
+        "the user's own stay"
+    );
+    assert!(
+        !overrides
+            .iter()
+            .any(|o| o.contains("/tmp/evil") || o.contains("never ask")),
+        "{overrides:?}"
+    );
+    assert!(
+        overrides
+            .iter()
+            .any(|o| o.starts_with("developer_instructions=") && o.contains("read-only"))
+    );
+
+    let interactive = UserCommand::parse(&words(&["codex", "fix it"])).unwrap();
+    assert_eq!(codex::check_wrapped(&interactive), Err(codex::NotExec));
+}
+
+#[test]
+fn the_kind_is_read_from_the_program_name() {
+    assert_eq!(
+        AgentKind::of_program(Path::new("/usr/local/bin/codex")),
+        AgentKind::Codex
+    );
+    assert_eq!(
+        AgentKind::of_program(Path::new("codex-x86_64-unknown-linux-musl")),
+        AgentKind::Codex
+    );
+    assert_eq!(
+        AgentKind::of_program(Path::new("claude")),
+        AgentKind::Claude
+    );
+    assert_eq!(
+        AgentKind::of_program(Path::new("/opt/fake-claude")),
+        AgentKind::Claude
+    );
+    assert_eq!("codex".parse::<AgentKind>(), Ok(AgentKind::Codex));
+    assert!(
+        "gemini"
+            .parse::<AgentKind>()
+            .unwrap_err()
+            .to_string()
+            .contains("claude or codex")
+    );
 }

@@ -341,6 +341,10 @@ pub struct DispatchRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional, type = "string"))]
     pub agent: Option<PathBuf>,
+    /// Which CLI the agent is; the config's, else what its name says, when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub agent_kind: Option<crate::agent::AgentKind>,
     /// The whole environment the run gets (`hark run --detach` sends its
     /// caller's); the daemon's own, less what it set for itself, when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -168,6 +168,9 @@ impl Dispatcher {
         if let Some(agent) = &request.agent {
             command.arg("--agent").arg(agent);
         }
+        if let Some(kind) = request.agent_kind {
+            command.args(["--agent-kind", kind.name()]);
+        }
         if let Some(intake) = &request.intake {
             let json = serde_json::to_vec(intake).unwrap_or_default();
             let file =

@@ -1,0 +1,130 @@
+//! One turn of Codex: its `codex exec --json` events shown as progress, as
+//! `stream-json` is for Claude Code ([`super::agent`]). The events, as
+//! Codex 0.171.0 prints them: `thread.started {thread_id}`, `turn.started`,
+//! `item.started` / `item.completed {item: {type, …}}` (`agent_message`,
+//! `reasoning`, `command_execution`, `file_change`, `mcp_tool_call`,
+//! `web_search`, `error`), `turn.completed {usage}`, `turn.failed {error}`
+//! and `error {message}`.
+
+use serde_json::Value;
+
+use hark_core::agent::SERVER;
+
+use super::agent::Turn;
+
+/// Prints one `--json` event as progress (raw lines pass through).
+pub fn show(line: &str, turn: &mut Turn) {
+    let Ok(event) = serde_json::from_str::<Value>(line) else {
+        println!("{line}");
+        return;
+    };
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    match event["type"].as_str() {
+        Some("thread.started") => turn.session = event["thread_id"].as_str().map(str::to_owned),
+        Some("item.started") => started(&event["item"]),
+        Some("item.completed") => completed(&event["item"], turn),
+        Some("turn.completed") => {
+            let usage = &event["usage"];
+            let tokens = |k: &str| usage[k].as_u64().unwrap_or(0);
+            eprintln!(
+                "hark: the agent finished ({} tokens in, {} out)",
+                tokens("input_tokens"),
+                tokens("output_tokens")
+            );
+        }
+        Some("turn.failed") => eprintln!(
+            "hark: the agent failed: {}",
+            text(&event["error"]["message"])
+        ),
+        Some("error") => eprintln!("  ! {}", text(&event["message"])),
+        _ => {}
+    }
+}
+
+/// A tool call as it starts: the operator's questions, or what it runs.
+fn started(item: &Value) {
+    match item["type"].as_str() {
+        Some("mcp_tool_call") if item["server"] == SERVER && item["tool"] == "ask" => {
+            for q in item["arguments"]["questions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                eprintln!(
+                    "  ? asks the operator: [{}] {}",
+                    q["header"].as_str().unwrap_or_default(),
+                    q["question"].as_str().unwrap_or_default()
+                );
+            }
+        }
+        Some("mcp_tool_call") => eprintln!(
+            "  → {}.{}",
+            item["server"].as_str().unwrap_or("a server"),
+            item["tool"].as_str().unwrap_or("a tool")
+        ),
+        Some("command_execution") => {
+            eprintln!("  → $ {}", item["command"].as_str().unwrap_or_default())
+        }
+        _ => {}
+    }
+}
+
+/// An item as it ends: the agent's messages, edits, and what failed.
+fn completed(item: &Value, turn: &mut Turn) {
+    let failed = item["status"] == "failed" || item["status"] == "declined";
+    match item["type"].as_str() {
+        Some("agent_message") => {
+            let message = item["text"].as_str().unwrap_or_default();
+            println!("{message}");
+            turn.result = Some(message.to_owned());
+        }
+        Some("file_change") => {
+            let paths: Vec<&str> = item["changes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["path"].as_str())
+                .collect();
+            eprintln!(
+                "  {} edits {}",
+                if failed { "!" } else { "→" },
+                paths.join(", ")
+            );
+        }
+        Some("mcp_tool_call") if failed || !item["error"].is_null() => {
+            let why = item["error"]["message"].as_str().unwrap_or("failed");
+            eprintln!(
+                "  ! {}.{}: {why}",
+                item["server"].as_str().unwrap_or_default(),
+                item["tool"].as_str().unwrap_or_default()
+            );
+        }
+        Some("command_execution") if failed => eprintln!(
+            "  ! $ {}: {}",
+            item["command"].as_str().unwrap_or_default(),
+            item["status"].as_str().unwrap_or_default()
+        ),
+        Some("error") => eprintln!("  ! {}", item["message"].as_str().unwrap_or_default()),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_thread_is_the_session_and_the_last_message_the_result() {
+        let mut turn = Turn::default();
+        for line in [
+            r#"{"type":"thread.started","thread_id":"01a2-thread"}"#,
+            r#"{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Looking."}}"#,
+            r#"{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"Using SQLite."}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":20,"output_tokens":10}}"#,
+        ] {
+            show(line, &mut turn);
+        }
+        assert_eq!(turn.session.as_deref(), Some("01a2-thread"));
+        assert_eq!(turn.result.as_deref(), Some("Using SQLite."));
+    }
+}
