@@ -99,14 +99,17 @@ impl Shown {
     }
 }
 
-/// Sets up the window's state; the window itself is built on first use
-/// (under WebDriver, up front: the driver drives the one webview it finds).
+/// Sets up the window's state and builds the window, hidden (released
+/// after [`Settings::release_after`] with nothing pending, and built again
+/// on next use).
 pub fn prepare<R: Runtime>(app: &AppHandle<R>) {
     app.manage(Shown::default());
-    if automated()
-        && let Err(e) = window(app)
-    {
-        tracing::error!("cannot create the window: {e}");
+    // Built hidden at start, so that the first question of the day draws as
+    // fast as the next; released like any hidden window once nothing has
+    // waited for a while (kept under WebDriver).
+    match window(app) {
+        Ok(window) => hide_window(&window),
+        Err(e) => tracing::error!("cannot create the window: {e}"),
     }
 }
 
