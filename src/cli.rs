@@ -89,9 +89,11 @@ pub struct McpConfigArgs {
     /// answer.
     #[arg(long)]
     pub park_hook: bool,
-    /// The agent to print it for: `claude` (its `--mcp-config` JSON) or
+    /// The agent to print it for: `claude` (its `--mcp-config` JSON),
     /// `codex` (`codex exec`'s `-c` overrides, one word a line: `mapfile -t
-    /// c < <(hark mcp-config --for codex); codex exec "${c[@]}" "…"`).
+    /// c < <(hark mcp-config --for codex); codex exec "${c[@]}" "…"`), or
+    /// `cursor`, `gemini`, `goose`, `opencode`, `vscode` (what goes in its
+    /// config file; where, and its caveats, on stderr).
     #[arg(long = "for", value_enum, default_value = "claude")]
     pub agent: AgentKindArg,
 }
@@ -100,6 +102,11 @@ pub struct McpConfigArgs {
 pub enum AgentKindArg {
     Claude,
     Codex,
+    Cursor,
+    Gemini,
+    Goose,
+    Opencode,
+    Vscode,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -1,11 +1,12 @@
 //! `hark mcp-operator-ask`, the MCP server an agent spawns, and `hark
 //! mcp-config`, which prints the config that names it.
 
+use std::io::Read;
+
+use hark_core::agent::clients::{self, Client};
 use hark_core::config::Config;
 use hark_core::trace::LogFormat;
 use tracing::level_filters::LevelFilter;
-
-use std::io::Read;
 
 use crate::cli::{AgentKindArg, HookArgs, HookEvent, McpArgs, McpConfigArgs};
 use crate::commands::{Failed, this_hark};
@@ -65,6 +66,30 @@ pub fn hook(args: HookArgs) -> Result<ExitStatus, Failed> {
 /// `--park-hook`) the `--settings` that add its park hook.
 pub fn config(args: McpConfigArgs) -> Result<ExitStatus, Failed> {
     let hark = this_hark()?;
+    let client = match args.agent {
+        AgentKindArg::Claude | AgentKindArg::Codex => None,
+        AgentKindArg::Cursor => Some(Client::Cursor),
+        AgentKindArg::Gemini => Some(Client::Gemini),
+        AgentKindArg::Goose => Some(Client::Goose),
+        AgentKindArg::Opencode => Some(Client::Opencode),
+        AgentKindArg::Vscode => Some(Client::Vscode),
+    };
+    if let Some(client) = client {
+        if args.park_hook {
+            eprintln!(
+                "hark: the park hook is Claude Code's (a PreToolUse hook that defers a call)"
+            );
+            return Ok(ExitStatus::Refused);
+        }
+        let found = clients::config(client, &hark, Config::load()?.ask_timeout());
+        print!("{}", found.text);
+        if !found.text.ends_with('\n') {
+            println!();
+        }
+        eprintln!("hark: merge this into {}", found.file);
+        eprintln!("note: {} (documented, not tested with hark)", found.caveat);
+        return Ok(ExitStatus::Success);
+    }
     if args.agent == AgentKindArg::Codex {
         if args.park_hook {
             eprintln!(

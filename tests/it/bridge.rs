@@ -550,6 +550,65 @@ fn mcp_config_names_this_hark() {
 }
 
 #[test]
+fn mcp_config_for_the_other_clients_names_this_hark_and_says_where_it_goes() {
+    let sandbox = sandbox();
+    std::fs::write(sandbox.config(), "ask_timeout_secs = 120\n").unwrap();
+    let this_hark = bin_dir().join("hark").canonicalize().unwrap();
+    let command = |value: &Value| {
+        std::path::Path::new(value.as_str().unwrap())
+            .canonicalize()
+            .unwrap()
+    };
+    for (client, file) in [
+        ("cursor", ".cursor/mcp.json"),
+        ("gemini", "settings.json"),
+        ("opencode", "opencode.json"),
+        ("vscode", ".vscode/mcp.json"),
+    ] {
+        let out = succeed(&sandbox, &["mcp-config", "--for", client]);
+        let config: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let server = [
+            &config["mcpServers"]["operator"],
+            &config["servers"]["operator"],
+            &config["mcp"]["operator"],
+        ]
+        .into_iter()
+        .find(|s| !s.is_null())
+        .unwrap_or_else(|| panic!("{client}: {config}"));
+        let named = match &server["command"] {
+            Value::Array(words) => {
+                assert_eq!(words[1], "mcp-operator-ask", "{client}");
+                command(&words[0])
+            }
+            one => {
+                assert_eq!(server["args"], json!(["mcp-operator-ask"]), "{client}");
+                command(one)
+            }
+        };
+        assert_eq!(named, this_hark, "{client}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains(file) && said.contains("note:"),
+            "{client}: {said}"
+        );
+    }
+    let gemini = succeed(&sandbox, &["mcp-config", "--for", "gemini"]);
+    let gemini: Value = serde_json::from_slice(&gemini.stdout).unwrap();
+    assert_eq!(
+        gemini["mcpServers"]["operator"]["timeout"], 180_000,
+        "above the 120 s wait"
+    );
+    let goose = succeed(&sandbox, &["mcp-config", "--for", "goose"]);
+    let goose = String::from_utf8_lossy(&goose.stdout);
+    assert!(
+        goose.starts_with("extensions:\n  operator:\n") && goose.contains("    timeout: 180\n"),
+        "{goose}"
+    );
+    let refused = hark(&sandbox, &["mcp-config", "--for", "gemini", "--park-hook"]);
+    assert!(!refused.status.success());
+}
+
+#[test]
 fn mcp_config_for_codex_gives_exec_its_overrides_with_the_cut_above_the_wait() {
     let sandbox = sandbox();
     std::fs::write(sandbox.config(), "ask_timeout_secs = 120\n").unwrap();

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use crate::model::ids::SessionId;
 
+pub mod clients;
 pub mod codex;
 pub mod hooks;
 pub mod sandbox;
