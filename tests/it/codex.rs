@@ -34,26 +34,13 @@ fn codex_run(sandbox: &Sandbox, args: &[&str]) -> Output {
 /// [`codex_run`] with `stdin` on its standard input (a conversation's
 /// next messages).
 fn codex_run_with(sandbox: &Sandbox, args: &[&str], stdin: &str) -> Output {
-    use std::io::Write;
-    let mut child = sandbox
-        .hark(["run", "--agent"])
-        .arg(codex(sandbox))
+    let mut run = sandbox.hark(["run", "--agent"]);
+    run.arg(codex(sandbox))
         .args(args)
         .env("FAKE_CODEX_LOG", sandbox.path("fake.log"))
         .env("FAKE_MARKER", "inherited")
-        .env("CODEX_HOME", sandbox.path("codex-home"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+        .env("CODEX_HOME", sandbox.path("codex-home"));
+    output_with_stdin(&mut run, stdin)
 }
 
 /// What the fake logged: its runs, and each MCP server's environment.

@@ -17,6 +17,30 @@ fn previewed() -> Value {
     asked
 }
 
+type Call = tokio::task::JoinHandle<rmcp::model::CallToolResult>;
+
+/// The modal on the previewed question, its second option (SQLite, with
+/// the preview) focused.
+async fn previewed_modal(desktop: &Desktop, session: &str) -> (crate::support::Agent, Call) {
+    let (agent, call) = ask_from_agent(desktop, session, questions(&[previewed()])).await;
+    desktop.view("modal").await;
+    desktop.keys("2").await;
+    desktop
+        .wait_for("//section[@id='preview' and not(@hidden)]//pre/code")
+        .await;
+    (agent, call)
+}
+
+/// Enter answers the focused SQLite, and the agent gets it.
+async fn enter_answers_sqlite(desktop: &Desktop, call: Call) {
+    desktop.keys(ENTER).await;
+    let got: Value = serde_json::from_str(&text(&call.await.unwrap())).unwrap();
+    assert_eq!(
+        got["answers"]["Which database? Use `sqlite` if unsure."],
+        "SQLite"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_preview_renders_as_code_for_the_focused_option_and_a_note_reaches_the_agent() {
     let desktop = Desktop::start().await;
@@ -352,12 +376,7 @@ async fn the_new_run_forms_intake_builder_asks_its_question_before_the_agent_sta
 #[tokio::test(flavor = "multi_thread")]
 async fn theme_dark_in_the_config_draws_the_window_dark_and_readable() {
     let desktop = Desktop::start_configured("theme = \"dark\"\n").await;
-    let (agent, call) = ask_from_agent(&desktop, "dark", questions(&[previewed()])).await;
-    desktop.view("modal").await;
-    desktop.keys("2").await;
-    desktop
-        .wait_for("//section[@id='preview' and not(@hidden)]//pre/code")
-        .await;
+    let (agent, call) = previewed_modal(&desktop, "dark").await;
     let drawn = desktop
         .client
         .execute(
@@ -377,12 +396,7 @@ async fn theme_dark_in_the_config_draws_the_window_dark_and_readable() {
     let found = audit(&desktop).await;
     assert!(found.is_empty(), "the dark modal: {found:#?}");
     desktop.screenshot("modal-dark").await;
-    desktop.keys(ENTER).await;
-    let got: Value = serde_json::from_str(&text(&call.await.unwrap())).unwrap();
-    assert_eq!(
-        got["answers"]["Which database? Use `sqlite` if unsure."],
-        "SQLite"
-    );
+    enter_answers_sqlite(&desktop, call).await;
     agent.cancel().await.unwrap();
     desktop.stop().await;
 }
@@ -390,12 +404,7 @@ async fn theme_dark_in_the_config_draws_the_window_dark_and_readable() {
 #[tokio::test(flavor = "multi_thread")]
 async fn at_125_and_150_percent_the_modal_fits_its_width_and_every_control_is_reachable() {
     let desktop = Desktop::start().await;
-    let (agent, call) = ask_from_agent(&desktop, "zoomed", questions(&[previewed()])).await;
-    desktop.view("modal").await;
-    desktop.keys("2").await;
-    desktop
-        .wait_for("//section[@id='preview' and not(@hidden)]//pre/code")
-        .await;
+    let (agent, call) = previewed_modal(&desktop, "zoomed").await;
     for zoom in [1.25, 1.5] {
         // What Ctrl+= does, at the scale asked.
         desktop
@@ -440,12 +449,7 @@ async fn at_125_and_150_percent_the_modal_fits_its_width_and_every_control_is_re
         }
     }
     // Answered from the keyboard: the digit picked SQLite.
-    desktop.keys(ENTER).await;
-    let got: Value = serde_json::from_str(&text(&call.await.unwrap())).unwrap();
-    assert_eq!(
-        got["answers"]["Which database? Use `sqlite` if unsure."],
-        "SQLite"
-    );
+    enter_answers_sqlite(&desktop, call).await;
     agent.cancel().await.unwrap();
     desktop.stop().await;
 }

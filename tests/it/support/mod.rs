@@ -207,12 +207,17 @@ pub fn ask_line() -> String {
 
 /// `hark run` with the fake agent in `sandbox`; the fake logs to `log`.
 pub fn hark_run(sandbox: &Sandbox, log: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = sandbox
-        .hark(["run", "--agent"])
-        .arg(fake_claude())
+    let mut run = sandbox.hark(["run", "--agent"]);
+    run.arg(fake_claude())
         .args(args)
         .env("FAKE_CLAUDE_LOG", log)
-        .env("FAKE_MARKER", "inherited")
+        .env("FAKE_MARKER", "inherited");
+    output_with_stdin(&mut run, stdin)
+}
+
+/// Runs `command` to its end with `stdin` on its standard input.
+pub fn output_with_stdin(command: &mut std::process::Command, stdin: &str) -> Output {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
