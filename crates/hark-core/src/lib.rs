@@ -20,8 +20,9 @@
 //! - [`daemon`]: the serving side: the listener, the operator's requests
 //!   (listings paged by bytes, items fetched whole), the runs the daemon
 //!   dispatches, and the assembly for `hark serve` and the desktop app.
-//! - [`agent`]: composing an agent's command line (`claude -p`) with the
-//!   bridge attached exactly when someone can answer.
+//! - [`agent`]: composing an agent's command line (`claude -p`, `codex
+//!   exec`) with the bridge attached exactly when someone can answer, and
+//!   the config other MCP clients need for it.
 //! - [`prompter`]: the `OperatorPrompter` seam and the scripted prompter
 //!   (the terminal's lives in the `hark` binary, the desktop's in
 //!   `src-tauri`).
