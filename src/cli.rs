@@ -25,8 +25,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Start the desktop app: notifications, the question modal, the tray inbox.
-    App,
+    /// Start the desktop app: notifications, the question modal, the tray
+    /// inbox (`--autostart on|off`: start it at login, or stop doing so).
+    App(AppArgs),
     /// Run the headless daemon: agents' questions are asked on this terminal
     /// or answered by a script.
     Serve(ServeArgs),
@@ -78,6 +79,21 @@ pub enum Command {
     /// Print the MCP config that points an agent at this hark:
     /// `claude -p … --mcp-config "$(hark mcp-config)" --allowedTools mcp__operator__ask`.
     McpConfig(McpConfigArgs),
+}
+
+#[derive(Debug, Default, Args)]
+pub struct AppArgs {
+    /// Start the app at login (`on`: write the desktop session's autostart
+    /// entry, `$XDG_CONFIG_HOME/autostart/dev.hark.app.desktop`) or stop
+    /// doing so (`off`), instead of starting it now.
+    #[arg(long, value_name = "on|off")]
+    pub autostart: Option<Switch>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
 }
 
 #[derive(Debug, Args)]

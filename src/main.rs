@@ -21,7 +21,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    match commands::run(cli.command.unwrap_or(cli::Command::App)) {
+    match commands::run(cli.command.unwrap_or(cli::Command::App(Default::default()))) {
         Ok(status) => status.into(),
         Err(failed) => {
             eprintln!("hark: {failed}");

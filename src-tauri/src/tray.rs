@@ -33,6 +33,7 @@ pub enum TrayItem {
     Pending(ItemId),
     OpenInbox,
     DoNotDisturb,
+    StartAtLogin,
     Quit,
 }
 
@@ -42,6 +43,7 @@ impl TrayItem {
             TrayItem::Pending(id) => MenuId::new(format!("pending:{id}")),
             TrayItem::OpenInbox => MenuId::new("open-inbox"),
             TrayItem::DoNotDisturb => MenuId::new("dnd"),
+            TrayItem::StartAtLogin => MenuId::new("autostart"),
             TrayItem::Quit => MenuId::new("quit"),
         }
     }
@@ -54,6 +56,7 @@ impl TryFrom<&MenuId> for TrayItem {
         match id.as_ref() {
             "open-inbox" => Ok(TrayItem::OpenInbox),
             "dnd" => Ok(TrayItem::DoNotDisturb),
+            "autostart" => Ok(TrayItem::StartAtLogin),
             "quit" => Ok(TrayItem::Quit),
             other => other
                 .strip_prefix("pending:")
@@ -142,6 +145,14 @@ fn menu<R: Runtime>(
     )?));
     entries.push(Box::new(CheckMenuItem::with_id(
         app,
+        TrayItem::StartAtLogin.id(),
+        "Start at login",
+        true,
+        hark_core::autostart::is_enabled(),
+        None::<&str>,
+    )?));
+    entries.push(Box::new(CheckMenuItem::with_id(
+        app,
         TrayItem::DoNotDisturb.id(),
         "Do not disturb",
         true,
@@ -166,6 +177,18 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &MenuId) {
         Ok(TrayItem::OpenInbox) => windows::show(app, View::Inbox),
         Ok(TrayItem::DoNotDisturb) => {
             shell.set_do_not_disturb(!shell.do_not_disturb());
+            refresh(app);
+        }
+        Ok(TrayItem::StartAtLogin) => {
+            let changed = if hark_core::autostart::is_enabled() {
+                hark_core::autostart::disable().map(|(path, _)| (path, false))
+            } else {
+                hark_core::autostart::enable(&shell.dispatcher.hark).map(|path| (path, true))
+            };
+            match changed {
+                Ok((path, on)) => tracing::info!(path = %path.display(), on, "autostart changed"),
+                Err(e) => tracing::error!("cannot change the autostart entry: {e}"),
+            }
             refresh(app);
         }
         Ok(TrayItem::Quit) => shell.quit(app),

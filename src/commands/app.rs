@@ -1,7 +1,38 @@
-//! `hark app` (or plain `hark`): the desktop app.
+//! `hark app` (or plain `hark`): the desktop app, and whether it starts at
+//! login.
 
-use crate::commands::Failed;
+use hark_core::autostart;
+
+use crate::cli::{AppArgs, Switch};
+use crate::commands::{Failed, this_hark};
 use crate::exit::ExitStatus;
+
+/// Starts the app, or with `--autostart` turns its start at login on or off.
+pub fn run(args: AppArgs) -> Result<ExitStatus, Failed> {
+    match args.autostart {
+        None => launch(),
+        Some(Switch::On) => {
+            let path = autostart::enable(&this_hark()?)?;
+            println!("hark starts at login: {}", path.display());
+            Ok(ExitStatus::Success)
+        }
+        Some(Switch::Off) => {
+            let (path, was) = autostart::disable()?;
+            if was {
+                println!(
+                    "hark no longer starts at login (removed {})",
+                    path.display()
+                );
+            } else {
+                println!(
+                    "hark does not start at login (there is no {})",
+                    path.display()
+                );
+            }
+            Ok(ExitStatus::Success)
+        }
+    }
+}
 
 /// Replaces this process with the desktop app installed next to `hark`, so
 /// the `hark` that serves MCP never loads GTK or WebKit.

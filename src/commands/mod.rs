@@ -48,6 +48,8 @@ pub enum Failed {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("the autostart entry: {0}")]
+    Autostart(#[from] hark_core::autostart::AutostartError),
 }
 
 impl Failed {
@@ -73,7 +75,7 @@ impl Failed {
 /// Runs one command.
 pub fn run(command: Command) -> Result<ExitStatus, Failed> {
     match command {
-        Command::App => app::launch(),
+        Command::App(args) => app::run(args),
         Command::Serve(args) => serve::run(args),
         Command::McpOperatorAsk(args) => mcp::operator_ask(args),
         Command::Hook(args) => mcp::hook(args),

@@ -596,7 +596,7 @@ async fn quiet_then_loud(desktop: &Desktop) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn do_not_disturb_silences_notifications_but_not_the_inbox() {
     let desktop = Desktop::start_with(&[], true).await;
-    // The menu: "Nothing is waiting", Open inbox, Do not disturb, Quit.
+    // The menu: "Nothing is waiting", Open inbox, Start at login, Do not disturb, Quit.
     desktop.tray_menu(&["Up", "Up", "Return"]);
     let call = quiet_then_loud(&desktop).await;
     // By default a short single-select question can be answered from it.

@@ -19,6 +19,8 @@
 //! - `fake_agent`: the fake `claude -p` itself, against what was measured
 //!   on the real CLI: `PreToolUse` hooks, `defer` and resuming a deferred
 //!   call (docs/agents/claude-code.md).
+//! - `install`: starting at login (the autostart entry, from the command
+//!   line and the tray).
 //! - `store`: a store that cannot be written (a full disk) loses no
 //!   question, and the operator is told.
 //! - `desktop`: the app under Xvfb with a private D-Bus session and dunst,
@@ -38,6 +40,7 @@ mod codex;
 mod desktop;
 mod fake_agent;
 mod inbox;
+mod install;
 mod intake;
 mod listings;
 mod parking;

@@ -23,6 +23,7 @@
 //! - [`agent`]: composing an agent's command line (`claude -p`, `codex
 //!   exec`) with the bridge attached exactly when someone can answer, and
 //!   the config other MCP clients need for it.
+//! - [`autostart`]: the XDG autostart entry that starts the app at login.
 //! - [`prompter`]: the `OperatorPrompter` seam and the scripted prompter
 //!   (the terminal's lives in the `hark` binary, the desktop's in
 //!   `src-tauri`).
@@ -39,6 +40,7 @@
 //! the daemon.
 
 pub mod agent;
+pub mod autostart;
 pub mod bridge;
 pub mod config;
 pub mod daemon;
