@@ -86,8 +86,12 @@ pub struct AppArgs {
     /// Start the app at login (`on`: write the desktop session's autostart
     /// entry, `$XDG_CONFIG_HOME/autostart/dev.hark.app.desktop`) or stop
     /// doing so (`off`), instead of starting it now.
-    #[arg(long, value_name = "on|off")]
+    #[arg(long, value_name = "on|off", conflicts_with = "desktop_entry")]
     pub autostart: Option<Switch>,
+    /// Print the desktop entry (for an applications menu, as packages
+    /// install it) that starts the app with the `hark` at PATH.
+    #[arg(long, value_name = "PATH")]
+    pub desktop_entry: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

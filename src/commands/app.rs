@@ -7,8 +7,13 @@ use crate::cli::{AppArgs, Switch};
 use crate::commands::{Failed, this_hark};
 use crate::exit::ExitStatus;
 
-/// Starts the app, or with `--autostart` turns its start at login on or off.
+/// Starts the app, or with `--autostart` turns its start at login on or
+/// off, or prints its desktop entry.
 pub fn run(args: AppArgs) -> Result<ExitStatus, Failed> {
+    if let Some(hark) = args.desktop_entry {
+        print!("{}", autostart::desktop_entry(&hark, false));
+        return Ok(ExitStatus::Success);
+    }
     match args.autostart {
         None => launch(),
         Some(Switch::On) => {

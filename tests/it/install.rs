@@ -70,3 +70,94 @@ async fn the_trays_start_at_login_writes_and_removes_the_entry() {
     }
     desktop.stop().await;
 }
+
+#[test]
+fn the_deb_installs_hark_the_app_its_icon_and_menu_entry_and_the_installed_hark_runs() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/package");
+    let built = std::process::Command::new(&script)
+        .arg("--bin-dir")
+        .arg(bin_dir())
+        .arg("--out")
+        .arg(out_dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let deb = std::path::PathBuf::from(stdout(&built).trim());
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        deb.file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with(&format!("hark_{version}_")),
+        "{}",
+        deb.display()
+    );
+    let field = |name: &str| {
+        let out = std::process::Command::new("dpkg-deb")
+            .args(["-f"])
+            .arg(&deb)
+            .arg(name)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(field("Package"), "hark");
+    assert_eq!(field("Version"), version);
+    assert!(
+        field("Depends").contains("libwebkit2gtk-4.1-0"),
+        "{}",
+        field("Depends")
+    );
+
+    // Into a scratch root, as `dpkg -x` unpacks it.
+    let root = tempfile::tempdir().unwrap();
+    let unpacked = std::process::Command::new("dpkg")
+        .arg("-x")
+        .arg(&deb)
+        .arg(root.path())
+        .status()
+        .unwrap();
+    assert!(unpacked.success());
+    let installed = root.path().join("usr/bin/hark");
+    assert!(
+        root.path().join("usr/bin/hark-app").exists(),
+        "the app sits beside hark"
+    );
+    assert!(
+        root.path()
+            .join("usr/share/icons/hicolor/128x128/apps/dev.hark.app.png")
+            .exists()
+    );
+    let entry = std::fs::read_to_string(
+        root.path()
+            .join("usr/share/applications/dev.hark.app.desktop"),
+    )
+    .unwrap();
+    assert!(
+        entry.lines().any(|l| l == r#"Exec="/usr/bin/hark" app"#),
+        "{entry}"
+    );
+    let sandbox = sandbox();
+    let run = |args: &[&str]| {
+        let out = sandbox.command(&installed).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout(&out)
+    };
+    assert_eq!(run(&["--version"]).trim(), format!("hark {version}"));
+    let config: serde_json::Value = serde_json::from_str(&run(&["mcp-config"])).unwrap();
+    assert_eq!(
+        config["mcpServers"]["operator"]["command"],
+        installed.to_str().unwrap(),
+        "the installed hark names itself"
+    );
+}
