@@ -28,6 +28,9 @@ pub enum Command {
     /// Start the desktop app: notifications, the question modal, the tray
     /// inbox (`--autostart on|off`: start it at login, or stop doing so).
     App(AppArgs),
+    /// Say what this machine has for hark, and what is missing: the daemon
+    /// and its socket, notifications, the tray, the agents, the store.
+    Doctor,
     /// Run the headless daemon: agents' questions are asked on this terminal
     /// or answered by a script.
     Serve(ServeArgs),

@@ -5,6 +5,7 @@
 pub mod answer;
 pub mod app;
 pub mod ask;
+pub mod doctor;
 pub mod inbox;
 pub mod listings;
 pub mod mcp;
@@ -76,6 +77,7 @@ impl Failed {
 pub fn run(command: Command) -> Result<ExitStatus, Failed> {
     match command {
         Command::App(args) => app::run(args),
+        Command::Doctor => doctor::run(),
         Command::Serve(args) => serve::run(args),
         Command::McpOperatorAsk(args) => mcp::operator_ask(args),
         Command::Hook(args) => mcp::hook(args),

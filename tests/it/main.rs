@@ -19,6 +19,7 @@
 //! - `fake_agent`: the fake `claude -p` itself, against what was measured
 //!   on the real CLI: `PreToolUse` hooks, `defer` and resuming a deferred
 //!   call (docs/agents/claude-code.md).
+//! - `doctor`: `hark doctor` on a healthy setup and on each missing piece.
 //! - `install`: starting at login (the autostart entry, from the command
 //!   line and the tray).
 //! - `store`: a store that cannot be written (a full disk) loses no
@@ -38,6 +39,7 @@ mod approvals;
 mod bridge;
 mod codex;
 mod desktop;
+mod doctor;
 mod fake_agent;
 mod inbox;
 mod install;

@@ -98,6 +98,20 @@ fn sql_count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// What [`Store::check`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    /// SQLite's `quick_check` found nothing wrong.
+    pub sound: bool,
+    /// What it said (`ok`, or the first problems).
+    pub verdict: String,
+    /// The schema version (migrations applied).
+    pub schema: i64,
+    /// It is this hark's schema (else it is migrated when hark opens it).
+    pub current: bool,
+    pub items: i64,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("the data directory: {0}")]
@@ -216,6 +230,47 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Looks at the store at `path` without changing it (read-only: no
+    /// migration, nothing closed out): whether SQLite finds it sound, its
+    /// schema and how many items it holds. `None` when there is no store yet.
+    pub fn check(path: &Path) -> Result<Option<Checked>, StoreError> {
+        if !path.exists() {
+            return Ok(None);
+        }
+        let sql = |source| StoreError::Sqlite {
+            path: path.to_owned(),
+            source,
+        };
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(sql)?;
+        let verdict: String = conn
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .map_err(sql)?;
+        let schema: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(sql)?;
+        if schema > MIGRATIONS.len() as i64 {
+            return Err(StoreError::TooNew {
+                path: path.to_owned(),
+                found: schema,
+                known: MIGRATIONS.len(),
+            });
+        }
+        let items = if schema == 0 {
+            0
+        } else {
+            conn.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0))
+                .map_err(sql)?
+        };
+        Ok(Some(Checked {
+            sound: verdict == "ok",
+            verdict,
+            schema,
+            current: schema == MIGRATIONS.len() as i64,
+            items,
+        }))
     }
 
     /// The clock its rows are stamped with.

@@ -1,0 +1,438 @@
+//! `hark doctor`: what a new user needs to know, one line a check, each
+//! with a `hint:` where something is missing — is a daemon serving and
+//! where, is its socket private, is there a notification server and does it
+//! take action buttons, is there a tray, which agents are on PATH and at
+//! which versions, is the store sound.
+//!
+//! The desktop checks speak to the session's D-Bus (zbus, as the app does)
+//! and to the X server (x11rb) themselves, rather than through tools that
+//! may not be installed.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hark_core::bridge::wire::{ClientFrame, ServerFrame};
+use hark_core::bridge::{client, socket};
+use hark_core::config::Config;
+use hark_core::registry::StoreHealth;
+use hark_core::store::Store;
+
+use crate::commands::{Failed, runtime};
+use crate::exit::ExitStatus;
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Ok,
+    /// Worth knowing, nothing to fix (an agent you may not use).
+    Note,
+    /// Something hark needs is not there.
+    Missing,
+    /// Something is there but wrong.
+    Problem,
+}
+
+/// One line of the report.
+#[derive(Debug)]
+struct Finding {
+    verdict: Verdict,
+    what: &'static str,
+    said: String,
+    hint: Option<String>,
+}
+
+impl Finding {
+    fn ok(what: &'static str, said: impl Into<String>) -> Finding {
+        Finding {
+            verdict: Verdict::Ok,
+            what,
+            said: said.into(),
+            hint: None,
+        }
+    }
+
+    fn not(
+        verdict: Verdict,
+        what: &'static str,
+        said: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> Finding {
+        Finding {
+            verdict,
+            what,
+            said: said.into(),
+            hint: Some(hint.into()),
+        }
+    }
+
+    fn print(&self) {
+        let label = match self.verdict {
+            Verdict::Ok => "ok",
+            Verdict::Note => "note",
+            Verdict::Missing => "missing",
+            Verdict::Problem => "problem",
+        };
+        println!("{label:<8} {}: {}", self.what, self.said);
+        if let Some(hint) = &self.hint {
+            println!("         hint: {hint}");
+        }
+    }
+}
+
+/// Runs every check and prints the report; exits 1 when something is
+/// missing or wrong.
+pub fn run() -> Result<ExitStatus, Failed> {
+    let config = Config::load()?;
+    let socket = socket::app_socket_path()?;
+    let rt = runtime()?;
+    let (daemon, health) = rt.block_on(daemon(&socket));
+    let mut findings = vec![daemon, socket_privacy(&socket)];
+    match zbus::blocking::Connection::session() {
+        Ok(bus) => {
+            findings.push(notifications(&bus));
+            findings.push(tray(Some(&bus)));
+        }
+        Err(e) => {
+            findings.push(Finding::not(
+                Verdict::Missing,
+                "notifications",
+                format!("no D-Bus session bus ({e})"),
+                "hark's notifications need a desktop session's D-Bus (DBUS_SESSION_BUS_ADDRESS); without one, use `hark serve --prompter terminal`",
+            ));
+            findings.push(tray(None));
+        }
+    }
+    let claude = config
+        .agent_command
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("claude"));
+    let agents = [
+        ("claude", claude, "npm install -g @anthropic-ai/claude-code"),
+        (
+            "codex",
+            PathBuf::from("codex"),
+            "npm install -g @openai/codex",
+        ),
+    ];
+    let found: Vec<Finding> = agents
+        .iter()
+        .map(|(what, command, install)| rt.block_on(agent(what, command, install)))
+        .collect();
+    if found.iter().all(|f| f.verdict != Verdict::Ok) {
+        findings.push(Finding::not(
+            Verdict::Missing,
+            "agents",
+            "neither Claude Code nor Codex is on PATH",
+            "install one (npm install -g @anthropic-ai/claude-code, or @openai/codex), or name yours with agent_command in the config",
+        ));
+    }
+    findings.extend(found);
+    findings.push(store(health));
+    for finding in &findings {
+        finding.print();
+    }
+    let fine = findings
+        .iter()
+        .all(|f| matches!(f.verdict, Verdict::Ok | Verdict::Note));
+    Ok(if fine {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// Whether a daemon answers on the socket, and its store's health.
+async fn daemon(socket: &Path) -> (Finding, Option<StoreHealth>) {
+    match client::request(socket, &ClientFrame::Status).await {
+        Ok(ServerFrame::Status { store }) => (
+            Finding::ok("daemon", format!("serving at {}", socket.display())),
+            store,
+        ),
+        Ok(other) => (
+            Finding::not(
+                Verdict::Problem,
+                "daemon",
+                format!("{} answered {other:?}", socket.display()),
+                "something other than this hark serves there; stop it, or point HARK_SOCKET elsewhere",
+            ),
+            None,
+        ),
+        Err(e) => (
+            Finding::not(
+                Verdict::Missing,
+                "daemon",
+                format!("none ({e})"),
+                "start the desktop app (`hark app`) or `hark serve --prompter terminal`; agents can ask only while one runs",
+            ),
+            None,
+        ),
+    }
+}
+
+/// Whether the socket's directory (and the socket) are this user's alone.
+fn socket_privacy(socket: &Path) -> Finding {
+    let me = hark_core::files::own_uid();
+    let Some(dir) = socket.parent() else {
+        return Finding::not(
+            Verdict::Problem,
+            "socket",
+            "has no directory",
+            "set HARK_SOCKET to a path in a directory",
+        );
+    };
+    let Ok(meta) = std::fs::metadata(dir) else {
+        return Finding::ok(
+            "socket",
+            format!("{} is made owner-only when a daemon starts", dir.display()),
+        );
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if meta.uid() != me {
+        return Finding::not(
+            Verdict::Problem,
+            "socket",
+            format!(
+                "{} belongs to uid {}, not to you (uid {me})",
+                dir.display(),
+                meta.uid()
+            ),
+            "another user could serve or read your questions there: remove it, or set HARK_SOCKET to a directory of yours",
+        );
+    }
+    if mode & 0o077 != 0 {
+        return Finding::not(
+            Verdict::Problem,
+            "socket",
+            format!("{} is open to other users (mode {mode:o})", dir.display()),
+            format!(
+                "chmod 700 {} (a daemon makes it owner-only when it starts)",
+                dir.display()
+            ),
+        );
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(socket)
+        && meta.uid() != me
+    {
+        return Finding::not(
+            Verdict::Problem,
+            "socket",
+            format!("{} belongs to uid {}", socket.display(), meta.uid()),
+            "remove it; hark serves only its own socket",
+        );
+    }
+    Finding::ok(
+        "socket",
+        format!("owner-only ({} is mode {mode:o}, yours)", dir.display()),
+    )
+}
+
+/// The notification server, and whether it shows action buttons.
+fn notifications(bus: &zbus::blocking::Connection) -> Finding {
+    let call = |method: &str| {
+        bus.call_method(
+            Some("org.freedesktop.Notifications"),
+            "/org/freedesktop/Notifications",
+            Some("org.freedesktop.Notifications"),
+            method,
+            &(),
+        )
+    };
+    let info = call("GetServerInformation")
+        .and_then(|m| m.body().deserialize::<(String, String, String, String)>());
+    let (name, _vendor, version, _spec) = match info {
+        Ok(info) => info,
+        Err(e) => {
+            return Finding::not(
+                Verdict::Missing,
+                "notifications",
+                format!("no notification server on the session bus ({e})"),
+                "install and start one (dunst, your desktop's own, or `apt install notification-daemon`); the modal and the tray still work without it",
+            );
+        }
+    };
+    let actions = call("GetCapabilities")
+        .and_then(|m| m.body().deserialize::<Vec<String>>())
+        .map(|caps| caps.iter().any(|c| c == "actions"))
+        .unwrap_or(false);
+    if actions {
+        Finding::ok(
+            "notifications",
+            format!("{name} {version}, with action buttons"),
+        )
+    } else {
+        Finding::not(
+            Verdict::Note,
+            "notifications",
+            format!("{name} {version}, without action buttons"),
+            "questions cannot be answered from the notification; a click still opens the modal",
+        )
+    }
+}
+
+/// A tray to show hark's icon in: a StatusNotifier host on D-Bus, or an
+/// XEmbed system tray on the X display.
+fn tray(bus: Option<&zbus::blocking::Connection>) -> Finding {
+    let watcher = bus.is_some_and(|bus| {
+        bus.call_method(
+            Some("org.freedesktop.DBus"),
+            "/org/freedesktop/DBus",
+            Some("org.freedesktop.DBus"),
+            "NameHasOwner",
+            &("org.kde.StatusNotifierWatcher",),
+        )
+        .and_then(|m| m.body().deserialize::<bool>())
+        .unwrap_or(false)
+    });
+    if watcher {
+        return Finding::ok(
+            "tray",
+            "a StatusNotifier host (org.kde.StatusNotifierWatcher)",
+        );
+    }
+    match xembed_tray() {
+        Some(display) => Finding::ok(
+            "tray",
+            format!("an XEmbed system tray on display {display}"),
+        ),
+        None => Finding::not(
+            Verdict::Missing,
+            "tray",
+            "no StatusNotifier host and no XEmbed system tray",
+            "add a tray to your panel (GNOME: the AppIndicator extension); without one, open the inbox with `hark inbox` or a notification",
+        ),
+    }
+}
+
+/// The X display whose screen has a system tray (`_NET_SYSTEM_TRAY_Sn` is
+/// owned), if there is one.
+fn xembed_tray() -> Option<String> {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::ConnectionExt;
+    let display = std::env::var("DISPLAY").ok().filter(|d| !d.is_empty())?;
+    let (conn, screen) = x11rb::connect(Some(&display)).ok()?;
+    let name = format!("_NET_SYSTEM_TRAY_S{screen}");
+    let atom = conn
+        .intern_atom(false, name.as_bytes())
+        .ok()?
+        .reply()
+        .ok()?
+        .atom;
+    let owner = conn.get_selection_owner(atom).ok()?.reply().ok()?.owner;
+    drop(conn.flush());
+    (owner != x11rb::NONE).then_some(display)
+}
+
+/// An agent on PATH, and the version it reports.
+async fn agent(what: &'static str, command: &Path, install: &str) -> Finding {
+    let Some(path) = on_path(command) else {
+        return Finding::not(
+            Verdict::Note,
+            what,
+            format!("{} is not on PATH", command.display()),
+            format!("to dispatch it: {install}"),
+        );
+    };
+    let version = tokio::process::Command::new(&path)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(Duration::from_secs(10), version).await {
+        Ok(Ok(out)) if out.status.success() => {
+            let version = String::from_utf8_lossy(&out.stdout);
+            let version =
+                hark_core::text::visible(version.lines().next().unwrap_or_default().trim());
+            Finding::ok(what, format!("{version} ({})", path.display()))
+        }
+        Ok(Ok(out)) => Finding::not(
+            Verdict::Problem,
+            what,
+            format!("{} --version failed ({})", path.display(), out.status),
+            format!("run `{} --version` to see why", path.display()),
+        ),
+        Ok(Err(e)) => Finding::not(
+            Verdict::Problem,
+            what,
+            format!("{} cannot be started: {e}", path.display()),
+            "reinstall it",
+        ),
+        Err(_) => Finding::not(
+            Verdict::Problem,
+            what,
+            format!("{} --version did not answer within 10 s", path.display()),
+            format!("run `{} --version` to see why", path.display()),
+        ),
+    }
+}
+
+/// `command` as PATH finds it (a path is taken as it is).
+fn on_path(command: &Path) -> Option<PathBuf> {
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if command.components().count() > 1 {
+        return executable(command).then(|| command.to_owned());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(command))
+        .find(|p| executable(p))
+}
+
+/// The store: the daemon's word on its writes, and SQLite's on the file.
+fn store(health: Option<StoreHealth>) -> Finding {
+    let path = match &health {
+        Some(health) => health.path.clone(),
+        None => match Store::default_path() {
+            Ok(path) => path,
+            Err(e) => {
+                return Finding::not(
+                    Verdict::Problem,
+                    "store",
+                    e.to_string(),
+                    "set HOME, or HARK_DATA_DIR to a directory",
+                );
+            }
+        },
+    };
+    if let Some(error) = health.as_ref().and_then(|h| h.error.clone()) {
+        return Finding::not(
+            Verdict::Problem,
+            "store",
+            format!("{} refuses writes: {error}", path.display()),
+            "free space on its disk; the daemon keeps what it cannot write in memory until then",
+        );
+    }
+    match Store::check(&path) {
+        Ok(None) => Finding::ok(
+            "store",
+            format!("none yet at {} (made when a daemon starts)", path.display()),
+        ),
+        Ok(Some(checked)) if checked.sound => Finding::ok(
+            "store",
+            format!(
+                "{} is sound (schema {}{}, {} items)",
+                path.display(),
+                checked.schema,
+                if checked.current {
+                    ""
+                } else {
+                    "; this hark migrates it when it starts"
+                },
+                checked.items
+            ),
+        ),
+        Ok(Some(checked)) => Finding::not(
+            Verdict::Problem,
+            "store",
+            format!("{} is damaged: {}", path.display(), checked.verdict),
+            "stop hark, move the file aside (its history goes with it), and start hark again",
+        ),
+        Err(e) => Finding::not(
+            Verdict::Problem,
+            "store",
+            format!("{e}"),
+            "stop hark, move the file aside (its history goes with it), and start hark again",
+        ),
+    }
+}
