@@ -32,6 +32,7 @@ use hark_core::model::schema::{
 use hark_core::model::validate::{Rules, describe, kind, validate};
 use hark_core::{env, trace};
 
+pub mod elicitation;
 pub mod hook;
 
 /// The MCP server's name: the agent sees the tool as `mcp__operator__ask`.
