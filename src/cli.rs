@@ -34,6 +34,11 @@ pub enum Command {
     /// Run the headless daemon: agents' questions are asked on this terminal
     /// or answered by a script.
     Serve(ServeArgs),
+    /// The MCP stdio server for your own agent (Claude Code in a terminal,
+    /// an editor): server `hark`, tools `run` (dispatch an agent; its
+    /// questions come to you as elicitations or `awaiting_operator`),
+    /// `answer` and `runs`. Needs the app or `hark serve` running.
+    McpStudio,
     /// The MCP stdio server an agent spawns (server `operator`, tool `ask`).
     McpOperatorAsk(McpArgs),
     /// Claude Code's hook for the runs hark dispatches (`pre-tool-use`: lets

@@ -27,6 +27,20 @@ pub fn operator_ask(args: McpArgs) -> Result<ExitStatus, Failed> {
     Ok(ExitStatus::Success)
 }
 
+/// `hark mcp-studio`: the MCP server the operator's own agent dispatches
+/// agents through, and answers them in.
+pub fn studio() -> Result<ExitStatus, Failed> {
+    hark_core::trace::init_logging(LogFormat::Text, LevelFilter::WARN);
+    let settings = hark_mcp::studio::StudioSettings {
+        hark: this_hark()?,
+        socket: hark_core::bridge::socket::app_socket_path()?,
+    };
+    crate::commands::runtime()?
+        .block_on(hark_mcp::studio::Studio::new(settings).serve_stdio())
+        .map_err(Failed::Mcp)?;
+    Ok(ExitStatus::Success)
+}
+
 /// Claude Code's hook: reads its input on stdin, prints its decision (or
 /// nothing: the call goes its ordinary way). Always exits 0: a hook that
 /// fails must not stop the agent's call, which reports its own errors.

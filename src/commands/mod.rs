@@ -81,6 +81,7 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::Serve(args) => serve::run(args),
         Command::McpOperatorAsk(args) => mcp::operator_ask(args),
         Command::Hook(args) => mcp::hook(args),
+        Command::McpStudio => mcp::studio(),
         Command::McpConfig(args) => mcp::config(args),
         Command::Ask(args) => Ok(runtime()?.block_on(ask::run(args))),
         Command::Run(args) => Ok(runtime()?.block_on(run::run(args))),

@@ -22,6 +22,8 @@
 //! - `doctor`: `hark doctor` on a healthy setup and on each missing piece.
 //! - `install`: starting at login (the autostart entry, from the command
 //!   line and the tray).
+//! - `studio`: `hark mcp-studio` driven by rmcp clients: elicitations per
+//!   revision, `awaiting_operator` and `answer`, an answer from elsewhere.
 //! - `store`: a store that cannot be written (a full disk) loses no
 //!   question, and the operator is told.
 //! - `desktop`: the app under Xvfb with a private D-Bus session and dunst,
@@ -48,6 +50,7 @@ mod listings;
 mod parking;
 mod run;
 mod store;
+mod studio;
 mod support;
 mod tree;
 mod window;

@@ -1,0 +1,289 @@
+//! `hark mcp-studio` driven by real MCP clients over stdio (rmcp's): `run`
+//! dispatches the fake agent, whose questions reach the client as an
+//! elicitation of the form its revision allows, or as `awaiting_operator`
+//! that `answer` settles; an answer from `hark answer` first withdraws the
+//! elicitation.
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation, InitializeRequestParams, ProtocolVersion,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::support::*;
+use hark_mcp::elicitation::{Form, schema_json};
+
+/// What the client does with an elicitation.
+#[derive(Clone)]
+enum Says {
+    /// Accepts with this content.
+    Accept(Value),
+    Decline,
+    /// Waits until the server withdraws it.
+    Wait,
+}
+
+/// A driving client: its revision, whether it advertises elicitation,
+/// and what it answers; it keeps every elicitation it was sent.
+#[derive(Clone)]
+struct Client {
+    version: ProtocolVersion,
+    elicits: bool,
+    says: Says,
+    seen: Arc<Mutex<Vec<(String, Value)>>>,
+    withdrawn: Arc<tokio::sync::Notify>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> InitializeRequestParams {
+        let capabilities = if self.elicits {
+            ClientCapabilities::builder().enable_elicitation().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        let mut info =
+            InitializeRequestParams::new(capabilities, Implementation::new("studio-test", "1"));
+        info.protocol_version = self.version.clone();
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        {
+            let schema = serde_json::to_value(requested_schema).unwrap();
+            self.seen.lock().unwrap().push((message, schema));
+        }
+        Ok(match &self.says {
+            Says::Accept(content) => {
+                let mut result = ElicitResult::new(ElicitationAction::Accept);
+                result.content = Some(content.clone());
+                result
+            }
+            Says::Decline => ElicitResult::new(ElicitationAction::Decline),
+            Says::Wait => {
+                context.ct.cancelled().await;
+                self.withdrawn.notify_one();
+                ElicitResult::new(ElicitationAction::Cancel)
+            }
+        })
+    }
+}
+
+impl Client {
+    fn new(version: ProtocolVersion, elicits: bool, says: Says) -> Client {
+        Client {
+            version,
+            elicits,
+            says,
+            seen: Arc::default(),
+            withdrawn: Arc::default(),
+        }
+    }
+}
+
+/// A daemon with nobody at its terminal, whose runs start the fake agent.
+fn daemon() -> Daemon {
+    let sandbox = sandbox();
+    std::fs::write(
+        sandbox.config(),
+        format!(
+            "agent_command = {:?}\n",
+            fake_claude().display().to_string()
+        ),
+    )
+    .unwrap();
+    serve_in(&sandbox, json!({}), &[])
+}
+
+/// `hark mcp-studio` in `daemon`'s sandbox, as `client` starts it.
+async fn studio(daemon: &Daemon, client: Client) -> RunningService<RoleClient, Client> {
+    let command = daemon.sandbox.command(bin_dir().join("hark"));
+    let mut command = tokio::process::Command::from(command);
+    command.arg("mcp-studio");
+    let transport = TokioChildProcess::new(command).unwrap();
+    client.serve(transport).await.unwrap()
+}
+
+/// The two questions the fake agent asks: a single- and a multi-select.
+fn asked() -> Value {
+    questions(&[db(), features()])
+}
+
+async fn call(
+    service: &RunningService<RoleClient, Client>,
+    tool: &'static str,
+    args: Value,
+) -> Value {
+    let Value::Object(args) = args else {
+        unreachable!()
+    };
+    let result = service
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{tool}: {}", text(&result));
+    serde_json::from_str(&text(&result)).unwrap()
+}
+
+fn run_args(session: &str) -> Value {
+    json!({"prompt": format!("ASK {}", asked()), "session": session})
+}
+
+/// The questions as the core reads them.
+fn core_questions() -> Vec<hark_core::model::schema::Question> {
+    serde_json::from_value(asked()["questions"].clone()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_elicitation_of_2025_11_25_is_answered_and_the_run_returns_its_result() {
+    let daemon = daemon();
+    let client = Client::new(
+        ProtocolVersion::V_2025_11_25,
+        true,
+        Says::Accept(json!({"q1": "SQLite", "q2": ["Auth (Recommended)", "Search"]})),
+    );
+    let seen = client.seen.clone();
+    let service = studio(&daemon, client).await;
+    let ended = call(&service, "run", run_args("studio-labelled")).await;
+    assert_eq!(ended["status"], "finished", "{ended}");
+    assert_eq!(ended["exit_code"], 0);
+    assert_eq!(
+        ended["result"],
+        r#"{"answers":{"Which database?":"SQLite","Which features?":["Auth (Recommended)","Search"]}}"#,
+        "the agent got exactly the picks"
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].1, schema_json(&core_questions(), Form::Labelled));
+    assert!(
+        seen[0].0.contains("session studio-labelled"),
+        "who asks: {}",
+        seen[0].0
+    );
+    assert!(seen[0].0.contains("Which database?"), "{}", seen[0].0);
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_elicitation_of_2025_06_18_is_flat_and_its_booleans_are_the_multi_select() {
+    let daemon = daemon();
+    let client = Client::new(
+        ProtocolVersion::V_2025_06_18,
+        true,
+        Says::Accept(
+            json!({"q1": "Postgres (Recommended)", "q2_1": false, "q2_2": true, "q2_3": false}),
+        ),
+    );
+    let seen = client.seen.clone();
+    let service = studio(&daemon, client).await;
+    let ended = call(&service, "run", run_args("studio-flat")).await;
+    assert_eq!(
+        ended["result"],
+        r#"{"answers":{"Which database?":"Postgres (Recommended)","Which features?":["Billing"]}}"#
+    );
+    assert_eq!(
+        seen.lock().unwrap()[0].1,
+        schema_json(&core_questions(), Form::Flat)
+    );
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declined_elicitation_is_a_skip_the_agent_is_told_of() {
+    let daemon = daemon();
+    let service = studio(
+        &daemon,
+        Client::new(ProtocolVersion::V_2025_11_25, true, Says::Decline),
+    )
+    .await;
+    let ended = call(&service, "run", run_args("studio-declined")).await;
+    assert_eq!(ended["status"], "finished", "{ended}");
+    let result = ended["result"].as_str().unwrap();
+    assert!(
+        result.contains(NOT_ANSWERED) && result.contains("skipped"),
+        "{result}"
+    );
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_elicitation_the_run_awaits_the_operator_and_answer_delivers() {
+    let daemon = daemon();
+    let service = studio(
+        &daemon,
+        Client::new(ProtocolVersion::V_2025_11_25, false, Says::Decline),
+    )
+    .await;
+    let waiting = call(&service, "run", run_args("studio-fallback")).await;
+    assert_eq!(waiting["status"], "awaiting_operator", "{waiting}");
+    assert_eq!(waiting["questions"], asked()["questions"]);
+    let question_id = waiting["question_id"].as_str().unwrap().to_owned();
+    let listed = call(&service, "runs", json!({})).await;
+    assert_eq!(listed["runs"][0]["question_id"], question_id.as_str());
+
+    let refused = service
+        .call_tool(
+            CallToolRequestParams::new("answer").with_arguments(
+                json!({"question_id": question_id, "answers": {"Which database?": "MySQL"}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        refused.is_error,
+        Some(true),
+        "a label no option has is refused"
+    );
+
+    let ended = call(
+        &service,
+        "answer",
+        json!({"question_id": question_id, "answers": {"Which database?": "SQLite"}}),
+    )
+    .await;
+    assert_eq!(ended["status"], "finished", "{ended}");
+    assert_eq!(
+        ended["result"],
+        r#"{"answers":{"Which database?":"SQLite","Which features?":["Auth (Recommended)"]}}"#,
+        "the question left out took its default"
+    );
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hark_answer_first_withdraws_the_elicitation_and_the_run_goes_on() {
+    let daemon = daemon();
+    let client = Client::new(ProtocolVersion::V_2025_11_25, true, Says::Wait);
+    let withdrawn = client.withdrawn.clone();
+    let service = Arc::new(studio(&daemon, client).await);
+    let running = {
+        let service = service.clone();
+        tokio::spawn(async move { call(&service, "run", run_args("studio-elsewhere")).await })
+    };
+    let id = daemon.log.question_id("studio-elsewhere");
+    answer(&daemon.sandbox, &id, "SQLite");
+    let ended = running.await.unwrap();
+    assert_eq!(
+        ended["result"],
+        r#"{"answers":{"Which database?":"SQLite","Which features?":["Auth (Recommended)"]}}"#
+    );
+    tokio::time::timeout(hark_harness::PATIENCE, withdrawn.notified())
+        .await
+        .expect("the client was told the elicitation is withdrawn");
+}
