@@ -42,7 +42,11 @@ async fn find_pending(socket: &Path, id: &str) -> Result<ItemView, ExitStatus> {
 }
 
 async fn send_reply(socket: &Path, id: ItemId, reply: WireReply, json: bool) -> ExitStatus {
-    let frame = ClientFrame::Reply { id, reply };
+    let frame = ClientFrame::Reply {
+        id,
+        reply,
+        via: None,
+    };
     match client::request(socket, &frame).await {
         Ok(ServerFrame::Replied { id, outcome }) => {
             if json {

@@ -174,6 +174,12 @@ async fn an_elicitation_of_2025_11_25_is_answered_and_the_run_returns_its_result
         seen[0].0
     );
     assert!(seen[0].0.contains("Which database?"), "{}", seen[0].0);
+    // The store and the trace name the studio as the surface that replied.
+    let items = inbox(&daemon.sandbox);
+    assert_eq!(items[0]["replied_by"], "studio", "{}", items[0]);
+    daemon
+        .log
+        .wait_event("operator.question.answered", &[("surface", "studio")]);
     service.cancel().await.unwrap();
 }
 
@@ -263,6 +269,7 @@ async fn without_elicitation_the_run_awaits_the_operator_and_answer_delivers() {
         r#"{"answers":{"Which database?":"SQLite","Which features?":["Auth (Recommended)"]}}"#,
         "the question left out took its default"
     );
+    assert_eq!(inbox(&daemon.sandbox)[0]["replied_by"], "studio");
     service.cancel().await.unwrap();
 }
 
@@ -282,6 +289,11 @@ async fn hark_answer_first_withdraws_the_elicitation_and_the_run_goes_on() {
     assert_eq!(
         ended["result"],
         r#"{"answers":{"Which database?":"SQLite","Which features?":["Auth (Recommended)"]}}"#
+    );
+    assert_eq!(
+        inbox(&daemon.sandbox)[0]["replied_by"],
+        "cli",
+        "hark answer's reply stands"
     );
     tokio::time::timeout(hark_harness::PATIENCE, withdrawn.notified())
         .await

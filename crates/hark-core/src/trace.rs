@@ -38,8 +38,14 @@ pub fn asked(item: &Item) {
 }
 
 /// An item settled: answered (a verdict on an approval counts), or
-/// unanswered with the reason as `outcome`.
-pub fn settled(item: &Item, outcome: &Outcome, duration: Duration) {
+/// unanswered with the reason as `outcome`; `surface` is where the reply
+/// came from (none for a timeout or an asker gone).
+pub fn settled(
+    item: &Item,
+    outcome: &Outcome,
+    duration: Duration,
+    surface: Option<crate::model::item::Surface>,
+) {
     let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
     let operator_replied = matches!(
         outcome,
@@ -56,6 +62,7 @@ pub fn settled(item: &Item, outcome: &Outcome, duration: Duration) {
         headers = %headers(item),
         duration_ms,
         outcome = outcome.name(),
+        surface = surface.map_or("", |s| s.name()),
         "{name}"
     );
 }

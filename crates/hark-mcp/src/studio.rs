@@ -33,7 +33,7 @@ use tokio::io::AsyncReadExt;
 
 use hark_core::bridge::client::{self, Feed};
 use hark_core::bridge::views::{ItemState, ItemView};
-use hark_core::bridge::wire::{ClientFrame, FeedEvent, ServerFrame, WireReply};
+use hark_core::bridge::wire::{ClientFrame, FeedEvent, ServerFrame, SocketSurface, WireReply};
 use hark_core::model::approval::Scope;
 use hark_core::model::ids::{Ids, ItemId, RunId};
 
@@ -335,7 +335,16 @@ impl Studio {
     }
 
     async fn reply(&self, id: ItemId, reply: WireReply) -> Result<(), String> {
-        match client::request(&self.settings.socket, &ClientFrame::Reply { id, reply }).await {
+        match client::request(
+            &self.settings.socket,
+            &ClientFrame::Reply {
+                id,
+                reply,
+                via: Some(SocketSurface::Studio),
+            },
+        )
+        .await
+        {
             Ok(ServerFrame::Replied { .. }) => Ok(()),
             Ok(ServerFrame::Error(e)) => Err(e.message),
             Ok(other) => Err(format!("the daemon answered {other:?}")),

@@ -82,8 +82,15 @@ pub enum ClientFrame {
     },
     /// The asker no longer wants the answer.
     Cancel,
-    /// The operator's reply to a pending item.
-    Reply { id: ItemId, reply: WireReply },
+    /// The operator's reply to a pending item; `via` names the surface it
+    /// came through, of those a socket client may be (the command line when
+    /// absent).
+    Reply {
+        id: ItemId,
+        reply: WireReply,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        via: Option<SocketSurface>,
+    },
     /// Lists items, pending and settled, one page of clipped entries
     /// (from `filter.offset`).
     List {
@@ -233,6 +240,24 @@ impl From<WireReply> for crate::registry::Reply {
             WireReply::Approve { scope } => Reply::Approve(scope),
             WireReply::Deny => Reply::Deny,
             WireReply::Cancel => Reply::Cancel,
+        }
+    }
+}
+
+/// The surfaces a socket client may reply as: never the desktop or a
+/// notification, which reply in the app's own process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SocketSurface {
+    Cli,
+    Studio,
+}
+
+impl From<SocketSurface> for crate::model::item::Surface {
+    fn from(via: SocketSurface) -> Self {
+        match via {
+            SocketSurface::Cli => crate::model::item::Surface::Cli,
+            SocketSurface::Studio => crate::model::item::Surface::Studio,
         }
     }
 }

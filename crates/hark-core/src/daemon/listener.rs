@@ -304,10 +304,13 @@ async fn serve_connection(stream: UnixStream, daemon: Daemon) {
                 .follow(&daemon.registry, peer, reader, writer)
                 .await;
         }
-        // A reply on the socket is the command line's, whoever sends it.
-        ClientFrame::Reply { id, reply } => {
-            operator::reply(&daemon.registry, id, reply, Surface::Cli)
-        }
+        // A reply on the socket is the command line's, or the studio's.
+        ClientFrame::Reply { id, reply, via } => operator::reply(
+            &daemon.registry,
+            id,
+            reply,
+            via.map_or(Surface::Cli, Surface::from),
+        ),
         ClientFrame::List { filter } => operator::list(&daemon.registry, &filter),
         ClientFrame::Get { id } => operator::get(&daemon.registry, id),
         ClientFrame::ClearSettled => operator::clear_settled(&daemon.registry),

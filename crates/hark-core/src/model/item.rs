@@ -189,6 +189,9 @@ pub enum Surface {
     /// `hark answer`, `hark skip`, `hark approve`, `hark deny`: any client
     /// of the socket.
     Cli,
+    /// `hark mcp-studio`: the operator's own agent's client, answering an
+    /// elicitation or calling `answer`.
+    Studio,
 }
 
 impl Surface {
@@ -200,6 +203,7 @@ impl Surface {
             Surface::Terminal => "terminal",
             Surface::Script => "script",
             Surface::Cli => "cli",
+            Surface::Studio => "studio",
         }
     }
 }

@@ -470,7 +470,7 @@ impl Registry {
             replied_by: surface,
             at,
         });
-        trace::settled(&entry.item, &outcome, entry.opened.elapsed());
+        trace::settled(&entry.item, &outcome, entry.opened.elapsed(), surface);
         let _ = self.shared.events.send(Event::Settled {
             item: entry.item.clone(),
             outcome: outcome.clone(),

@@ -114,6 +114,7 @@ async fn a_reply_from_a_second_client_settles_the_item_and_a_second_reply_is_not
             answers: picked("Which database?", label),
             notes: Default::default(),
         },
+        via: None,
     };
     // A misfit is refused with its issues beside the message, said once.
     let misfit = request(&served.socket, &reply("Mongo")).await.unwrap();
@@ -172,6 +173,7 @@ async fn a_subscriber_sees_the_item_added_then_settled() {
     let skip = ClientFrame::Reply {
         id: call.id,
         reply: WireReply::Skip,
+        via: None,
     };
     request(&served.socket, &skip).await.unwrap();
     let skipped = json!({"outcome": "skipped",

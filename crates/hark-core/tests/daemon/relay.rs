@@ -135,6 +135,7 @@ async fn a_runs_socket_takes_only_ask_and_approve_calls() {
                 answers: picked("Which database?", "SQLite"),
                 notes: Default::default(),
             },
+            via: None,
         },
         ClientFrame::List {
             filter: ItemFilter::default(),

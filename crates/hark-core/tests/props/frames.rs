@@ -150,6 +150,7 @@ fn client_frame() -> impl Strategy<Value = ClientFrame> {
             id: ItemId(uuid::Uuid::from_u128(id)),
             reply: serde_json::from_value(serde_json::json!({"action": "skip", "x": answers}))
                 .unwrap(),
+            via: None,
         }),
     ]
 }

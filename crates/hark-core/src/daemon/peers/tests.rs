@@ -149,6 +149,7 @@ fn every_operator_frame_is_checked_and_an_ask_is_watched_instead() {
         ClientFrame::Reply {
             id,
             reply: WireReply::Skip,
+            via: None,
         },
         ClientFrame::List {
             filter: Default::default(),
