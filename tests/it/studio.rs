@@ -299,3 +299,63 @@ async fn hark_answer_first_withdraws_the_elicitation_and_the_run_goes_on() {
         .await
         .expect("the client was told the elicitation is withdrawn");
 }
+
+/// `tests/clients/studio_client.py` (the official MCP Python SDK) against
+/// the studio in `daemon`'s sandbox; its one JSON line.
+fn python_client(daemon: &Daemon, mode: &str, answers: Value) -> Value {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/studio_client.py");
+    // The sandbox has its own HOME: the user's site-packages (where
+    // scripts/setup installs `mcp`) are named outright.
+    let base = std::process::Command::new("python3")
+        .args(["-m", "site", "--user-base"])
+        .output()
+        .unwrap();
+    let out = daemon
+        .sandbox
+        .command("python3")
+        .arg(script)
+        .arg(bin_dir().join("hark"))
+        .arg(format!("ASK {}", asked()))
+        .arg(mode)
+        .env("STUDIO_ANSWERS", answers.to_string())
+        .env(
+            "PYTHONUSERBASE",
+            String::from_utf8_lossy(&base.stdout).trim(),
+        )
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the Python client failed (scripts/setup --tests installs its `mcp` package):\n{stderr}"
+    );
+    serde_json::from_str(stdout(&out).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", stdout(&out)))
+}
+
+#[test]
+fn the_python_sdks_client_answers_by_elicitation_and_by_answer() {
+    let daemon = daemon();
+    let picked = json!({"q1": "SQLite", "q2": ["Search"]});
+    let got = python_client(&daemon, "elicit", picked);
+    assert_eq!(got["protocol"], "2025-11-25", "{got}");
+    assert_eq!(
+        got["elicitations"][0]["schema"],
+        schema_json(&core_questions(), Form::Labelled)
+    );
+    assert_eq!(got["results"][0]["status"], "finished", "{got}");
+    assert_eq!(
+        got["results"][0]["result"],
+        r#"{"answers":{"Which database?":"SQLite","Which features?":["Search"]}}"#
+    );
+
+    let by_answer = json!({"Which database?": "SQLite", "Which features?": ["Billing"]});
+    let got = python_client(&daemon, "fallback", by_answer);
+    assert_eq!(got["results"][0]["status"], "awaiting_operator", "{got}");
+    assert_eq!(
+        got["results"][1]["result"],
+        r#"{"answers":{"Which database?":"SQLite","Which features?":["Billing"]}}"#,
+        "{got}"
+    );
+}
