@@ -359,3 +359,36 @@ fn the_python_sdks_client_answers_by_elicitation_and_by_answer() {
         "{got}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn revisions_before_elicitation_get_awaiting_operator() {
+    let daemon = daemon();
+    // A client claiming the capability on a revision that has none.
+    for version in [ProtocolVersion::V_2024_11_05, ProtocolVersion::V_2025_03_26] {
+        let client = Client::new(version.clone(), true, Says::Decline);
+        let seen = client.seen.clone();
+        let service = studio(&daemon, client).await;
+        let session = format!("studio-{}", version.as_str());
+        let waiting = call(&service, "run", run_args(&session)).await;
+        assert_eq!(
+            waiting["status"], "awaiting_operator",
+            "{version:?}: {waiting}"
+        );
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "{version:?}: nothing was elicited"
+        );
+        let ended = call(
+            &service,
+            "answer",
+            json!({"question_id": waiting["question_id"], "skip": true}),
+        )
+        .await;
+        assert_eq!(ended["status"], "finished", "{version:?}: {ended}");
+        assert!(
+            ended["result"].as_str().unwrap().contains("skipped"),
+            "{ended}"
+        );
+        service.cancel().await.unwrap();
+    }
+}

@@ -271,6 +271,8 @@ impl Studio {
             Some(form) if info.capabilities.elicitation.is_some() => form,
             _ => return false,
         };
+        // 2026-07-28 carries the request as an input-required result, which
+        // the studio does not send yet.
         if version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() || item.approval.is_some() {
             return false;
         }
