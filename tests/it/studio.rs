@@ -392,3 +392,33 @@ async fn revisions_before_elicitation_get_awaiting_operator() {
         service.cancel().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_hangs_up_mid_run_leaves_no_agent_behind() {
+    let daemon = daemon();
+    let log = daemon.sandbox.path("fake.log");
+    let mut command = tokio::process::Command::from(daemon.sandbox.command(bin_dir().join("hark")));
+    command.arg("mcp-studio").env("FAKE_CLAUDE_LOG", &log);
+    let client = Client::new(ProtocolVersion::V_2025_11_25, true, Says::Wait);
+    let service = client
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    let peer = service.peer().clone();
+    let running = tokio::spawn(async move {
+        let Value::Object(args) = run_args("studio-hangup") else {
+            unreachable!()
+        };
+        let _ = peer
+            .call_tool(CallToolRequestParams::new("run").with_arguments(args))
+            .await;
+    });
+    daemon.log.question_id("studio-hangup");
+    let agent = invocations(&log)[0]["pid"].as_u64().unwrap() as u32;
+    service.cancel().await.unwrap();
+    running.abort();
+    assert!(
+        hark_harness::process::wait_gone(&[agent], std::time::Duration::from_secs(20)),
+        "the agent {agent} outlived the studio"
+    );
+}

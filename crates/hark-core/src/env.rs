@@ -13,6 +13,9 @@ pub const ASK_TIMEOUT: &str = "HARK_ASK_TIMEOUT";
 pub const PROGRESS_INTERVAL_MS: &str = "HARK_PROGRESS_INTERVAL_MS";
 /// The run id a `hark run` dispatched by the daemon takes.
 pub const RUN_ID: &str = "HARK_RUN_ID";
+/// Set by whoever starts a `hark run` that must not outlive it (the
+/// studio): the run takes its parent's death as a stop signal.
+pub const STOP_WITH_PARENT: &str = "HARK_STOP_WITH_PARENT";
 /// Where the store (`hark.db`) and the run logs live.
 pub const DATA_DIR: &str = "HARK_DATA_DIR";
 /// The config file.

@@ -66,6 +66,17 @@ pub fn process_exists(pid: i32) -> bool {
     )
 }
 
+/// Asks process `pid` to end (SIGTERM), as a stop signal would: a `hark
+/// run` so told stops its agent's whole process group before it exits.
+pub fn ask_to_end(pid: u32) {
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+}
+
 /// The pids of `parent`'s children whose name (as `/proc` gives it,
 /// truncated to 15 bytes) is `comm`; none where there is no `/proc`.
 pub fn children_named(parent: u32, comm: &str) -> Vec<u32> {

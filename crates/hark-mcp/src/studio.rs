@@ -66,6 +66,19 @@ struct Run {
     ended: Option<Value>,
 }
 
+/// A run still going when the studio goes (its client hung up) is told to
+/// end, as a stop signal would: `hark run` then stops its agent's whole
+/// process group (a SIGKILL would leave the agent running).
+impl Drop for Run {
+    fn drop(&mut self) {
+        if self.ended.is_none()
+            && let Some(pid) = self.child.id()
+        {
+            hark_core::files::ask_to_end(pid);
+        }
+    }
+}
+
 /// The server.
 #[derive(Debug, Clone)]
 pub struct Studio {
@@ -187,10 +200,10 @@ impl Studio {
             .args(["--on-timeout", "proceed", "--", prompt])
             .env(hark_core::env::SOCKET, socket)
             .env(hark_core::env::RUN_ID, id.to_string())
+            .env(hark_core::env::STOP_WITH_PARENT, "1")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
+            .stderr(std::process::Stdio::piped());
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => {

@@ -33,6 +33,7 @@ impl StopSignals {
             };
             let _ = arrived.send(Some(received));
         });
+        stop_with_parent();
         StopSignals(seen)
     }
 
@@ -45,6 +46,29 @@ impl StopSignals {
             }),
             // The listener is gone (no signal can come): wait for ever.
             Err(_) => std::future::pending().await,
+        }
+    }
+}
+
+/// With `HARK_STOP_WITH_PARENT` set (the studio sets it), the parent's
+/// death is a SIGTERM to this run (Linux's parent-death signal, which also
+/// covers a parent killed outright), so the run stops its agent rather than
+/// leave it running. Set after the handlers, so the signal is caught; a
+/// parent already gone by then is told the same way.
+fn stop_with_parent() {
+    if std::env::var_os(hark_core::env::STOP_WITH_PARENT).is_none() {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::process::{Signal, getppid, set_parent_process_death_signal};
+        let parent = getppid();
+        if set_parent_process_death_signal(Some(Signal::TERM)).is_err() {
+            return;
+        }
+        // Reparented already: the parent died before the signal was set.
+        if getppid() != parent || parent.is_none() {
+            hark_core::files::ask_to_end(std::process::id());
         }
     }
 }
