@@ -422,3 +422,57 @@ async fn a_client_that_hangs_up_mid_run_leaves_no_agent_behind() {
         "the agent {agent} outlived the studio"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_only_runs_write_is_approved_or_denied_by_elicitation() {
+    for (says, written) in [
+        (Says::Accept(json!({"q1": "Allow this action only"})), true),
+        (Says::Decline, false),
+    ] {
+        let daemon = daemon();
+        let target = daemon.sandbox.path("notes.txt");
+        let write = format!(
+            "TOOL Write {}",
+            json!({"file_path": target, "content": "hello"})
+        );
+        let client = Client::new(ProtocolVersion::V_2025_11_25, true, says);
+        let seen = client.seen.clone();
+        let service = studio(&daemon, client).await;
+        let ended = call(
+            &service,
+            "run",
+            json!({"prompt": format!("{write}\nSAY after"), "session": "studio-gate", "read_only": true}),
+        )
+        .await;
+        assert_eq!(ended["status"], "finished", "{ended}");
+        assert_eq!(target.exists(), written, "{ended}");
+        let schema = seen.lock().unwrap()[0].1.clone();
+        let properties = schema["properties"].as_object().unwrap();
+        assert_eq!(
+            properties.keys().collect::<Vec<_>>(),
+            ["q1"],
+            "an approval takes no free text"
+        );
+        let labels: Vec<&str> = schema["properties"]["q1"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["const"].as_str().unwrap())
+            .collect();
+        assert!(
+            labels.contains(&"Allow this action only") && labels.contains(&"Deny"),
+            "{labels:?}"
+        );
+        let item = &inbox(&daemon.sandbox)[0];
+        assert_eq!(item["kind"], "approval");
+        assert_eq!(
+            item["outcome"]["outcome"],
+            if written { "approved" } else { "denied" },
+            "{item}"
+        );
+        if written {
+            assert_eq!(item["replied_by"], "studio", "{item}");
+        }
+        service.cancel().await.unwrap();
+    }
+}

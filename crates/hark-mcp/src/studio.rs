@@ -13,8 +13,12 @@
 //! elsewhere first (the desktop, `hark answer`) withdraws the elicitation,
 //! and the run goes on.
 //!
+//! A write approval of a read-only run is elicited too, as its one
+//! question (allow for the run, this action, the session, or deny; no free
+//! text); declined, it is denied.
+//!
 //! Not yet: a studio with no daemon to attach to holding its runs' items
-//! itself, and replies recorded as the studio's (they are the CLI's).
+//! itself, and 2026-07-28's input-required results.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -286,11 +290,17 @@ impl Studio {
         };
         // 2026-07-28 carries the request as an input-required result, which
         // the studio does not send yet.
-        if version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() || item.approval.is_some() {
+        if version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
             return false;
         }
         let questions = &item.request.questions;
-        let Ok(schema) = elicitation::schema(questions, form) else {
+        // A write approval is its one question, with no free text.
+        let approval = item.approval.is_some();
+        let mut form_json = elicitation::schema_json(questions, form);
+        if approval && let Some(properties) = form_json["properties"].as_object_mut() {
+            properties.retain(|key, _| !key.ends_with("_other"));
+        }
+        let Ok(schema) = serde_json::from_value(form_json) else {
             return false;
         };
         let params = ElicitRequestParams::FormElicitationParams {
@@ -335,6 +345,10 @@ impl Studio {
                         _ => Map::new(),
                     };
                     match elicitation::picks(questions, form, &content) {
+                        Ok(answers) if approval => match verdict(&answers) {
+                            Some(reply) => reply,
+                            None => return false,
+                        },
                         Ok(answers) => WireReply::Answer {
                             answers,
                             notes: Default::default(),
@@ -342,6 +356,8 @@ impl Studio {
                         Err(_) => return false,
                     }
                 }
+                // Silence is never consent: a declined approval is denied.
+                _ if approval => WireReply::Deny,
                 _ => WireReply::Skip,
             },
             _ => return false,
@@ -469,6 +485,18 @@ impl Studio {
             .collect();
         text(json!({"runs": listed}))
     }
+}
+
+/// An approval's picked option as the verdict it stands for.
+fn verdict(answers: &hark_core::model::resolve::Picks) -> Option<WireReply> {
+    use hark_core::model::approval::{Approval, Verdict};
+    let Some(hark_core::model::resolve::Pick::Label(label)) = answers.values().next() else {
+        return None;
+    };
+    Some(match Approval::verdict_of(label)? {
+        Verdict::Allow(scope) => WireReply::Approve { scope: Some(scope) },
+        Verdict::Deny => WireReply::Deny,
+    })
 }
 
 /// The fallback's result: what the run waits on.
