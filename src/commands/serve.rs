@@ -51,7 +51,7 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
         socket: args.socket,
         ask_timeout: args.ask_timeout,
         strict_defaults: args.strict_defaults,
-        own_env: Vec::new(),
+        ..Default::default()
     };
     let runtime = runtime()?;
     let served = runtime.block_on(async {

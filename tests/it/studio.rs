@@ -476,3 +476,38 @@ async fn a_read_only_runs_write_is_approved_or_denied_by_elicitation() {
         service.cancel().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_no_daemon_running_the_studio_serves_its_runs_itself() {
+    let sandbox = sandbox();
+    std::fs::write(
+        sandbox.config(),
+        format!(
+            "agent_command = {:?}\n",
+            fake_claude().display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut command = tokio::process::Command::from(sandbox.command(bin_dir().join("hark")));
+    command.arg("mcp-studio");
+    let client = Client::new(
+        ProtocolVersion::V_2025_11_25,
+        true,
+        Says::Accept(json!({"q1": "SQLite", "q2": ["Billing"]})),
+    );
+    let service = client
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    let ended = call(&service, "run", run_args("studio-alone")).await;
+    assert_eq!(ended["status"], "finished", "{ended}");
+    assert_eq!(
+        ended["result"],
+        r#"{"answers":{"Which database?":"SQLite","Which features?":["Billing"]}}"#
+    );
+    // The app's socket stayed free, and the app's store untouched.
+    assert!(!sandbox.socket().exists());
+    assert!(!sandbox.data_dir().join("hark.db").exists());
+    assert!(sandbox.data_dir().join("studio/hark.db").exists());
+    service.cancel().await.unwrap();
+}

@@ -17,11 +17,13 @@
 //! question (allow for the run, this action, the session, or deny; no free
 //! text); declined, it is denied.
 //!
-//! Not yet: a studio with no daemon to attach to holding its runs' items
-//! itself, and 2026-07-28's input-required results.
+//! With no daemon running, the studio serves one itself (a socket and a
+//! store of its own), so it works on its own too.
+//!
+//! Not yet: 2026-07-28's input-required results.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rmcp::model::{
@@ -36,12 +38,15 @@ use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
 
 use hark_core::bridge::client::{self, Feed};
+use hark_core::bridge::socket::SocketFile;
 use hark_core::bridge::views::{ItemState, ItemView};
 use hark_core::bridge::wire::{ClientFrame, FeedEvent, ServerFrame, SocketSurface, WireReply};
 use hark_core::model::approval::Scope;
 use hark_core::model::ids::{Ids, ItemId, RunId};
 
 use crate::elicitation::{self, Form};
+
+mod own;
 
 /// The studio's server name.
 pub const STUDIO_NAME: &str = "hark";
@@ -60,6 +65,8 @@ pub struct StudioSettings {
 struct Run {
     id: RunId,
     session: String,
+    /// The daemon it asks through.
+    socket: PathBuf,
     child: tokio::process::Child,
     /// What `hark run` said on stderr (its last 4 KB), for a run that fails.
     stderr: tokio::task::JoinHandle<String>,
@@ -88,6 +95,9 @@ impl Drop for Run {
 pub struct Studio {
     settings: Arc<StudioSettings>,
     runs: Arc<std::sync::Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<Run>>>>>,
+    /// The daemon the studio serves itself when none was running: its
+    /// socket (removed when the studio goes).
+    own: Arc<tokio::sync::Mutex<Option<SocketFile>>>,
 }
 
 fn text(value: Value) -> CallToolResult {
@@ -103,6 +113,7 @@ impl Studio {
         Studio {
             settings: Arc::new(settings),
             runs: Arc::default(),
+            own: Arc::default(),
         }
     }
 
@@ -168,14 +179,11 @@ impl Studio {
         else {
             return failed("run needs a prompt: {\"prompt\": \"…\"}");
         };
-        let socket = &self.settings.socket;
-        if client::request(socket, &ClientFrame::Status).await.is_err() {
-            return failed(format!(
-                "no hark daemon serves {}: start the desktop app (`hark app`) or `hark serve` first \
-                 (the studio does not hold questions itself yet)",
-                socket.display()
-            ));
-        }
+        let socket = match self.socket().await {
+            Ok(socket) => socket,
+            Err(e) => return failed(e),
+        };
+        let socket = &socket;
         // Following first: no item of the run can come before.
         let feed = match Feed::open(socket, &ClientFrame::Subscribe).await {
             Ok(feed) => feed,
@@ -232,6 +240,7 @@ impl Studio {
         let run = Arc::new(tokio::sync::Mutex::new(Run {
             id,
             session,
+            socket: socket.clone(),
             child,
             stderr,
             feed,
@@ -362,12 +371,12 @@ impl Studio {
             },
             _ => return false,
         };
-        self.reply(item.id, reply).await.is_ok()
+        self.reply(&run.socket, item.id, reply).await.is_ok()
     }
 
-    async fn reply(&self, id: ItemId, reply: WireReply) -> Result<(), String> {
+    async fn reply(&self, socket: &Path, id: ItemId, reply: WireReply) -> Result<(), String> {
         match client::request(
-            &self.settings.socket,
+            socket,
             &ClientFrame::Reply {
                 id,
                 reply,
@@ -387,7 +396,7 @@ impl Studio {
     /// its `hark run` said.
     async fn ended(&self, run: &mut Run, code: Option<i32>) -> Value {
         let listed = client::request(
-            &self.settings.socket,
+            &run.socket,
             &ClientFrame::ListRuns {
                 limit: Some(100),
                 offset: None,
@@ -448,9 +457,6 @@ impl Studio {
                 }
             }
         };
-        if let Err(e) = self.reply(id, reply).await {
-            return failed(e);
-        }
         let waiting = {
             let runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
             runs.values()
@@ -460,6 +466,13 @@ impl Studio {
                 })
                 .cloned()
         };
+        let socket = match &waiting {
+            Some(run) => run.lock().await.socket.clone(),
+            None => self.settings.socket.clone(),
+        };
+        if let Err(e) = self.reply(&socket, id, reply).await {
+            return failed(e);
+        }
         let Some(run) = waiting else {
             return text(json!({"status": "answered", "question_id": question_id}));
         };

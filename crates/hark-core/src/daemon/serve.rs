@@ -28,6 +28,10 @@ pub struct ServeOptions {
     /// Variables the caller set in its own environment, taken out of the
     /// runs it dispatches (see [`Dispatcher::own_env`]).
     pub own_env: Vec<&'static str>,
+    /// The store file; `$HARK_DATA_DIR/hark.db` (or the platform's) when
+    /// `None`. Another daemon's store must not be shared: opening a store
+    /// closes out the items it left pending.
+    pub store: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +72,10 @@ pub fn prepare(
     };
     let (listener, socket_file) = socket::bind(&path)?;
     RunDir::sweep();
-    let store_path = Store::default_path().map_err(ServeError::NoStorePath)?;
+    let store_path = match options.store {
+        Some(path) => path,
+        None => Store::default_path().map_err(ServeError::NoStorePath)?,
+    };
     let store = Arc::new(Store::open(&store_path, Clock::system())?);
     let registry = Registry::with_store(Some(store));
     // The parked items wait on, for the operator, across the restart.
