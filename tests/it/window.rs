@@ -239,15 +239,8 @@ async fn audit(desktop: &Desktop) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_accessibility_audit_finds_nothing_serious_in_the_modal_or_the_inbox() {
     let desktop = Desktop::start().await;
-    let (agent, call) = ask_from_agent(&desktop, "audited", questions(&[previewed()])).await;
-    desktop.view("modal").await;
-    desktop
-        .wait_for("//*[@id='question-text']//code[text()='sqlite']")
-        .await;
-    desktop.keys("2").await;
-    desktop
-        .wait_for("//section[@id='preview' and not(@hidden)]")
-        .await;
+    // The question and the preview are rendered by the same Markdown call.
+    let (agent, call) = previewed_modal(&desktop, "audited").await;
     let modal = audit(&desktop).await;
     assert!(modal.is_empty(), "the modal: {modal:#?}");
     desktop.open_inbox();

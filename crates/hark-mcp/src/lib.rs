@@ -97,9 +97,7 @@ impl OperatorServer {
 
     /// Serves MCP on stdin/stdout until the client closes it.
     pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let service = self.serve(rmcp::transport::io::stdio_pipes()).await?;
-        service.waiting().await?;
-        Ok(())
+        serve_stdio(self).await
     }
 
     /// The `approve` tool as `tools/list` shows it.
@@ -219,8 +217,7 @@ impl OperatorServer {
     async fn approve(&self, args: Value, context: &RequestContext<RoleServer>) -> CallToolResult {
         let Some(tool_name) = args.get("tool_name").and_then(Value::as_str) else {
             return error_text(
-                "invalid approve call: `tool_name` (the tool the agent wants to use) is required"
-                    .into(),
+                "invalid approve call: `tool_name` (the tool the agent wants to use) is required",
             );
         };
         let input = args.get("input").cloned().unwrap_or_else(|| json!({}));
@@ -315,8 +312,17 @@ fn answered_json(resolution: &hark_core::model::resolve::Resolution) -> Value {
     result
 }
 
-fn error_text(text: String) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(text)])
+fn error_text(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text.into())])
+}
+
+/// Serves `server` over MCP on stdin/stdout until the client closes it.
+async fn serve_stdio(
+    server: impl ServerHandler,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let service = server.serve(rmcp::transport::io::stdio_pipes()).await?;
+    service.waiting().await?;
+    Ok(())
 }
 
 impl ServerHandler for OperatorServer {

@@ -33,7 +33,7 @@ use rmcp::model::{
     ServerRequest, Tool,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
 
@@ -45,6 +45,7 @@ use hark_core::model::approval::Scope;
 use hark_core::model::ids::{Ids, ItemId, RunId};
 
 use crate::elicitation::{self, Form};
+use crate::error_text;
 
 mod own;
 
@@ -104,10 +105,6 @@ fn text(value: Value) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(value.to_string())])
 }
 
-fn failed(message: impl Into<String>) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(message.into())])
-}
-
 impl Studio {
     pub fn new(settings: StudioSettings) -> Studio {
         Studio {
@@ -119,9 +116,7 @@ impl Studio {
 
     /// Serves MCP on stdin/stdout until the client closes it.
     pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let service = self.serve(rmcp::transport::io::stdio_pipes()).await?;
-        service.waiting().await?;
-        Ok(())
+        crate::serve_stdio(self).await
     }
 
     fn tools() -> Vec<Tool> {
@@ -177,17 +172,17 @@ impl Studio {
             .and_then(Value::as_str)
             .filter(|p| !p.trim().is_empty())
         else {
-            return failed("run needs a prompt: {\"prompt\": \"…\"}");
+            return error_text("run needs a prompt: {\"prompt\": \"…\"}");
         };
         let socket = match self.socket().await {
             Ok(socket) => socket,
-            Err(e) => return failed(e),
+            Err(e) => return error_text(e),
         };
         let socket = &socket;
         // Following first: no item of the run can come before.
         let feed = match Feed::open(socket, &ClientFrame::Subscribe).await {
             Ok(feed) => feed,
-            Err(e) => return failed(format!("cannot follow the daemon: {e}")),
+            Err(e) => return error_text(format!("cannot follow the daemon: {e}")),
         };
         let id = Ids::random().run();
         let session = args
@@ -219,7 +214,7 @@ impl Studio {
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => {
-                return failed(format!(
+                return error_text(format!(
                     "cannot start {}: {e}",
                     self.settings.hark.display()
                 ));
@@ -278,7 +273,7 @@ impl Studio {
                         return text(awaiting);
                     }
                     Ok(_) => {}
-                    Err(e) => return failed(format!("the daemon's feed broke: {e}")),
+                    Err(e) => return error_text(format!("the daemon's feed broke: {e}")),
                 },
             }
         }
@@ -423,10 +418,10 @@ impl Studio {
 
     async fn answer(&self, args: &Map<String, Value>, peer: &Peer<RoleServer>) -> CallToolResult {
         let Some(question_id) = args.get("question_id").and_then(Value::as_str) else {
-            return failed("answer needs the question_id of an awaiting_operator result");
+            return error_text("answer needs the question_id of an awaiting_operator result");
         };
         let Ok(id) = question_id.parse::<uuid::Uuid>().map(ItemId) else {
-            return failed(format!("{question_id:?} is not a question id"));
+            return error_text(format!("{question_id:?} is not a question id"));
         };
         let reply = match (
             args.get("verdict").and_then(Value::as_str),
@@ -439,12 +434,12 @@ impl Studio {
                 {
                     None => None,
                     Some(Ok(scope)) => Some(scope),
-                    Some(Err(e)) => return failed(format!("scope: {e}")),
+                    Some(Err(e)) => return error_text(format!("scope: {e}")),
                 };
                 WireReply::Approve { scope }
             }
             (Some("deny"), _) => WireReply::Deny,
-            (Some(other), _) => return failed(format!("verdict {other:?}: use allow or deny")),
+            (Some(other), _) => return error_text(format!("verdict {other:?}: use allow or deny")),
             (None, Some(Value::Bool(true))) => WireReply::Skip,
             (None, _) => {
                 let answers = args.get("answers").cloned().unwrap_or_else(|| json!({}));
@@ -453,7 +448,7 @@ impl Studio {
                         answers,
                         notes: Default::default(),
                     },
-                    Err(e) => return failed(format!("answers: {e}")),
+                    Err(e) => return error_text(format!("answers: {e}")),
                 }
             }
         };
@@ -471,7 +466,7 @@ impl Studio {
             None => self.settings.socket.clone(),
         };
         if let Err(e) = self.reply(&socket, id, reply).await {
-            return failed(e);
+            return error_text(e);
         }
         let Some(run) = waiting else {
             return text(json!({"status": "answered", "question_id": question_id}));
