@@ -274,6 +274,50 @@ async fn without_elicitation_the_run_awaits_the_operator_and_answer_delivers() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_answer_after_one_from_elsewhere_is_not_used_and_the_run_goes_on() {
+    let daemon = daemon();
+    let service = studio(
+        &daemon,
+        Client::new(ProtocolVersion::V_2025_11_25, false, Says::Decline),
+    )
+    .await;
+    let waiting = call(&service, "run", run_args("studio-late")).await;
+    let question_id = waiting["question_id"].as_str().unwrap().to_owned();
+    answer(&daemon.sandbox, &question_id, "Postgres (Recommended)");
+
+    let result = service
+        .call_tool(
+            CallToolRequestParams::new("answer").with_arguments(
+                json!({"question_id": question_id, "answers": {"Which database?": "SQLite"}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    let ended: Value = serde_json::from_str(&text(&result)).unwrap();
+    assert_eq!(ended["status"], "finished", "{ended}");
+    assert_eq!(
+        ended["result"],
+        r#"{"answers":{"Which database?":"Postgres (Recommended)","Which features?":["Auth (Recommended)"]}}"#,
+        "the reply that came first stands"
+    );
+    let said: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    assert!(
+        said.iter().any(|t| t.contains("answered elsewhere first")),
+        "the client is told its answer was not used: {said:?}"
+    );
+    assert_eq!(inbox(&daemon.sandbox)[0]["replied_by"], "cli");
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn hark_answer_first_withdraws_the_elicitation_and_the_run_goes_on() {
     let daemon = daemon();
     let client = Client::new(ProtocolVersion::V_2025_11_25, true, Says::Wait);

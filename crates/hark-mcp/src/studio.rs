@@ -40,7 +40,9 @@ use tokio::io::AsyncReadExt;
 use hark_core::bridge::client::{self, Feed};
 use hark_core::bridge::socket::SocketFile;
 use hark_core::bridge::views::{ItemState, ItemView};
-use hark_core::bridge::wire::{ClientFrame, FeedEvent, ServerFrame, SocketSurface, WireReply};
+use hark_core::bridge::wire::{
+    ClientFrame, ErrorCode, FeedEvent, ServerFrame, SocketSurface, WireError, WireReply,
+};
 use hark_core::model::approval::Scope;
 use hark_core::model::ids::{Ids, ItemId, RunId};
 
@@ -366,10 +368,16 @@ impl Studio {
             },
             _ => return false,
         };
-        self.reply(&run.socket, item.id, reply).await.is_ok()
+        match self.reply(&run.socket, item.id, reply).await {
+            Ok(()) => true,
+            // Answered elsewhere between the client's reply and ours: the
+            // first reply stands and the run goes on.
+            Err(refused) if refused.answered_elsewhere() => true,
+            Err(_) => false,
+        }
     }
 
-    async fn reply(&self, socket: &Path, id: ItemId, reply: WireReply) -> Result<(), String> {
+    async fn reply(&self, socket: &Path, id: ItemId, reply: WireReply) -> Result<(), Refused> {
         match client::request(
             socket,
             &ClientFrame::Reply {
@@ -381,9 +389,9 @@ impl Studio {
         .await
         {
             Ok(ServerFrame::Replied { .. }) => Ok(()),
-            Ok(ServerFrame::Error(e)) => Err(e.message),
-            Ok(other) => Err(format!("the daemon answered {other:?}")),
-            Err(e) => Err(e.to_string()),
+            Ok(ServerFrame::Error(e)) => Err(Refused::Daemon(e)),
+            Ok(other) => Err(Refused::Other(format!("the daemon answered {other:?}"))),
+            Err(e) => Err(Refused::Other(e.to_string())),
         }
     }
 
@@ -465,15 +473,25 @@ impl Studio {
             Some(run) => run.lock().await.socket.clone(),
             None => self.settings.socket.clone(),
         };
-        if let Err(e) = self.reply(&socket, id, reply).await {
-            return error_text(e);
-        }
+        let elsewhere = match (self.reply(&socket, id, reply).await, &waiting) {
+            (Ok(()), _) => false,
+            // The run goes on with the reply that came first.
+            (Err(refused), Some(_)) if refused.answered_elsewhere() => true,
+            (Err(refused), _) => return error_text(refused.to_string()),
+        };
         let Some(run) = waiting else {
             return text(json!({"status": "answered", "question_id": question_id}));
         };
         let mut run = run.lock().await;
         run.waiting = None;
-        self.follow(&mut run, peer).await
+        let mut followed = self.follow(&mut run, peer).await;
+        if elsewhere {
+            followed.content.push(ContentBlock::text(format!(
+                "question {question_id} was answered elsewhere first (the desktop or hark answer); \
+                 your answer was not used"
+            )));
+        }
+        followed
     }
 
     fn list(&self) -> CallToolResult {
@@ -492,6 +510,29 @@ impl Studio {
             })
             .collect();
         text(json!({"runs": listed}))
+    }
+}
+
+/// Why the daemon did not take the studio's reply.
+#[derive(Debug)]
+enum Refused {
+    Daemon(WireError),
+    Other(String),
+}
+
+impl Refused {
+    /// The item was settled by another reply first.
+    fn answered_elsewhere(&self) -> bool {
+        matches!(self, Refused::Daemon(e) if e.code == ErrorCode::NotPending)
+    }
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Daemon(e) => f.write_str(&e.message),
+            Refused::Other(message) => f.write_str(message),
+        }
     }
 }
 
