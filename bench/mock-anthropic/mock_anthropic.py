@@ -12,7 +12,9 @@ A request whose tools include a scripted tool (the agent's main loop) gets
 the next scripted call (--bash and --tool-json, in the order given): step N
 answers a request that already holds N tool calls in its `messages`, and once
 the steps run out, the --final text. A --tool-json list is one message with
-several tool calls (parallel tool use), counted as that many steps. Any other request (titles, summaries,
+several tool calls (parallel tool use), counted as that many steps. A step's
+input string "{{result.FIELD}}" is FIELD of the last tool result's JSON text
+(a `question_id` to answer, say). Any other request (titles, summaries,
 side queries) gets the --final text too. Every request is appended to --log
 as one JSON line (method, path, body), so the tool_result blocks Claude Code
 sent back can be read.
@@ -74,6 +76,36 @@ def sse_events(content, stop_reason):
     yield "message_stop", {"type": "message_stop"}
 
 
+def last_result(body):
+    """The last tool_result's text, parsed as JSON ({} when it is not)."""
+    text = ""
+    for m in body.get("messages", []):
+        if m.get("role") == "user" and isinstance(m.get("content"), list):
+            for b in m["content"]:
+                if b.get("type") == "tool_result":
+                    content = b.get("content")
+                    if isinstance(content, list):
+                        content = "".join(c.get("text", "") for c in content if isinstance(c, dict))
+                    text = content or ""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def fill(value, last):
+    """A step's input with each "{{result.FIELD}}" string replaced by FIELD
+    of the last tool result (a studio's question_id, say)."""
+    if isinstance(value, dict):
+        return {k: fill(v, last) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, last) for v in value]
+    if isinstance(value, str) and value.startswith("{{result.") and value.endswith("}}"):
+        return last.get(value[len("{{result."):-2])
+    return value
+
+
 class Script:
     def __init__(self, steps, final):
         self.steps = steps
@@ -97,8 +129,9 @@ class Script:
         start = 0
         for step in self.steps:
             if start >= done:
+                last = last_result(body)
                 blocks = [
-                    {"type": "tool_use", "id": f"toolu_mock_{start + i}_{uuid.uuid4().hex[:8]}", "name": c["name"], "input": c["input"]}
+                    {"type": "tool_use", "id": f"toolu_mock_{start + i}_{uuid.uuid4().hex[:8]}", "name": c["name"], "input": fill(c["input"], last)}
                     for i, c in enumerate(step)
                 ]
                 return blocks, "tool_use"

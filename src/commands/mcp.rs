@@ -34,6 +34,7 @@ pub fn studio() -> Result<ExitStatus, Failed> {
     let settings = hark_mcp::studio::StudioSettings {
         hark: this_hark()?,
         socket: hark_core::bridge::socket::app_socket_path()?,
+        reflex: std::time::Duration::from_millis(Config::load()?.studio_reflex_ms),
     };
     crate::commands::runtime()?
         .block_on(hark_mcp::studio::Studio::new(settings).serve_stdio())

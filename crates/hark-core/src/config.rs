@@ -10,6 +10,7 @@
 //! agent_kind = "claude"    # claude or codex: the command line hark composes (default: from agent_command's name)
 //! window_release_secs = 30 # the desktop app frees its hidden window (and its web process) this long after nothing waits
 //! theme = "system"         # the desktop window's colours: system (follow the desktop's light or dark preference), light or dark
+//! studio_reflex_ms = 750   # `hark mcp-studio`: an elicitation declined or cancelled quicker than this was seen by nobody (a headless client)
 //!
 //! [notifications]          # how the desktop app announces a new item
 //! do_not_disturb = false   # start silenced: no notification, no modal popping up
@@ -66,6 +67,11 @@ pub struct Config {
     pub window_release_secs: u64,
     /// The desktop window's colours.
     pub theme: Theme,
+    /// `hark mcp-studio`: an elicitation declined or cancelled within this
+    /// many milliseconds was answered by no person (several clients cancel
+    /// every elicitation in their headless modes); the studio hands that
+    /// question over as `awaiting_operator` and elicits no more.
+    pub studio_reflex_ms: u64,
     /// How the desktop app announces a new item.
     pub notifications: Notifications,
     /// What the write-mode gate lets pass, asks about, and asks every time.
@@ -156,6 +162,7 @@ impl Default for Config {
             agent_kind: None,
             window_release_secs: 30,
             theme: Theme::System,
+            studio_reflex_ms: 750,
             notifications: Notifications::default(),
             approvals: Policy::default(),
             on_timeout: OnTimeout::default(),

@@ -5,9 +5,8 @@
 //! `run` starts `hark run` (the same dispatcher, attached to the daemon the
 //! app or `hark serve` runs) with its id known, follows the daemon's feed
 //! for the items the run raises, and puts each question to the driving
-//! client as an elicitation ([`crate::elicitation`]) when it advertises one
-//! and negotiated a revision that lets a server ask; the call stays one
-//! call. Otherwise the call returns `awaiting_operator` and the client
+//! client as an elicitation ([`crate::elicitation`]) when it advertises one;
+//! the call stays one call. Otherwise the call returns `awaiting_operator` and the client
 //! calls `answer`, which delivers the reply and goes on following the run.
 //! Either way the run's result comes back when it ends. An item answered
 //! elsewhere first (the desktop, `hark answer`) withdraws the elicitation,
@@ -20,17 +19,22 @@
 //! With no daemon running, the studio serves one itself (a socket and a
 //! store of its own), so it works on its own too.
 //!
-//! Not yet: 2026-07-28's input-required results.
+//! On 2026-07-28 the question goes out as an input-required result and the
+//! client's retry of the call carries its answer ([`ask`]). A client that
+//! declines or cancels quicker than a person could (the config's
+//! `studio_reflex_ms`) has nobody to show the form to: from then on the
+//! studio hands its questions over as `awaiting_operator`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
-    ClientResult, ContentBlock, ElicitRequestParams, ElicitationAction, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, Request, ServerCapabilities, ServerConfig,
-    ServerRequest, Tool,
+    ClientResult, ContentBlock, ElicitResult, ElicitationAction, InputResponses, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -40,16 +44,17 @@ use tokio::io::AsyncReadExt;
 use hark_core::bridge::client::{self, Feed};
 use hark_core::bridge::socket::SocketFile;
 use hark_core::bridge::views::{ItemState, ItemView};
-use hark_core::bridge::wire::{
-    ClientFrame, ErrorCode, FeedEvent, ServerFrame, SocketSurface, WireError, WireReply,
-};
-use hark_core::model::approval::Scope;
+use hark_core::bridge::wire::{ClientFrame, FeedEvent, ServerFrame, SocketSurface, WireReply};
 use hark_core::model::ids::{Ids, ItemId, RunId};
 
-use crate::elicitation::{self, Form};
 use crate::error_text;
 
+mod ask;
 mod own;
+mod tools;
+
+use ask::{Caller, Prompt, Refused, Way};
+use tools::reply_of;
 
 /// The studio's server name.
 pub const STUDIO_NAME: &str = "hark";
@@ -61,6 +66,11 @@ pub struct StudioSettings {
     pub hark: PathBuf,
     /// The daemon's socket the runs ask through.
     pub socket: PathBuf,
+    /// An elicitation declined or cancelled quicker than this was seen by
+    /// no person: the client has nobody to show it to (several cancel
+    /// every elicitation in their headless modes). That question is handed
+    /// over as `awaiting_operator`, and so is every later one.
+    pub reflex: Duration,
 }
 
 /// One run the studio started.
@@ -74,8 +84,11 @@ struct Run {
     /// What `hark run` said on stderr (its last 4 KB), for a run that fails.
     stderr: tokio::task::JoinHandle<String>,
     feed: Feed,
-    /// The item it waits on, handed to the client as `awaiting_operator`.
+    /// The item it waits on, handed to the client as `awaiting_operator`
+    /// or an input-required result.
     waiting: Option<ItemView>,
+    /// When the input-required result went out.
+    asked: Option<Instant>,
     /// How it ended, once it has.
     ended: Option<Value>,
 }
@@ -101,6 +114,9 @@ pub struct Studio {
     /// The daemon the studio serves itself when none was running: its
     /// socket (removed when the studio goes).
     own: Arc<tokio::sync::Mutex<Option<SocketFile>>>,
+    /// The client declined an elicitation quicker than a person could:
+    /// it is elicited no more.
+    unseen: Arc<AtomicBool>,
 }
 
 fn text(value: Value) -> CallToolResult {
@@ -113,6 +129,7 @@ impl Studio {
             settings: Arc::new(settings),
             runs: Arc::default(),
             own: Arc::default(),
+            unseen: Arc::default(),
         }
     }
 
@@ -121,70 +138,23 @@ impl Studio {
         crate::serve_stdio(self).await
     }
 
-    fn tools() -> Vec<Tool> {
-        let object = |value: Value| match value {
-            Value::Object(map) => Arc::new(map),
-            _ => unreachable!("a schema is an object"),
-        };
-        vec![
-            Tool::new(
-                "run",
-                "Dispatch an agent (hark run: Claude Code or Codex) to do PROMPT, attached to the operator. \
-                 Its questions are put to you as elicitations when you support them; otherwise this returns \
-                 {\"status\":\"awaiting_operator\",\"run_id\",\"question_id\",\"questions\"} and you answer with \
-                 the `answer` tool. Returns the run's result, exit code and cost when it ends.",
-                object(
-                    json!({"type": "object", "required": ["prompt"], "properties": {
-                        "prompt": {"type": "string", "description": "What the agent is to do"},
-                        "cwd": {"type": "string", "description": "Its working directory (absolute)"},
-                        "verb": {"type": "string", "enum": ["task", "ask", "decide"]},
-                        "session": {"type": "string", "description": "The session its questions are filed under"},
-                        "read_only": {"type": "boolean", "description": "Every write asks the operator first"},
-                        "timeout_secs": {"type": "number", "description": "Seconds the operator has for each question"}
-                    }}),
-                ),
-            ),
-            Tool::new(
-                "answer",
-                "Answer what a run awaits (the question_id of an awaiting_operator result): answers maps each \
-                 question's text to an option label, a list of labels, or {\"text\": \"…\"}; questions left out \
-                 take their defaults. Or skip it, or give an approval's verdict. Then follows the run: returns its \
-                 result, or the next awaiting_operator.",
-                object(
-                    json!({"type": "object", "required": ["question_id"], "properties": {
-                        "question_id": {"type": "string"},
-                        "answers": {"type": "object"},
-                        "skip": {"type": "boolean"},
-                        "verdict": {"type": "string", "enum": ["allow", "deny"]},
-                        "scope": {"type": "string", "enum": ["turn", "action", "session"]}
-                    }}),
-                ),
-            ),
-            Tool::new(
-                "runs",
-                "The runs this studio started, and what each waits on.",
-                object(json!({"type": "object", "properties": {}})),
-            ),
-        ]
-    }
-
-    async fn run(&self, args: &Map<String, Value>, peer: &Peer<RoleServer>) -> CallToolResult {
+    async fn run(&self, args: &Map<String, Value>, caller: &Caller) -> CallToolResponse {
         let Some(prompt) = args
             .get("prompt")
             .and_then(Value::as_str)
             .filter(|p| !p.trim().is_empty())
         else {
-            return error_text("run needs a prompt: {\"prompt\": \"…\"}");
+            return error_text("run needs a prompt: {\"prompt\": \"…\"}").into();
         };
         let socket = match self.socket().await {
             Ok(socket) => socket,
-            Err(e) => return error_text(e),
+            Err(e) => return error_text(e).into(),
         };
         let socket = &socket;
         // Following first: no item of the run can come before.
         let feed = match Feed::open(socket, &ClientFrame::Subscribe).await {
             Ok(feed) => feed,
-            Err(e) => return error_text(format!("cannot follow the daemon: {e}")),
+            Err(e) => return error_text(format!("cannot follow the daemon: {e}")).into(),
         };
         let id = Ids::random().run();
         let session = args
@@ -219,7 +189,8 @@ impl Studio {
                 return error_text(format!(
                     "cannot start {}: {e}",
                     self.settings.hark.display()
-                ));
+                ))
+                .into();
             }
         };
         let mut err = child.stderr.take();
@@ -242,6 +213,7 @@ impl Studio {
             stderr,
             feed,
             waiting: None,
+            asked: None,
             ended: None,
         }));
         self.runs
@@ -249,78 +221,70 @@ impl Studio {
             .unwrap_or_else(|e| e.into_inner())
             .insert(id.to_string(), run.clone());
         let mut run = run.lock().await;
-        self.follow(&mut run, peer).await
+        self.follow(&mut run, caller).await
     }
 
     /// Follows `run` until it ends (its result) or waits on something the
-    /// client is to answer (`awaiting_operator`).
-    async fn follow(&self, run: &mut Run, peer: &Peer<RoleServer>) -> CallToolResult {
+    /// client is to answer (an input-required result, or
+    /// `awaiting_operator`).
+    async fn follow(&self, run: &mut Run, caller: &Caller) -> CallToolResponse {
         loop {
             tokio::select! {
                 status = run.child.wait() => {
                     let code = status.ok().and_then(|s| s.code());
                     let ended = self.ended(run, code).await;
                     run.ended = Some(ended.clone());
-                    return text(ended);
+                    return text(ended).into();
                 }
                 frame = run.feed.next() => match frame {
                     Ok(ServerFrame::Event { event: FeedEvent::Added | FeedEvent::Parked, item })
                         if item.run_id == Some(run.id) && item.state != ItemState::Settled =>
                     {
-                        if self.elicit(run, &item, peer).await {
-                            continue;
-                        }
-                        let awaiting = awaiting(run, &item);
+                        let way = caller.way().filter(|_| !self.unseen.load(Ordering::Relaxed));
+                        let prompt = way.and_then(|way| match way {
+                            Way::Nested(form) | Way::InputRequired(form) => {
+                                Some((way, Prompt::of(&item, form)?))
+                            }
+                        });
+                        let response = match prompt {
+                            Some((Way::Nested(_), prompt)) => {
+                                if self.elicit(run, prompt, &caller.peer).await {
+                                    continue;
+                                }
+                                text(awaiting(run, &item)).into()
+                            }
+                            Some((Way::InputRequired(_), prompt)) => {
+                                run.asked = Some(Instant::now());
+                                prompt.input_required().into()
+                            }
+                            None => text(awaiting(run, &item)).into(),
+                        };
                         run.waiting = Some(*item);
-                        return text(awaiting);
+                        return response;
                     }
                     Ok(_) => {}
-                    Err(e) => return error_text(format!("the daemon's feed broke: {e}")),
+                    Err(e) => return error_text(format!("the daemon's feed broke: {e}")).into(),
                 },
             }
         }
     }
 
-    /// Puts `item` to the client as an elicitation and replies with what it
-    /// said; `false` when it cannot be asked that way (no capability, a
-    /// revision that forbids a server's requests, an approval, content that
-    /// does not fit), so the caller hands it over as `awaiting_operator`.
-    async fn elicit(&self, run: &mut Run, item: &ItemView, peer: &Peer<RoleServer>) -> bool {
-        let Some(info) = peer.peer_info() else {
-            return false;
-        };
-        let version = &info.protocol_version;
-        let form = match Form::for_version(version) {
-            Some(form) if info.capabilities.elicitation.is_some() => form,
-            _ => return false,
-        };
-        // 2026-07-28 carries the request as an input-required result, which
-        // the studio does not send yet.
-        if version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
-            return false;
-        }
-        let questions = &item.request.questions;
-        // A write approval is its one question, with no free text.
-        let approval = item.approval.is_some();
-        let mut form_json = elicitation::schema_json(questions, form);
-        if approval && let Some(properties) = form_json["properties"].as_object_mut() {
-            properties.retain(|key, _| !key.ends_with("_other"));
-        }
-        let Ok(schema) = serde_json::from_value(form_json) else {
-            return false;
-        };
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: elicitation::message(&item.attribution.line, questions),
-            requested_schema: schema,
-        };
-        let request = ServerRequest::ElicitRequest(Request::new(params));
+    /// Puts `prompt` to the client as an elicitation nested in the call and
+    /// replies with what it said; `false` when that fails (the caller then
+    /// hands the item over as `awaiting_operator`). An item answered
+    /// elsewhere first withdraws the elicitation.
+    async fn elicit(&self, run: &mut Run, prompt: Prompt<'_>, peer: &Peer<RoleServer>) -> bool {
+        let id = prompt.item().id;
         let Ok(handle) = peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .send_request_with_option(
+                ask::nested(prompt.params.clone()),
+                PeerRequestOptions::no_options(),
+            )
             .await
         else {
             return false;
         };
+        let asked = Instant::now();
         let request_id = handle.id.clone();
         let answer = handle.await_response();
         tokio::pin!(answer);
@@ -328,8 +292,7 @@ impl Studio {
             tokio::select! {
                 said = &mut answer => break said,
                 frame = run.feed.next() => match frame {
-                    // Answered elsewhere first: the elicitation is withdrawn.
-                    Ok(ServerFrame::Event { event: FeedEvent::Settled, item: settled }) if settled.id == item.id => {
+                    Ok(ServerFrame::Event { event: FeedEvent::Settled, item: settled }) if settled.id == id => {
                         let _ = peer
                             .notify_cancelled(CancelledNotificationParam::new(
                                 Some(request_id),
@@ -343,37 +306,21 @@ impl Studio {
                 },
             }
         };
-        let reply = match said {
-            Ok(ClientResult::ElicitResult(result)) => match result.action {
-                ElicitationAction::Accept => {
-                    let content = match result.content {
-                        Some(Value::Object(content)) => content,
-                        _ => Map::new(),
-                    };
-                    match elicitation::picks(questions, form, &content) {
-                        Ok(answers) if approval => match verdict(&answers) {
-                            Some(reply) => reply,
-                            None => return false,
-                        },
-                        Ok(answers) => WireReply::Answer {
-                            answers,
-                            notes: Default::default(),
-                        },
-                        Err(_) => return false,
-                    }
-                }
-                // Silence is never consent: a declined approval is denied.
-                _ if approval => WireReply::Deny,
-                _ => WireReply::Skip,
-            },
-            _ => return false,
+        let Some(reply) = (match said {
+            Ok(ClientResult::ElicitResult(said)) => self.heard(&prompt, &said, asked),
+            _ => None,
+        }) else {
+            return false;
         };
-        match self.reply(&run.socket, item.id, reply).await {
+        self.delivered(&run.socket, id, reply).await
+    }
+
+    /// Sends `reply`; `true` when it was taken, or another came first (the
+    /// first reply stands and the run goes on).
+    async fn delivered(&self, socket: &Path, id: ItemId, reply: WireReply) -> bool {
+        match self.reply(socket, id, reply).await {
             Ok(()) => true,
-            // Answered elsewhere between the client's reply and ours: the
-            // first reply stands and the run goes on.
-            Err(refused) if refused.answered_elsewhere() => true,
-            Err(_) => false,
+            Err(refused) => refused.answered_elsewhere(),
         }
     }
 
@@ -424,70 +371,104 @@ impl Studio {
         }
     }
 
-    async fn answer(&self, args: &Map<String, Value>, peer: &Peer<RoleServer>) -> CallToolResult {
-        let Some(question_id) = args.get("question_id").and_then(Value::as_str) else {
-            return error_text("answer needs the question_id of an awaiting_operator result");
+    async fn answer(&self, args: &Map<String, Value>, caller: &Caller) -> CallToolResponse {
+        match reply_of(args) {
+            Ok((id, reply)) => self.settle(id, reply, self.waiting_on(id), caller).await,
+            Err(e) => error_text(e).into(),
+        }
+    }
+
+    /// A 2026-07-28 client's retry of a call that returned an input-required
+    /// result, with its response to the elicitation.
+    async fn retry(
+        &self,
+        state: &str,
+        responses: Option<&InputResponses>,
+        caller: &Caller,
+    ) -> CallToolResponse {
+        let (id, said) = match ask::retried(state, responses) {
+            Ok(retried) => retried,
+            Err(e) => return error_text(e).into(),
         };
-        let Ok(id) = question_id.parse::<uuid::Uuid>().map(ItemId) else {
-            return error_text(format!("{question_id:?} is not a question id"));
+        let Some(run) = self.waiting_on(id) else {
+            return error_text(format!(
+                "no run of this studio waits on {id} (see `runs`); nothing was answered"
+            ))
+            .into();
         };
-        let reply = match (
-            args.get("verdict").and_then(Value::as_str),
-            args.get("skip"),
-        ) {
-            (Some("allow"), _) => {
-                let scope = match args
-                    .get("scope")
-                    .map(|s| serde_json::from_value::<Scope>(s.clone()))
-                {
-                    None => None,
-                    Some(Ok(scope)) => Some(scope),
-                    Some(Err(e)) => return error_text(format!("scope: {e}")),
-                };
-                WireReply::Approve { scope }
-            }
-            (Some("deny"), _) => WireReply::Deny,
-            (Some(other), _) => return error_text(format!("verdict {other:?}: use allow or deny")),
-            (None, Some(Value::Bool(true))) => WireReply::Skip,
-            (None, _) => {
-                let answers = args.get("answers").cloned().unwrap_or_else(|| json!({}));
-                match serde_json::from_value(answers) {
-                    Ok(answers) => WireReply::Answer {
-                        answers,
-                        notes: Default::default(),
-                    },
-                    Err(e) => return error_text(format!("answers: {e}")),
-                }
-            }
+        let (item, asked) = {
+            let run = run.lock().await;
+            (run.waiting.clone(), run.asked.unwrap_or_else(Instant::now))
         };
-        let waiting = {
-            let runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
-            runs.values()
-                .find(|run| {
-                    run.try_lock()
-                        .is_ok_and(|run| run.waiting.as_ref().is_some_and(|w| w.id == id))
-                })
-                .cloned()
+        let Some(item) = item else {
+            return error_text(format!("no run of this studio waits on {id}")).into();
         };
-        let socket = match &waiting {
+        let form = match caller.way() {
+            Some(Way::InputRequired(form) | Way::Nested(form)) => Some(form),
+            None => None,
+        };
+        let reply = form
+            .and_then(|form| Prompt::of(&item, form))
+            .zip(said)
+            .and_then(|(prompt, said)| self.heard(&prompt, &said, asked));
+        match reply {
+            Some(reply) => self.settle(id, reply, Some(run), caller).await,
+            // What it said does not read as a reply: the fallback's result.
+            None => text(awaiting(&*run.lock().await, &item)).into(),
+        }
+    }
+
+    /// What the client said to the elicitation sent at `asked`, as the
+    /// reply to send; `None`: hand the item over as `awaiting_operator`.
+    /// A decline or cancel quicker than the reflex was nobody's: the client
+    /// is elicited no more.
+    fn heard(&self, prompt: &Prompt, said: &ElicitResult, asked: Instant) -> Option<WireReply> {
+        if said.action != ElicitationAction::Accept && asked.elapsed() < self.settings.reflex {
+            self.unseen.store(true, Ordering::Relaxed);
+            return None;
+        }
+        prompt.reply(said)
+    }
+
+    /// The run of this studio that waits on item `id`.
+    fn waiting_on(&self, id: ItemId) -> Option<Arc<tokio::sync::Mutex<Run>>> {
+        let runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        runs.values()
+            .find(|run| {
+                run.try_lock()
+                    .is_ok_and(|run| run.waiting.as_ref().is_some_and(|w| w.id == id))
+            })
+            .cloned()
+    }
+
+    /// Delivers `reply` to item `id` and, when `run` waits on it, follows
+    /// the run on.
+    async fn settle(
+        &self,
+        id: ItemId,
+        reply: WireReply,
+        run: Option<Arc<tokio::sync::Mutex<Run>>>,
+        caller: &Caller,
+    ) -> CallToolResponse {
+        let socket = match &run {
             Some(run) => run.lock().await.socket.clone(),
             None => self.settings.socket.clone(),
         };
-        let elsewhere = match (self.reply(&socket, id, reply).await, &waiting) {
+        let elsewhere = match (self.reply(&socket, id, reply).await, &run) {
             (Ok(()), _) => false,
             // The run goes on with the reply that came first.
             (Err(refused), Some(_)) if refused.answered_elsewhere() => true,
-            (Err(refused), _) => return error_text(refused.to_string()),
+            (Err(refused), _) => return error_text(refused.to_string()).into(),
         };
-        let Some(run) = waiting else {
-            return text(json!({"status": "answered", "question_id": question_id}));
+        let Some(run) = run else {
+            return text(json!({"status": "answered", "question_id": id})).into();
         };
         let mut run = run.lock().await;
         run.waiting = None;
-        let mut followed = self.follow(&mut run, peer).await;
-        if elsewhere {
-            followed.content.push(ContentBlock::text(format!(
-                "question {question_id} was answered elsewhere first (the desktop or hark answer); \
+        let mut followed = self.follow(&mut run, caller).await;
+        if elsewhere && let CallToolResponse::Complete(result) = &mut followed {
+            result.content.push(ContentBlock::text(format!(
+                "question {id} was answered elsewhere first (the desktop or hark answer); \
                  your answer was not used"
             )));
         }
@@ -511,41 +492,6 @@ impl Studio {
             .collect();
         text(json!({"runs": listed}))
     }
-}
-
-/// Why the daemon did not take the studio's reply.
-#[derive(Debug)]
-enum Refused {
-    Daemon(WireError),
-    Other(String),
-}
-
-impl Refused {
-    /// The item was settled by another reply first.
-    fn answered_elsewhere(&self) -> bool {
-        matches!(self, Refused::Daemon(e) if e.code == ErrorCode::NotPending)
-    }
-}
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refused::Daemon(e) => f.write_str(&e.message),
-            Refused::Other(message) => f.write_str(message),
-        }
-    }
-}
-
-/// An approval's picked option as the verdict it stands for.
-fn verdict(answers: &hark_core::model::resolve::Picks) -> Option<WireReply> {
-    use hark_core::model::approval::{Approval, Verdict};
-    let Some(hark_core::model::resolve::Pick::Label(label)) = answers.values().next() else {
-        return None;
-    };
-    Some(match Approval::verdict_of(label)? {
-        Verdict::Allow(scope) => WireReply::Approve { scope: Some(scope) },
-        Verdict::Deny => WireReply::Deny,
-    })
 }
 
 /// The fallback's result: what the run waits on.
@@ -573,11 +519,11 @@ impl ServerHandler for Studio {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(Studio::tools()))
+        Ok(ListToolsResult::with_all_items(tools::all()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        Studio::tools().into_iter().find(|t| t.name == name)
+        tools::all().into_iter().find(|t| t.name == name)
     }
 
     async fn call_tool(
@@ -585,10 +531,16 @@ impl ServerHandler for Studio {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let caller = Caller::of(&context);
+        if let Some(state) = &request.request_state {
+            return Ok(self
+                .retry(state, request.input_responses.as_ref(), &caller)
+                .await);
+        }
         let args = request.arguments.unwrap_or_default();
         match request.name.as_ref() {
-            "run" => Ok(self.run(&args, &context.peer).await.into()),
-            "answer" => Ok(self.answer(&args, &context.peer).await.into()),
+            "run" => Ok(self.run(&args, &caller).await),
+            "answer" => Ok(self.answer(&args, &caller).await),
             "runs" => Ok(self.list().into()),
             other => Err(McpError::invalid_params(
                 format!("unknown tool {other:?}; this server has run, answer and runs"),

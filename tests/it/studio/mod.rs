@@ -10,7 +10,7 @@ use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ElicitRequestParams, ElicitResult,
     ElicitationAction, Implementation, InitializeRequestParams, ProtocolVersion,
 };
-use rmcp::service::{RequestContext, RunningService};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
@@ -18,12 +18,15 @@ use serde_json::{Value, json};
 use crate::support::*;
 use hark_mcp::elicitation::{Form, schema_json};
 
+mod revisions;
+
 /// What the client does with an elicitation.
 #[derive(Clone)]
 enum Says {
     /// Accepts with this content.
     Accept(Value),
     Decline,
+    Cancel,
     /// Waits until the server withdraws it.
     Wait,
 }
@@ -73,6 +76,7 @@ impl ClientHandler for Client {
                 result
             }
             Says::Decline => ElicitResult::new(ElicitationAction::Decline),
+            Says::Cancel => ElicitResult::new(ElicitationAction::Cancel),
             Says::Wait => {
                 context.ct.cancelled().await;
                 self.withdrawn.notify_one();
@@ -94,13 +98,19 @@ impl Client {
     }
 }
 
-/// A daemon with nobody at its terminal, whose runs start the fake agent.
+/// A daemon with nobody at its terminal, whose runs start the fake agent;
+/// a decline however quick is taken as the operator's (the reflex is 0).
 fn daemon() -> Daemon {
+    daemon_with("studio_reflex_ms = 0\n")
+}
+
+/// [`daemon`] with `config` added to its config.
+fn daemon_with(config: &str) -> Daemon {
     let sandbox = sandbox();
     std::fs::write(
         sandbox.config(),
         format!(
-            "agent_command = {:?}\n",
+            "agent_command = {:?}\n{config}",
             fake_claude().display().to_string()
         ),
     )
@@ -114,6 +124,16 @@ async fn studio(daemon: &Daemon, client: Client) -> RunningService<RoleClient, C
     let mut command = tokio::process::Command::from(command);
     command.arg("mcp-studio");
     let transport = TokioChildProcess::new(command).unwrap();
+    // 2026-07-28 has no handshake: the client discovers the server and
+    // names its revision in every request, as Claude Code 2.1.332 does.
+    if client.version >= ProtocolVersion::V_2026_07_28 {
+        let preferred_versions = vec![client.version.clone()];
+        let lifecycle = ClientLifecycleMode::Discover { preferred_versions };
+        return client
+            .serve_with_lifecycle(transport, lifecycle)
+            .await
+            .unwrap();
+    }
     client.serve(transport).await.unwrap()
 }
 

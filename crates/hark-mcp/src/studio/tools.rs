@@ -1,0 +1,94 @@
+//! The studio's tools: what each takes, and the `answer` tool's arguments
+//! as the reply they stand for.
+
+use std::sync::Arc;
+
+use rmcp::model::Tool;
+use serde_json::{Map, Value, json};
+
+use hark_core::bridge::wire::WireReply;
+use hark_core::model::approval::Scope;
+use hark_core::model::ids::ItemId;
+
+pub(super) fn all() -> Vec<Tool> {
+    let object = |value: Value| match value {
+        Value::Object(map) => Arc::new(map),
+        _ => unreachable!("a schema is an object"),
+    };
+    vec![
+        Tool::new(
+            "run",
+            "Dispatch an agent (hark run: Claude Code or Codex) to do PROMPT, attached to the operator. \
+             Its questions are put to you as elicitations when you support them; otherwise this returns \
+             {\"status\":\"awaiting_operator\",\"run_id\",\"question_id\",\"questions\"} and you answer with \
+             the `answer` tool. Returns the run's result, exit code and cost when it ends.",
+            object(
+                json!({"type": "object", "required": ["prompt"], "properties": {
+                    "prompt": {"type": "string", "description": "What the agent is to do"},
+                    "cwd": {"type": "string", "description": "Its working directory (absolute)"},
+                    "verb": {"type": "string", "enum": ["task", "ask", "decide"]},
+                    "session": {"type": "string", "description": "The session its questions are filed under"},
+                    "read_only": {"type": "boolean", "description": "Every write asks the operator first"},
+                    "timeout_secs": {"type": "number", "description": "Seconds the operator has for each question"}
+                }}),
+            ),
+        ),
+        Tool::new(
+            "answer",
+            "Answer what a run awaits (the question_id of an awaiting_operator result): answers maps each \
+             question's text to an option label, a list of labels, or {\"text\": \"…\"}; questions left out \
+             take their defaults. Or skip it, or give an approval's verdict. Then follows the run: returns its \
+             result, or the next awaiting_operator.",
+            object(
+                json!({"type": "object", "required": ["question_id"], "properties": {
+                    "question_id": {"type": "string"},
+                    "answers": {"type": "object"},
+                    "skip": {"type": "boolean"},
+                    "verdict": {"type": "string", "enum": ["allow", "deny"]},
+                    "scope": {"type": "string", "enum": ["turn", "action", "session"]}
+                }}),
+            ),
+        ),
+        Tool::new(
+            "runs",
+            "The runs this studio started, and what each waits on.",
+            object(json!({"type": "object", "properties": {}})),
+        ),
+    ]
+}
+
+/// The `answer` tool's arguments: the item and the reply.
+pub(super) fn reply_of(args: &Map<String, Value>) -> Result<(ItemId, WireReply), String> {
+    let question_id = args
+        .get("question_id")
+        .and_then(Value::as_str)
+        .ok_or("answer needs the question_id of an awaiting_operator result")?;
+    let id = question_id
+        .parse::<uuid::Uuid>()
+        .map(ItemId)
+        .map_err(|_| format!("{question_id:?} is not a question id"))?;
+    let reply = match (
+        args.get("verdict").and_then(Value::as_str),
+        args.get("skip"),
+    ) {
+        (Some("allow"), _) => {
+            let scope = args
+                .get("scope")
+                .map(|s| serde_json::from_value::<Scope>(s.clone()))
+                .transpose()
+                .map_err(|e| format!("scope: {e}"))?;
+            WireReply::Approve { scope }
+        }
+        (Some("deny"), _) => WireReply::Deny,
+        (Some(other), _) => return Err(format!("verdict {other:?}: use allow or deny")),
+        (None, Some(Value::Bool(true))) => WireReply::Skip,
+        (None, _) => {
+            let answers = args.get("answers").cloned().unwrap_or_else(|| json!({}));
+            WireReply::Answer {
+                answers: serde_json::from_value(answers).map_err(|e| format!("answers: {e}"))?,
+                notes: Default::default(),
+            }
+        }
+    };
+    Ok((id, reply))
+}
