@@ -163,6 +163,9 @@ impl Studio {
             .map_or_else(|| format!("studio-{}", id.short()), str::to_owned);
         let mut command = tokio::process::Command::new(&self.settings.hark);
         command.args(["run", "--session", &session]);
+        if let Some(agent) = args.get("agent").and_then(Value::as_str) {
+            command.args(["--agent", agent]);
+        }
         if let Some(cwd) = args.get("cwd").and_then(Value::as_str) {
             command.args(["--cwd", cwd]);
         }

@@ -155,3 +155,26 @@ async fn a_client_that_cancels_at_once_gets_awaiting_operator_for_the_rest_of_th
     );
     service.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_elicitation_nobody_answers_in_the_bounded_wait_is_withdrawn_and_the_agent_told() {
+    let daemon = daemon();
+    let client = Client::new(ProtocolVersion::V_2025_11_25, true, Says::Wait);
+    let withdrawn = client.withdrawn.clone();
+    let service = studio(&daemon, client).await;
+    let mut args = run_args("studio-timeout");
+    args["timeout_secs"] = json!(1);
+    // The agent named as a program, as a client would name codex.
+    args["agent"] = json!(fake_claude().display().to_string());
+    let ended = call(&service, "run", args).await;
+    let result = ended["result"].as_str().unwrap();
+    assert!(
+        result.contains(NOT_ANSWERED) && !result.contains("skipped"),
+        "timed out, not skipped: {result}"
+    );
+    tokio::time::timeout(hark_harness::PATIENCE, withdrawn.notified())
+        .await
+        .expect("the client was told the elicitation is withdrawn");
+    assert_eq!(inbox(&daemon.sandbox)[0]["outcome"]["outcome"], "timed_out");
+    service.cancel().await.unwrap();
+}

@@ -25,6 +25,7 @@ pub(super) fn all() -> Vec<Tool> {
             object(
                 json!({"type": "object", "required": ["prompt"], "properties": {
                     "prompt": {"type": "string", "description": "What the agent is to do"},
+                    "agent": {"type": "string", "description": "The agent's program, e.g. claude or codex (default: the config's agent_command)"},
                     "cwd": {"type": "string", "description": "Its working directory (absolute)"},
                     "verb": {"type": "string", "enum": ["task", "ask", "decide"]},
                     "session": {"type": "string", "description": "The session its questions are filed under"},
