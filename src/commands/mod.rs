@@ -106,8 +106,19 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failed> {
         .map_err(Failed::Runtime)
 }
 
-/// This `hark`'s own path, resolved.
+/// This `hark`'s own path, resolved: what an MCP config or the autostart
+/// entry names. Run from an AppImage, that is the AppImage (which runs
+/// `hark` with its arguments), not the mount it runs from, which is gone
+/// when it exits.
 pub fn this_hark() -> Result<PathBuf, Failed> {
     let hark = std::env::current_exe().map_err(Failed::ThisHark)?;
-    Ok(hark.canonicalize().unwrap_or(hark))
+    let hark = hark.canonicalize().unwrap_or(hark);
+    let appimage = std::env::var_os("APPIMAGE").map(PathBuf::from);
+    let appdir = std::env::var_os("APPDIR").map(PathBuf::from);
+    Ok(match (appimage, appdir) {
+        (Some(appimage), Some(appdir)) if hark.starts_with(&appdir) && appimage.is_file() => {
+            appimage
+        }
+        _ => hark,
+    })
 }

@@ -1,6 +1,6 @@
 //! Installed and started the way desktop users expect: the autostart entry
 //! (`hark app --autostart on|off`, and the tray's Start at login) in a
-//! temp `XDG_CONFIG_HOME`.
+//! temp `XDG_CONFIG_HOME`, and `scripts/package`'s `.deb` and AppImage.
 
 use crate::support::desktop::Desktop;
 use crate::support::*;
@@ -76,6 +76,7 @@ fn the_deb_installs_hark_the_app_its_icon_and_menu_entry_and_the_installed_hark_
     let out_dir = tempfile::tempdir().unwrap();
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/package");
     let built = std::process::Command::new(&script)
+        .arg("--deb")
         .arg("--bin-dir")
         .arg(bin_dir())
         .arg("--out")
@@ -160,4 +161,75 @@ fn the_deb_installs_hark_the_app_its_icon_and_menu_entry_and_the_installed_hark_
         installed.to_str().unwrap(),
         "the installed hark names itself"
     );
+}
+
+#[test]
+fn the_appimage_runs_hark_with_its_arguments_and_names_itself_not_its_mount() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/package");
+    let built = std::process::Command::new(&script)
+        .arg("--appimage")
+        .arg("--bin-dir")
+        .arg(bin_dir())
+        .arg("--out")
+        .arg(out_dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let appimage = std::path::PathBuf::from(stdout(&built).trim());
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        appimage.file_name().unwrap().to_str().unwrap(),
+        format!("hark-{version}-x86_64.AppImage")
+    );
+    let head = std::fs::read(&appimage).unwrap()[..11].to_vec();
+    assert_eq!(&head[..4], b"\x7fELF", "an executable");
+    assert_eq!(&head[8..11], b"AI\x02", "the type 2 AppImage magic");
+
+    // Run as a user without FUSE would (CI has none): from a temporary copy.
+    let sandbox = sandbox();
+    let run = |args: &[&str]| {
+        let out = sandbox
+            .command(&appimage)
+            .args(args)
+            .env("APPIMAGE_EXTRACT_AND_RUN", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout(&out)
+    };
+    assert_eq!(run(&["--version"]).trim(), format!("hark {version}"));
+    let config: serde_json::Value = serde_json::from_str(&run(&["mcp-config"])).unwrap();
+    assert_eq!(
+        config["mcpServers"]["operator"]["command"],
+        appimage.to_str().unwrap(),
+        "an agent's config names the AppImage, which outlives its mount"
+    );
+
+    let unpack = tempfile::tempdir().unwrap();
+    let extracted = std::process::Command::new(&appimage)
+        .arg("--appimage-extract")
+        .current_dir(unpack.path())
+        .output()
+        .unwrap();
+    assert!(extracted.status.success());
+    let root = unpack.path().join("squashfs-root");
+    for file in [
+        "AppRun",
+        "usr/bin/hark",
+        "usr/bin/hark-app",
+        "dev.hark.app.png",
+    ] {
+        assert!(root.join(file).exists(), "{file}");
+    }
+    let entry = std::fs::read_to_string(root.join("dev.hark.app.desktop")).unwrap();
+    assert!(entry.lines().any(|l| l == r#"Exec="hark" app"#), "{entry}");
 }
