@@ -40,14 +40,28 @@ pub fn run(args: AppArgs) -> Result<ExitStatus, Failed> {
 }
 
 /// Replaces this process with the desktop app installed next to `hark`, so
-/// the `hark` that serves MCP never loads GTK or WebKit.
+/// the `hark` that serves MCP never loads GTK or WebKit. (Windows has no
+/// exec: there `hark` runs the app and ends with it.)
 pub fn launch() -> Result<ExitStatus, Failed> {
-    use std::os::unix::process::CommandExt;
     let here = std::env::current_exe().map_err(Failed::ThisHark)?;
-    let app = here.with_file_name("hark-app");
+    let app = here.with_file_name(if cfg!(windows) {
+        "hark-app.exe"
+    } else {
+        "hark-app"
+    });
     if !app.exists() {
         return Err(Failed::AppMissing(app));
     }
-    let source = std::process::Command::new(&app).exec();
+    #[cfg(unix)]
+    let source = {
+        use std::os::unix::process::CommandExt;
+        std::process::Command::new(&app).exec()
+    };
+    #[cfg(windows)]
+    let source = match std::process::Command::new(&app).status() {
+        Ok(status) if status.success() => return Ok(ExitStatus::Success),
+        Ok(status) => std::io::Error::other(format!("the app ended with {status}")),
+        Err(e) => e,
+    };
     Err(Failed::AppExec { path: app, source })
 }

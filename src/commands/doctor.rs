@@ -8,7 +8,6 @@
 //! and to the X server (x11rb) themselves, rather than through tools that
 //! may not be installed.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -170,9 +169,17 @@ async fn daemon(socket: &Path) -> (Finding, Option<StoreHealth>) {
     }
 }
 
+/// On Windows the socket is a named pipe, owner-only by its DACL.
+#[cfg(windows)]
+fn socket_privacy(_socket: &Path) -> Finding {
+    Finding::ok("socket", "a named pipe, owner-only by its DACL")
+}
+
 /// Whether the socket's directory (and the socket) are this user's alone.
+#[cfg(unix)]
 fn socket_privacy(socket: &Path) -> Finding {
-    let me = hark_core::files::own_uid();
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let me = hark_core::platform::own_user();
     let Some(dir) = socket.parent() else {
         return Finding::not(
             Verdict::Problem,
@@ -366,16 +373,41 @@ async fn agent(what: &'static str, command: &Path, install: &str) -> Finding {
     }
 }
 
-/// `command` as PATH finds it (a path is taken as it is).
+/// Whether `path` is a file this user may run.
+#[cfg(unix)]
+fn executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Whether `path` is a file Windows runs (npm installs `claude.cmd`).
+#[cfg(windows)]
+fn executable(path: &Path) -> bool {
+    path.is_file()
+        && path.extension().is_some_and(|ext| {
+            ["exe", "cmd", "bat", "com"]
+                .iter()
+                .any(|e| ext.eq_ignore_ascii_case(e))
+        })
+}
+
+/// `command` as PATH finds it (a path is taken as it is; on Windows with
+/// each runnable extension tried).
 fn on_path(command: &Path) -> Option<PathBuf> {
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    let candidates = |p: PathBuf| {
+        let mut all = vec![p.clone()];
+        if cfg!(windows) && p.extension().is_none() {
+            all.extend(["exe", "cmd", "bat"].map(|ext| p.with_extension(ext)));
+        }
+        all
     };
     if command.components().count() > 1 {
-        return executable(command).then(|| command.to_owned());
+        return candidates(command.to_owned())
+            .into_iter()
+            .find(|p| executable(p));
     }
     std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(command))
+        .flat_map(|dir| candidates(dir.join(command)))
         .find(|p| executable(p))
 }
 

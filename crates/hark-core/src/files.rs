@@ -2,7 +2,6 @@
 //! enter (the sockets, the store, the run logs, the tray's icons).
 
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// A directory hark cannot keep private.
@@ -49,34 +48,6 @@ pub fn project_dirs() -> Result<directories::ProjectDirs, NoHomeError> {
     directories::ProjectDirs::from("", "", "hark").ok_or(NoHomeError::Unset)
 }
 
-/// This process's effective uid.
-pub fn own_uid() -> u32 {
-    rustix::process::geteuid().as_raw()
-}
-
-/// Whether a process with `pid` exists (a zombie, or another user's,
-/// counts): signal 0 checks without sending anything.
-pub fn process_exists(pid: i32) -> bool {
-    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
-        return false;
-    };
-    !matches!(
-        rustix::process::test_kill_process(pid),
-        Err(rustix::io::Errno::SRCH)
-    )
-}
-
-/// Asks process `pid` to end (SIGTERM), as a stop signal would: a `hark
-/// run` so told stops its agent's whole process group before it exits.
-pub fn ask_to_end(pid: u32) {
-    if let Some(pid) = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-    }
-}
-
 /// The pids of `parent`'s children whose name (as `/proc` gives it,
 /// truncated to 15 bytes) is `comm`; none where there is no `/proc`.
 pub fn children_named(parent: u32, comm: &str) -> Vec<u32> {
@@ -109,8 +80,10 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PrivateDirError> {
         source,
     };
     match std::fs::metadata(dir) {
+        #[cfg(unix)]
         Ok(meta) => {
-            let me = own_uid();
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let me = crate::platform::own_user();
             if meta.uid() != me {
                 return Err(PrivateDirError::Foreign {
                     path: dir.to_owned(),
@@ -134,18 +107,25 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PrivateDirError> {
             }
             Ok(())
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(io_err),
+        // Windows: the directory keeps the ACL it inherits from the user's
+        // profile (see `crate::platform`).
+        #[cfg(windows)]
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(dir).map_err(io_err)
+        }
         Err(e) => Err(io_err(e)),
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn mode(path: &Path) -> u32 {
         std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
@@ -177,7 +157,7 @@ mod tests {
         let dir = tmp.path().join("theirs");
         std::fs::create_dir(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let other = own_uid().wrapping_add(4242);
+        let other = crate::platform::own_user().wrapping_add(4242);
         if std::os::unix::fs::chown(&dir, Some(other), None).is_err() {
             // Only root can give a directory away; ownership is checked the same way.
             return;

@@ -48,6 +48,7 @@ pub mod env;
 pub mod files;
 pub mod gate;
 pub mod model;
+pub mod platform;
 pub mod prompter;
 pub mod registry;
 pub mod store;

@@ -517,7 +517,7 @@ impl McpSettings {
             Some(path) => PathBuf::from(path),
             None => hark_core::bridge::socket::app_socket_path()?,
         };
-        let parent = std::os::unix::process::parent_id();
+        let parent = hark_core::platform::parent_pid();
         Ok(McpSettings {
             socket,
             session_id: SessionId::from(

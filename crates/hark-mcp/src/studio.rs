@@ -101,7 +101,7 @@ impl Drop for Run {
         if self.ended.is_none()
             && let Some(pid) = self.child.id()
         {
-            hark_core::files::ask_to_end(pid);
+            hark_core::platform::ask_to_end(pid);
         }
     }
 }

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -93,10 +92,11 @@ pub async fn run_agent(
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .env_remove(hark_core::env::RUN_ID)
-        // Its own process group, so that stopping it stops what it started
-        // (its MCP servers, the shells of its tools, their children).
-        .process_group(0)
         .kill_on_drop(true);
+    // Its own process group, so that stopping it stops what it started
+    // (its MCP servers, the shells of its tools, their children).
+    #[cfg(unix)]
+    command.process_group(0);
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
     }
@@ -135,23 +135,22 @@ pub async fn run_agent(
     let status = end_group(&mut child).await.map_err(RunError::Agent)?;
     turn.status = match stopped_by {
         Some(received) => 128 + received.number,
-        None => status.code().unwrap_or_else(|| {
-            use std::os::unix::process::ExitStatusExt;
-            128 + status.signal().unwrap_or(0)
-        }),
+        None => exit_code(status),
     };
     turn.stopped = stopped_by.is_some();
     Ok(turn)
 }
 
 /// How long the agent has to end after SIGTERM before its group is killed.
-const GRACE: Duration = Duration::from_secs(5);
+#[cfg(unix)]
+const GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Ends the agent's process group and reaps the agent: SIGTERM to the
 /// group, and SIGKILL to what is left of it once the agent has ended or
 /// [`GRACE`] has passed. After an agent that ended by itself this only
 /// stops what it left running (a background shell), which would otherwise
 /// go on, unwatched, after the turn.
+#[cfg(unix)]
 async fn end_group(child: &mut Child) -> std::io::Result<std::process::ExitStatus> {
     use rustix::process::{Pid, Signal, kill_process_group};
     let group = child
@@ -173,6 +172,33 @@ async fn end_group(child: &mut Child) -> std::io::Result<std::process::ExitStatu
     // ESRCH when nothing of the group is left, which is the usual case.
     let _ = kill_process_group(group, Signal::KILL);
     status
+}
+
+/// The agent's exit status as a shell reports it (128 + the signal that
+/// killed it).
+#[cfg(unix)]
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// The agent's exit code (Windows has one for every end).
+#[cfg(windows)]
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    status.code().unwrap_or(1)
+}
+
+/// Windows: the agent is killed; what it started is not (a job object
+/// would hold its tree; not done yet).
+#[cfg(windows)]
+async fn end_group(child: &mut Child) -> std::io::Result<std::process::ExitStatus> {
+    if let Ok(Some(status)) = child.try_wait() {
+        return Ok(status);
+    }
+    let _ = child.start_kill();
+    child.wait().await
 }
 
 /// Prints one stream-json event as progress (raw lines pass through).

@@ -181,7 +181,7 @@ impl Setup {
         resumed: Option<RunId>,
     ) -> Result<Setup, RunError> {
         let app_socket = socket::app_socket_path()?;
-        let attached = tokio::net::UnixStream::connect(&app_socket).await.is_ok();
+        let attached = hark_core::platform::connect(&app_socket).await.is_ok();
         // A run the daemon dispatched comes with its id (the daemon already
         // told its caller).
         let dispatched_id = std::env::var(hark_core::env::RUN_ID)

@@ -21,18 +21,36 @@ pub struct Received {
 impl StopSignals {
     /// Handles the signals from now on (instead of dying of them).
     pub(super) fn listen() -> StopSignals {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).ok();
-        let mut hup = signal(SignalKind::hangup()).ok();
         let (arrived, seen) = watch::channel(None);
-        tokio::spawn(async move {
-            let received = tokio::select! {
-                Some(_) = async { term.as_mut()?.recv().await } => Received { name: "SIGTERM", number: 15 },
-                Some(_) = async { hup.as_mut()?.recv().await } => Received { name: "SIGHUP", number: 1 },
-                else => return,
-            };
-            let _ = arrived.send(Some(received));
-        });
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut term = signal(SignalKind::terminate()).ok();
+            let mut hup = signal(SignalKind::hangup()).ok();
+            tokio::spawn(async move {
+                let received = tokio::select! {
+                    Some(_) = async { term.as_mut()?.recv().await } => Received { name: "SIGTERM", number: 15 },
+                    Some(_) = async { hup.as_mut()?.recv().await } => Received { name: "SIGHUP", number: 1 },
+                    else => return,
+                };
+                let _ = arrived.send(Some(received));
+            });
+        }
+        // Windows: its console closing, or Ctrl-Break, stands for them.
+        #[cfg(windows)]
+        {
+            use tokio::signal::windows::{ctrl_break, ctrl_close};
+            let mut close = ctrl_close().ok();
+            let mut brk = ctrl_break().ok();
+            tokio::spawn(async move {
+                let received = tokio::select! {
+                    Some(_) = async { close.as_mut()?.recv().await } => Received { name: "CTRL_CLOSE", number: 1 },
+                    Some(_) = async { brk.as_mut()?.recv().await } => Received { name: "CTRL_BREAK", number: 15 },
+                    else => return,
+                };
+                let _ = arrived.send(Some(received));
+            });
+        }
         stop_with_parent();
         StopSignals(seen)
     }
@@ -55,11 +73,11 @@ impl StopSignals {
 /// covers a parent killed outright), so the run stops its agent rather than
 /// leave it running. Set after the handlers, so the signal is caught; a
 /// parent already gone by then is told the same way.
+#[cfg(target_os = "linux")]
 fn stop_with_parent() {
     if std::env::var_os(hark_core::env::STOP_WITH_PARENT).is_none() {
         return;
     }
-    #[cfg(target_os = "linux")]
     {
         use rustix::process::{Signal, getppid, set_parent_process_death_signal};
         let parent = getppid();
@@ -68,10 +86,15 @@ fn stop_with_parent() {
         }
         // Reparented already: the parent died before the signal was set.
         if getppid() != parent || parent.is_none() {
-            hark_core::files::ask_to_end(std::process::id());
+            hark_core::platform::ask_to_end(std::process::id());
         }
     }
 }
+
+/// Elsewhere there is no parent-death signal: a run whose studio dies
+/// outright goes on (not covered outside Linux).
+#[cfg(not(target_os = "linux"))]
+fn stop_with_parent() {}
 
 /// Races `work` against a stop signal; `Err` is the signal.
 pub(super) async fn unless_stopped<T>(

@@ -9,16 +9,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::io::BufReader;
-use tokio::net::UnixStream;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use crate::bridge::wire::{
     ClientFrame, FrameError, ServerFrame, WireError, read_frame, write_frame,
 };
-use crate::files::own_uid;
 use crate::model::approval::{DecidedBy, Scope};
 use crate::model::ids::ItemId;
 use crate::model::item::Outcome;
+use crate::platform::{self, ReadHalf, Stream, User, WriteHalf};
 use crate::registry::Waited;
 
 /// Why a call to the operator service (an ask, a reply, a listing) did not go through.
@@ -30,10 +28,14 @@ pub enum ClientError {
     /// The socket is served by another user: whatever it answered would be
     /// theirs, not the operator's, so nothing is sent to it.
     #[error(
-        "{} is served by uid {owner}, not by this user (uid {me}); refusing to send it anything",
+        "{} is served by {owner}, not by this user ({me}); refusing to send it anything",
         path.display()
     )]
-    ForeignServer { path: PathBuf, owner: u32, me: u32 },
+    ForeignServer {
+        path: PathBuf,
+        owner: String,
+        me: String,
+    },
     /// The server's uid could not be read, so it cannot be trusted.
     #[error("cannot tell which user serves {}: {source}", path.display())]
     UnknownServer { path: PathBuf, source: io::Error },
@@ -145,40 +147,38 @@ pub async fn request(socket: &Path, frame: &ClientFrame) -> Result<ServerFrame, 
 /// an ask's acceptance and outcome, a subscription, or a one-shot answer.
 #[derive(Debug)]
 pub struct Feed {
-    reader: BufReader<OwnedReadHalf>,
+    reader: BufReader<ReadHalf>,
     /// Kept open: closing it hangs up (which cancels an ask, ends a subscription).
-    writer: OwnedWriteHalf,
+    writer: WriteHalf,
 }
 
 /// Connects to `socket` and checks that its server runs as this user
 /// (SO_PEERCRED) before anything is sent: in a directory others could write,
 /// another user could have put their own socket in hark's place.
-pub async fn connect(socket: &Path) -> Result<UnixStream, ClientError> {
-    let stream = UnixStream::connect(socket)
+pub async fn connect(socket: &Path) -> Result<Stream, ClientError> {
+    let stream = platform::connect(socket)
         .await
         .map_err(|source| ClientError::Unreachable {
             path: socket.to_owned(),
             source,
         })?;
-    let server = stream
-        .peer_cred()
-        .map_err(|source| ClientError::UnknownServer {
-            path: socket.to_owned(),
-            source,
-        })?;
-    check_server(socket, server.uid(), own_uid())?;
+    let server = platform::peer_user(&stream).map_err(|source| ClientError::UnknownServer {
+        path: socket.to_owned(),
+        source,
+    })?;
+    check_server(socket, &server, &platform::own_user())?;
     Ok(stream)
 }
 
-/// Refuses a server whose uid is not `me`.
-pub fn check_server(socket: &Path, server_uid: u32, me: u32) -> Result<(), ClientError> {
-    if server_uid == me {
+/// Refuses a server whose user is not `me`.
+pub fn check_server(socket: &Path, server: &User, me: &User) -> Result<(), ClientError> {
+    if server == me {
         Ok(())
     } else {
         Err(ClientError::ForeignServer {
             path: socket.to_owned(),
-            owner: server_uid,
-            me,
+            owner: platform::describe_user(server),
+            me: platform::describe_user(me),
         })
     }
 }
@@ -186,7 +186,7 @@ pub fn check_server(socket: &Path, server_uid: u32, me: u32) -> Result<(), Clien
 impl Feed {
     pub async fn open(socket: &Path, frame: &ClientFrame) -> Result<Feed, ClientError> {
         let stream = connect(socket).await?;
-        let (reader, mut writer) = stream.into_split();
+        let (reader, mut writer) = platform::split(stream);
         let mut reader = BufReader::new(reader);
         send(&mut reader, &mut writer, frame).await?;
         Ok(Feed { reader, writer })
@@ -200,8 +200,8 @@ impl Feed {
 /// Sends a frame. If the server hung up first (it refuses a peer before
 /// reading), its refusal is still waiting to be read: report that instead.
 async fn send(
-    reader: &mut BufReader<OwnedReadHalf>,
-    writer: &mut OwnedWriteHalf,
+    reader: &mut BufReader<ReadHalf>,
+    writer: &mut WriteHalf,
     frame: &ClientFrame,
 ) -> Result<(), ClientError> {
     let Err(e) = write_frame(writer, frame).await else {
@@ -213,7 +213,7 @@ async fn send(
     }
 }
 
-async fn next_frame(reader: &mut BufReader<OwnedReadHalf>) -> Result<ServerFrame, ClientError> {
+async fn next_frame(reader: &mut BufReader<ReadHalf>) -> Result<ServerFrame, ClientError> {
     let mut buf = Vec::new();
     match read_frame(reader, &mut buf).await {
         Ok(true) => serde_json::from_slice(&buf).map_err(ClientError::BadFrame),
@@ -222,22 +222,25 @@ async fn next_frame(reader: &mut BufReader<OwnedReadHalf>) -> Result<ServerFrame
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 
     #[test]
     fn a_server_of_another_user_is_refused_naming_the_socket_and_its_owner() {
         let socket = Path::new("/tmp/shared/hark.sock");
-        let refused = check_server(socket, 1001, 1000);
+        let refused = check_server(socket, &1001, &1000);
         let Err(ClientError::ForeignServer { path, owner, me }) = &refused else {
             panic!("{refused:?}");
         };
-        assert_eq!((path.as_path(), *owner, *me), (socket, 1001, 1000));
+        assert_eq!(
+            (path.as_path(), owner.as_str(), me.as_str()),
+            (socket, "uid 1001", "uid 1000")
+        );
         let message = refused.unwrap_err().to_string();
         assert!(message.contains("/tmp/shared/hark.sock"), "{message}");
         assert!(message.contains("uid 1001"), "{message}");
-        assert!(check_server(socket, 1000, 1000).is_ok());
+        assert!(check_server(socket, &1000, &1000).is_ok());
     }
 
     #[tokio::test]
@@ -247,7 +250,7 @@ mod tests {
         let listener = tokio::net::UnixListener::bind(&path).unwrap();
         let server = tokio::spawn(async move {
             let (stream, _) = listener.accept().await.unwrap();
-            assert_eq!(stream.peer_cred().unwrap().uid(), own_uid());
+            assert_eq!(stream.peer_cred().unwrap().uid(), platform::own_user());
             let (reader, mut writer) = stream.into_split();
             let mut buf = Vec::new();
             assert!(

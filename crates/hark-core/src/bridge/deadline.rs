@@ -22,11 +22,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, BufReader, ReadBuf};
-use tokio::net::unix::OwnedReadHalf;
 use tokio::time::Sleep;
 
 /// The reading half of a served connection, its frames under a deadline.
-pub type SocketReader = BufReader<Deadlined<OwnedReadHalf>>;
+pub type SocketReader = BufReader<Deadlined<crate::platform::ReadHalf>>;
 
 /// A reader whose frames must each arrive whole within `within` of their
 /// first byte.

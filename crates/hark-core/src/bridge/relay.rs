@@ -12,7 +12,6 @@
 use std::path::{Path, PathBuf};
 
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::{UnixListener, UnixStream};
 use tokio::task::JoinHandle;
 
 use crate::bridge::client::{self, ClientError};
@@ -21,6 +20,7 @@ use crate::bridge::wire::{
     ClientFrame, ErrorCode, ServerFrame, WireError, read_frame, write_frame,
 };
 use crate::model::ids::{RunId, SessionId};
+use crate::platform::{self, Listener, Stream};
 
 /// A private directory removed (with what is in it) when dropped.
 ///
@@ -57,7 +57,7 @@ impl RunDir {
         let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
             return 0;
         };
-        let uid = crate::files::own_uid();
+        let me = platform::own_user();
         let mut removed = 0;
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -72,8 +72,7 @@ impl RunDir {
             let Ok(meta) = entry.path().symlink_metadata() else {
                 continue;
             };
-            use std::os::unix::fs::MetadataExt;
-            if !meta.is_dir() || meta.uid() != uid || crate::files::process_exists(pid) {
+            if !meta.is_dir() || platform::owner(&meta) != me || platform::process_exists(pid) {
                 continue;
             }
             match std::fs::remove_dir_all(entry.path()) {
@@ -96,13 +95,10 @@ impl RunDir {
     /// Writes a file only its owner can read (0600).
     pub fn write_private(&self, name: &str, contents: &[u8]) -> std::io::Result<PathBuf> {
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         let path = self.path.join(name);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
+        let mut file =
+            platform::private_file(std::fs::OpenOptions::new().write(true).create_new(true))
+                .open(&path)?;
         file.write_all(contents)?;
         Ok(path)
     }
@@ -157,7 +153,7 @@ impl Relay {
 }
 
 async fn accept_loop(
-    listener: UnixListener,
+    listener: Listener,
     _socket_file: socket::SocketFile,
     app_socket: PathBuf,
     run_id: RunId,
@@ -166,8 +162,8 @@ async fn accept_loop(
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+            accepted = platform::accept(&listener) => match accepted {
+                Ok(stream) => {
                     connections.spawn(relay(stream, app_socket.clone(), run_id, session_id.clone()));
                 }
                 Err(e) => tracing::warn!("run socket: accept failed: {e}"),
@@ -177,8 +173,8 @@ async fn accept_loop(
     }
 }
 
-async fn refuse(stream: UnixStream, code: ErrorCode, message: &str) {
-    let (_, mut writer) = stream.into_split();
+async fn refuse(stream: Stream, code: ErrorCode, message: &str) {
+    let (_, mut writer) = platform::split(stream);
     let _ = write_frame(
         &mut writer,
         &ServerFrame::Error(WireError::new(code, message)),
@@ -187,7 +183,7 @@ async fn refuse(stream: UnixStream, code: ErrorCode, message: &str) {
 }
 
 /// Carries one ask from the agent to the app and everything after it back.
-async fn relay(agent: UnixStream, app_socket: PathBuf, run_id: RunId, session_id: SessionId) {
+async fn relay(agent: Stream, app_socket: PathBuf, run_id: RunId, session_id: SessionId) {
     if !peer_is_owner(&agent).unwrap_or(false) {
         return refuse(
             agent,

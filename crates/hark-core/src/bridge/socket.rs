@@ -3,14 +3,14 @@
 //! Every socket sits in a directory only its owner can enter (0700), is
 //! itself 0600, and the listener checks each peer's uid (SO_PEERCRED) on top.
 //! The file is removed when its [`SocketFile`] guard drops, on every exit path.
+//! On Windows a socket path stands for a named pipe (`crate::platform`),
+//! which leaves no file.
 
 use std::io;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use tokio::net::{UnixListener, UnixStream};
-
-use crate::files::{PrivateDirError, ensure_private_dir, own_uid};
+use crate::files::{PrivateDirError, ensure_private_dir};
+use crate::platform::{Listener, Stream};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SocketError {
@@ -48,21 +48,11 @@ pub fn app_socket_path() -> Result<PathBuf, SocketError> {
     Ok(dir.join("hark.sock"))
 }
 
-/// Raises this process's soft limit on open files to its hard limit: every
-/// waiting question holds a connection open, and the common default of 1024
-/// would cap a busy operator at about a thousand pending questions.
-pub fn raise_open_file_limit() {
-    use rustix::process::{Resource, getrlimit, setrlimit};
-    let mut limit = getrlimit(Resource::Nofile);
-    if limit.current < limit.maximum {
-        limit.current = limit.maximum;
-        let _ = setrlimit(Resource::Nofile, limit);
-    }
-}
+pub use crate::platform::raise_open_file_limit;
 
 /// Whether the peer of a connected stream runs as this user.
-pub fn peer_is_owner(stream: &UnixStream) -> io::Result<bool> {
-    Ok(stream.peer_cred()?.uid() == own_uid())
+pub fn peer_is_owner(stream: &Stream) -> io::Result<bool> {
+    Ok(crate::platform::peer_user(stream)? == crate::platform::own_user())
 }
 
 /// Removes the socket file when dropped, if it is still the one bound.
@@ -71,6 +61,7 @@ pub struct SocketFile {
     path: PathBuf,
     /// The bound file's device and inode: if the file was deleted and
     /// another daemon bound the same path since, dropping leaves theirs.
+    #[cfg(unix)]
     dev_ino: (u64, u64),
 }
 
@@ -81,7 +72,9 @@ impl SocketFile {
 }
 
 impl Drop for SocketFile {
+    #[cfg(unix)]
     fn drop(&mut self) {
+        use std::os::unix::fs::MetadataExt;
         // (Another daemon could still bind between this check and the
         // removal; the window is a system call wide.)
         match std::fs::symlink_metadata(&self.path) {
@@ -91,11 +84,17 @@ impl Drop for SocketFile {
             _ => {}
         }
     }
+
+    /// A named pipe goes with its last handle.
+    #[cfg(windows)]
+    fn drop(&mut self) {}
 }
 
 /// Binds an owner-only socket at `path`. A stale socket file left by a dead
 /// process is replaced; a live one means hark is already running.
-pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile), SocketError> {
+#[cfg(unix)]
+pub fn bind(path: &Path) -> Result<(Listener, SocketFile), SocketError> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         ensure_private_dir(dir)?;
     }
@@ -104,7 +103,7 @@ pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile), SocketError> {
             return Err(SocketError::NotASocket(path.to_owned()));
         }
         Ok(_) => {
-            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            if crate::platform::answers(path) {
                 return Err(SocketError::AlreadyRunning(path.to_owned()));
             }
             std::fs::remove_file(path).map_err(io_err(path))?;
@@ -112,7 +111,7 @@ pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile), SocketError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err(path)(e)),
     }
-    let listener = UnixListener::bind(path).map_err(io_err(path))?;
+    let listener = Listener::bind(path).map_err(io_err(path))?;
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) => {
@@ -128,9 +127,32 @@ pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile), SocketError> {
     Ok((listener, file))
 }
 
-#[cfg(test)]
+/// Creates the named pipe that stands for `path`, owner-only, as its name's
+/// first instance: a pipe of that name already there (a daemon running, or
+/// another process squatting the name) is refused.
+#[cfg(windows)]
+pub fn bind(path: &Path) -> Result<(Listener, SocketFile), SocketError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        ensure_private_dir(dir)?;
+    }
+    let listener = crate::platform::listen(path).map_err(|e| {
+        if e.kind() == io::ErrorKind::PermissionDenied {
+            SocketError::AlreadyRunning(path.to_owned())
+        } else {
+            io_err(path)(e)
+        }
+    })?;
+    let file = SocketFile {
+        path: path.to_owned(),
+    };
+    Ok((listener, file))
+}
+
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use tokio::net::UnixStream;
 
     fn mode(path: &Path) -> u32 {
         std::fs::metadata(path).unwrap().permissions().mode() & 0o777
@@ -170,7 +192,10 @@ mod tests {
         let (listener, _file) = bind(&path).unwrap();
         let client = UnixStream::connect(&path).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
-        assert_eq!(server.peer_cred().unwrap().uid(), own_uid());
+        assert_eq!(
+            server.peer_cred().unwrap().uid(),
+            crate::platform::own_user()
+        );
         assert!(peer_is_owner(&server).unwrap());
         drop(client);
     }

@@ -3,8 +3,9 @@
 //! ([`super::peers`]).
 //!
 //! The one platform seam of the check. On Linux it reads `/proc/<pid>/stat`;
-//! elsewhere (macOS and the BSDs) it asks `ps`, which tells no start time,
-//! so a reused pid is not told apart there.
+//! on Windows it takes a process snapshot (Toolhelp) and the process's
+//! creation time; elsewhere (macOS and the BSDs) it asks `ps`, which tells
+//! no start time, so a reused pid is not told apart there.
 
 /// A process as the daemon saw it: its pid, and when it started (clock
 /// ticks since boot, where the platform tells it), so that a pid reused by
@@ -110,7 +111,26 @@ mod platform {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(windows)]
+mod platform {
+    use super::{AncestryError, Process, Step};
+
+    /// The process snapshot's entry for `pid`.
+    pub fn step(pid: u32) -> Result<Step, AncestryError> {
+        let entry = crate::platform::process_entry(pid)
+            .map_err(|source| AncestryError::Read { pid, source })?;
+        Ok(Step {
+            process: Process {
+                pid,
+                started: entry.created,
+            },
+            ppid: entry.ppid,
+            name: entry.name,
+        })
+    }
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
 mod platform {
     use super::{AncestryError, Process, Step};
 

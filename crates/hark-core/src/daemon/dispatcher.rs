@@ -369,10 +369,9 @@ fn open_log(logs: &Path, run_id: &RunId) -> std::io::Result<std::fs::File> {
 
 /// How a run log is opened: written, 0600, in a 0700 `logs`.
 fn log_options(logs: &Path) -> std::io::Result<std::fs::OpenOptions> {
-    use std::os::unix::fs::OpenOptionsExt;
     crate::files::ensure_private_dir(logs).map_err(std::io::Error::other)?;
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).mode(0o600);
+    crate::platform::private_file(options.write(true));
     Ok(options)
 }
 

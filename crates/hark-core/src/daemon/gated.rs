@@ -4,7 +4,7 @@
 //! (which parks like a question, for a run that can be resumed). Every
 //! verdict is written to the audit trail.
 
-use tokio::net::unix::OwnedWriteHalf;
+use crate::platform::WriteHalf;
 
 use crate::bridge::deadline::SocketReader;
 use crate::bridge::wire::{Caller, ServerFrame, write_frame};
@@ -24,7 +24,7 @@ pub(super) async fn approve(
     tool_name: &str,
     input: &serde_json::Value,
     reader: SocketReader,
-    mut writer: OwnedWriteHalf,
+    mut writer: WriteHalf,
 ) {
     let session_id = caller.session();
     let approval = match daemon.gate.policy.classify(tool_name, input) {

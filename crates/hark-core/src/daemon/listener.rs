@@ -12,8 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::BufReader;
-use tokio::net::unix::OwnedWriteHalf;
-use tokio::net::{UnixListener, UnixStream};
 use tokio::task::JoinSet;
 
 use crate::bridge::deadline::{Deadlined, SocketReader};
@@ -33,6 +31,7 @@ use crate::model::item::{Item, Outcome, Parking, Surface};
 use crate::model::resolve::Picks;
 use crate::model::schema::AskRequest;
 use crate::model::validate::{Rules, validate};
+use crate::platform::{self, Listener, Stream, WriteHalf};
 use crate::prompter::{OperatorPrompter, Unanswered};
 use crate::registry::{Pending, Registry, Reply, Waited};
 
@@ -108,17 +107,17 @@ impl std::fmt::Debug for Daemon {
 
 /// Serves connections until `shutdown` completes, then cancels every pending
 /// item (each waiting agent gets its error at once) and drains.
-pub async fn run(listener: UnixListener, daemon: Daemon, shutdown: impl Future<Output = ()>) {
+pub async fn run(listener: Listener, daemon: Daemon, shutdown: impl Future<Output = ()>) {
     let mut connections = JoinSet::new();
     let mut held = Held::default();
     let mut accept_failing = false;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+            accepted = platform::accept(&listener) => match accepted {
+                Ok(stream) => {
                     accept_failing = false;
-                    let pid = stream.peer_cred().ok().and_then(|c| c.pid());
+                    let pid = platform::peer_pid(&stream);
                     if !held.take(pid) {
                         tracing::warn!(?pid, "refused a connection: the process holds {PER_PROCESS} already");
                         connections.spawn(refuse_crowd(stream));
@@ -187,8 +186,8 @@ impl Held {
 }
 
 /// Tells a process over its connection limit why, and hangs up.
-async fn refuse_crowd(stream: UnixStream) -> Option<i32> {
-    let (_, mut writer) = stream.into_split();
+async fn refuse_crowd(stream: Stream) -> Option<i32> {
+    let (_, mut writer) = platform::split(stream);
     let refusal = WireError::new(
         ErrorCode::Unavailable,
         format!("this process holds {PER_PROCESS} connections to hark already; close some first"),
@@ -197,20 +196,20 @@ async fn refuse_crowd(stream: UnixStream) -> Option<i32> {
     None
 }
 
-async fn serve_connection(stream: UnixStream, daemon: Daemon) {
+async fn serve_connection(stream: Stream, daemon: Daemon) {
     match peer_is_owner(&stream) {
         Ok(true) => {}
         Ok(false) | Err(_) => {
-            let uid = stream.peer_cred().map(|c| c.uid()).ok();
-            tracing::warn!(?uid, "refused a connection from another user");
-            let (_, mut writer) = stream.into_split();
+            let user = platform::peer_user(&stream).ok();
+            tracing::warn!(?user, "refused a connection from another user");
+            let (_, mut writer) = platform::split(stream);
             let refusal = WireError::new(ErrorCode::Forbidden, "this socket serves its owner only");
             let _ = write_frame(&mut writer, &ServerFrame::Error(refusal)).await;
             return;
         }
     }
-    let peer = stream.peer_cred().ok().and_then(|c| c.pid());
-    let (reader, mut writer) = stream.into_split();
+    let peer = platform::peer_pid(&stream);
+    let (reader, mut writer) = platform::split(stream);
     let mut reader = BufReader::new(Deadlined::new(reader, FRAME_DEADLINE));
     let mut buf = Vec::new();
     let first = match tokio::time::timeout(FIRST_FRAME, read_frame(&mut reader, &mut buf)).await {
@@ -430,7 +429,7 @@ pub(super) async fn wait_for_operator(
     mut pending: Pending,
     daemon: &Daemon,
     mut reader: SocketReader,
-    mut writer: OwnedWriteHalf,
+    mut writer: WriteHalf,
     before_telling: impl FnOnce(&Outcome),
 ) -> Option<Outcome> {
     let id = pending.item.id;

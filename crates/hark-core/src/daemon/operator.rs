@@ -2,8 +2,8 @@
 //! follow the inbox, clear the history. Every surface (desktop, terminal,
 //! CLI) goes through these, so one set of reply rules holds everywhere.
 
+use crate::platform::WriteHalf;
 use serde::Serialize;
-use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::bridge::deadline::SocketReader;
@@ -283,14 +283,14 @@ pub fn clear_settled(registry: &Registry) -> ServerFrame {
 /// Streams the inbox to a follower: every pending item, then each add and
 /// settle, until the follower hangs up. It subscribes before it lists, so no
 /// change falls between the two (an item may come twice; ids tell).
-pub async fn follow(registry: &Registry, mut reader: SocketReader, mut writer: OwnedWriteHalf) {
+pub async fn follow(registry: &Registry, mut reader: SocketReader, writer: &mut WriteHalf) {
     let mut events = registry.subscribe();
     for item in registry.pending() {
         let frame = ServerFrame::Event {
             event: FeedEvent::Added,
             item: fitting(ItemView::pending(&item)),
         };
-        if write_frame(&mut writer, &frame).await.is_err() {
+        if write_frame(writer, &frame).await.is_err() {
             return;
         }
     }
@@ -319,7 +319,7 @@ pub async fn follow(registry: &Registry, mut reader: SocketReader, mut writer: O
             },
         };
         let lagged = matches!(frame, ServerFrame::Error(_));
-        if write_frame(&mut writer, &frame).await.is_err() || lagged {
+        if write_frame(writer, &frame).await.is_err() || lagged {
             return;
         }
     }

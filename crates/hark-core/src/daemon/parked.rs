@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tokio::net::unix::OwnedWriteHalf;
+use crate::platform::WriteHalf;
 
 use crate::bridge::deadline::SocketReader;
 use crate::bridge::wire::{Caller, ErrorCode, ServerFrame, WireError, write_frame};
@@ -35,7 +35,7 @@ pub(super) async fn serve_again(
     daemon: &Daemon,
     caller: &Caller,
     reader: SocketReader,
-    mut writer: OwnedWriteHalf,
+    mut writer: WriteHalf,
 ) {
     let (id, timeout) = match &found {
         Found::Settled { id, .. } => (*id, std::time::Duration::ZERO),
@@ -95,7 +95,7 @@ pub(super) async fn await_settled(
     daemon: &Daemon,
     tool_use_id: &str,
     session: &SessionId,
-    mut writer: OwnedWriteHalf,
+    mut writer: WriteHalf,
 ) {
     let frame = match daemon.registry.by_tool_use(tool_use_id, session) {
         Ok(Some(Found::Settled { id, outcome })) => ServerFrame::Settled { id, outcome },

@@ -25,8 +25,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tokio::net::UnixStream;
-use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::watch;
 
 use crate::bridge::deadline::SocketReader;
@@ -34,6 +32,7 @@ use crate::bridge::wire::{ClientFrame, ErrorCode, ServerFrame, WireError, write_
 use crate::daemon::ancestry::{self, AncestryError, Process};
 use crate::daemon::operator;
 use crate::model::ids::RunId;
+use crate::platform::WriteHalf;
 use crate::registry::Registry;
 
 /// The agents the daemon watches; cheap to clone (all clones share them).
@@ -321,35 +320,29 @@ impl Agents {
         registry: &Registry,
         peer: Option<i32>,
         reader: SocketReader,
-        writer: OwnedWriteHalf,
+        mut writer: WriteHalf,
     ) {
         let mut added = self.added();
-        let mut told = match second_handle(&writer) {
-            Ok(told) => told,
-            Err(e) => {
-                tracing::warn!("cannot follow the inbox: {e}");
-                return;
+        let refusal = {
+            let feed = operator::follow(registry, reader, &mut writer);
+            tokio::pin!(feed);
+            loop {
+                tokio::select! {
+                    biased;
+                    Ok(()) = added.changed() => {
+                        if let Err(refusal) = self.check(peer) {
+                            break refusal;
+                        }
+                    }
+                    () = &mut feed => return,
+                }
             }
         };
-        let feed = operator::follow(registry, reader, writer);
-        tokio::pin!(feed);
-        loop {
-            tokio::select! {
-                biased;
-                Ok(()) = added.changed() => {
-                    if let Err(refusal) = self.check(peer) {
-                        tracing::warn!(?peer, "a follower was cut off: {refusal}");
-                        // Told while the feed's half is open (dropping it shuts
-                        // the socket for writing). The feed is not writing now,
-                        // unless a follower that stopped reading left it halfway
-                        // through a frame: that one gets a garbled end instead.
-                        let _ = write_frame(&mut told, &ServerFrame::Error(refusal.into())).await;
-                        return;
-                    }
-                }
-                () = &mut feed => return,
-            }
-        }
+        tracing::warn!(?peer, "a follower was cut off: {refusal}");
+        // Told on the same connection once the feed is dropped. The feed was
+        // not writing, unless a follower that stopped reading left it
+        // halfway through a frame: that one gets a garbled end instead.
+        let _ = write_frame(&mut writer, &ServerFrame::Error(refusal.into())).await;
     }
 }
 
@@ -379,13 +372,6 @@ fn observe(pid: u32, why: Why) -> Option<Agent> {
             })
         }
     }
-}
-
-/// A second handle on the follower's connection, to tell it why it is cut off.
-fn second_handle(writer: &OwnedWriteHalf) -> std::io::Result<UnixStream> {
-    use std::os::fd::AsFd;
-    let fd = writer.as_ref().as_fd().try_clone_to_owned()?;
-    UnixStream::from_std(std::os::unix::net::UnixStream::from(fd))
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -49,7 +49,7 @@ pub enum ServeError {
 /// The core, ready to serve: a bound socket, the store, the registry.
 #[derive(Debug)]
 pub struct Prepared {
-    pub listener: tokio::net::UnixListener,
+    pub listener: crate::platform::Listener,
     /// Removes the socket file when dropped.
     pub socket_file: socket::SocketFile,
     pub daemon: Daemon,
@@ -149,7 +149,26 @@ async fn keep_history(registry: Registry, limit: u64) {
     }
 }
 
+/// Completes on Ctrl-C, or when the console closes or the system shuts down.
+#[cfg(windows)]
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::windows::{ctrl_c, ctrl_close, ctrl_shutdown};
+    let mut int = ctrl_c().ok();
+    let mut close = ctrl_close().ok();
+    let mut down = ctrl_shutdown().ok();
+    async move {
+        tokio::select! {
+            Some(_) = async { int.as_mut()?.recv().await } => {}
+            Some(_) = async { close.as_mut()?.recv().await } => {}
+            Some(_) = async { down.as_mut()?.recv().await } => {}
+            else => std::future::pending::<()>().await,
+        }
+        tracing::info!("hark is shutting down");
+    }
+}
+
 /// Completes on SIGINT or SIGTERM.
+#[cfg(unix)]
 pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
     // Taken now, not when first awaited: a signal that arrives in between

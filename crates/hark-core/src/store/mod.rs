@@ -314,7 +314,7 @@ fn to_json<T: Serialize>(value: &T) -> String {
 
 /// Whether a process is still there.
 fn process_alive(pid: u32) -> bool {
-    i32::try_from(pid).is_ok_and(crate::files::process_exists)
+    i32::try_from(pid).is_ok_and(crate::platform::process_exists)
 }
 
 // Ids are stored as their text.

@@ -1,0 +1,41 @@
+//! The platform seam: how the bridge's connections are made and checked,
+//! and the few process and file facts that differ between systems.
+//! Everything above it is the same on Linux, macOS and Windows.
+//!
+//! - **Unix** (Linux, macOS): unix-domain sockets in owner-only (0700)
+//!   directories, each socket 0600; both ends check the other's uid
+//!   (`SO_PEERCRED` on Linux, `LOCAL_PEERCRED` on macOS, through tokio's
+//!   `peer_cred`).
+//! - **Windows**: named pipes, one name per socket path
+//!   (`\\.\pipe\hark-<hash of the path>`), created with a DACL that grants
+//!   the owner alone, as the name's first instance (a pipe another process
+//!   made first is refused, not joined), local clients only; both ends
+//!   compare the other process's user SID with their own. Files are not
+//!   given modes: hark's directories are in the user's profile, whose
+//!   inherited ACL is the user's (and SYSTEM's and the administrators').
+//!   This side compiles in CI and has never run: no Windows machine was at
+//!   hand.
+//!
+//! [`Stream`] is a connected socket, [`split`] its two halves,
+//! [`Listener`] what [`accept`] takes connections from.
+
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+pub use unix::*;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub use windows::*;
+
+/// Opens a file only its owner may read or write (0600 where files have
+/// modes), creating it.
+pub fn private_file(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+}

@@ -1,0 +1,388 @@
+//! Named pipes and the process calls of Windows (see the module above for
+//! what is checked). Compiled in CI; never run.
+//!
+//! The only `unsafe` code of the workspace: Win32 calls, each with what it
+//! relies on.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::windows::io::AsRawHandle;
+use std::path::Path;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::windows::named_pipe::{
+    ClientOptions, NamedPipeClient, NamedPipeServer, PipeMode, ServerOptions,
+};
+use windows_sys::Win32::Foundation::{
+    CloseHandle, ERROR_PIPE_BUSY, FILETIME, HANDLE, INVALID_HANDLE_VALUE, LocalFree,
+};
+use windows_sys::Win32::Security::Authorization::{
+    ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
+};
+use windows_sys::Win32::Security::{
+    GetTokenInformation, PSECURITY_DESCRIPTOR, SECURITY_ATTRIBUTES, TOKEN_QUERY, TOKEN_USER,
+    TokenUser,
+};
+use windows_sys::Win32::System::Diagnostics::ToolHelp::{
+    CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
+};
+use windows_sys::Win32::System::Pipes::{GetNamedPipeClientProcessId, GetNamedPipeServerProcessId};
+use windows_sys::Win32::System::Threading::{
+    GetCurrentProcess, GetExitCodeProcess, GetProcessTimes, OpenProcess, OpenProcessToken,
+    PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_TERMINATE, TerminateProcess,
+};
+
+/// A connected pipe: the end a client opened, or one a server accepted.
+#[derive(Debug)]
+pub enum Stream {
+    Client(NamedPipeClient),
+    Server(NamedPipeServer),
+}
+
+/// A connection's reading half.
+pub type ReadHalf = tokio::io::ReadHalf<Stream>;
+/// A connection's writing half.
+pub type WriteHalf = tokio::io::WriteHalf<Stream>;
+/// Who a process runs as: its user SID (`S-1-5-21-…`).
+pub type User = String;
+
+/// Where connections are accepted: the pipe's name and the instance the
+/// next client connects to.
+#[derive(Debug)]
+pub struct Listener {
+    name: String,
+    next: tokio::sync::Mutex<NamedPipeServer>,
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Client(pipe) => Pin::new(pipe).poll_read(cx, buf),
+            Stream::Server(pipe) => Pin::new(pipe).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Client(pipe) => Pin::new(pipe).poll_write(cx, buf),
+            Stream::Server(pipe) => Pin::new(pipe).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Client(pipe) => Pin::new(pipe).poll_flush(cx),
+            Stream::Server(pipe) => Pin::new(pipe).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Client(pipe) => Pin::new(pipe).poll_shutdown(cx),
+            Stream::Server(pipe) => Pin::new(pipe).poll_shutdown(cx),
+        }
+    }
+}
+
+impl Stream {
+    fn handle(&self) -> HANDLE {
+        match self {
+            Stream::Client(pipe) => pipe.as_raw_handle() as HANDLE,
+            Stream::Server(pipe) => pipe.as_raw_handle() as HANDLE,
+        }
+    }
+}
+
+/// The pipe name standing for a socket path: the same path, the same name.
+pub fn pipe_name(path: &Path) -> String {
+    // FNV-1a over the path's UTF-16: stable across runs and builds.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for unit in path.as_os_str().to_string_lossy().encode_utf16() {
+        for byte in unit.to_le_bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!(r"\\.\pipe\hark-{hash:016x}")
+}
+
+/// This process's user.
+pub fn own_user() -> User {
+    // SAFETY: the pseudo-handle of this process needs no closing.
+    unsafe { process_user(GetCurrentProcess()) }.unwrap_or_default()
+}
+
+/// A user as a message names it.
+pub fn describe_user(user: &User) -> String {
+    format!("user {user}")
+}
+
+pub fn split(stream: Stream) -> (ReadHalf, WriteHalf) {
+    tokio::io::split(stream)
+}
+
+pub async fn connect(path: &Path) -> io::Result<Stream> {
+    let name = pipe_name(path);
+    loop {
+        match ClientOptions::new().pipe_mode(PipeMode::Byte).open(&name) {
+            Ok(client) => return Ok(Stream::Client(client)),
+            // Every instance is taken for the moment: the server makes the
+            // next one as it accepts.
+            Err(e) if e.raw_os_error() == Some(ERROR_PIPE_BUSY as i32) => {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Whether a server answers at `path` now.
+pub fn answers(path: &Path) -> bool {
+    ClientOptions::new().open(pipe_name(path)).is_ok()
+}
+
+/// Creates the pipe for `path` as its name's first instance, owner-only.
+pub fn listen(path: &Path) -> io::Result<Listener> {
+    let name = pipe_name(path);
+    let first = instance(&name, true)?;
+    Ok(Listener {
+        name,
+        next: tokio::sync::Mutex::new(first),
+    })
+}
+
+/// One instance of the pipe `name`, with a DACL granting this user alone.
+fn instance(name: &str, first: bool) -> io::Result<NamedPipeServer> {
+    let sddl: Vec<u16> = format!("D:P(A;;GA;;;{})", own_user())
+        .encode_utf16()
+        .chain([0])
+        .collect();
+    let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: `sddl` is NUL-terminated; the descriptor is freed below.
+    let made = unsafe {
+        ConvertStringSecurityDescriptorToSecurityDescriptorW(
+            sddl.as_ptr(),
+            SDDL_REVISION_1,
+            &mut descriptor,
+            std::ptr::null_mut(),
+        )
+    };
+    if made == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut attributes = SECURITY_ATTRIBUTES {
+        nLength: std::mem::size_of::<SECURITY_ATTRIBUTES>() as u32,
+        lpSecurityDescriptor: descriptor,
+        bInheritHandle: 0,
+    };
+    let mut options = ServerOptions::new();
+    options
+        .first_pipe_instance(first)
+        .reject_remote_clients(true)
+        .pipe_mode(PipeMode::Byte);
+    // SAFETY: `attributes` and its descriptor outlive the call.
+    let server =
+        unsafe { options.create_with_security_attributes_raw(name, (&raw mut attributes).cast()) };
+    // SAFETY: made by ConvertStringSecurityDescriptorToSecurityDescriptorW.
+    unsafe { LocalFree(descriptor) };
+    server
+}
+
+pub async fn accept(listener: &Listener) -> io::Result<Stream> {
+    let mut next = listener.next.lock().await;
+    next.connect().await?;
+    let following = instance(&listener.name, false)?;
+    let connected = std::mem::replace(&mut *next, following);
+    Ok(Stream::Server(connected))
+}
+
+/// The other end's process.
+pub fn peer_pid(stream: &Stream) -> Option<i32> {
+    let mut pid = 0u32;
+    // SAFETY: a live pipe handle and a place for the pid.
+    let ok = unsafe {
+        match stream {
+            Stream::Server(_) => GetNamedPipeClientProcessId(stream.handle(), &mut pid),
+            Stream::Client(_) => GetNamedPipeServerProcessId(stream.handle(), &mut pid),
+        }
+    };
+    (ok != 0).then_some(pid).and_then(|p| i32::try_from(p).ok())
+}
+
+/// The user the other end runs as.
+pub fn peer_user(stream: &Stream) -> io::Result<User> {
+    let pid = peer_pid(stream).ok_or_else(io::Error::last_os_error)?;
+    let process = Process::open(pid as u32, PROCESS_QUERY_LIMITED_INFORMATION)?;
+    // SAFETY: an open process handle.
+    unsafe { process_user(process.0) }
+}
+
+/// The user SID of `process`, as text.
+///
+/// # Safety
+/// `process` is an open process handle (or the current-process pseudo-handle).
+unsafe fn process_user(process: HANDLE) -> io::Result<User> {
+    let mut token: HANDLE = std::ptr::null_mut();
+    // SAFETY: per this function's contract.
+    if unsafe { OpenProcessToken(process, TOKEN_QUERY, &mut token) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let token = Process(token);
+    let mut buf = vec![0u8; 256];
+    let mut len = 0u32;
+    // SAFETY: `buf` holds `len` bytes for the TOKEN_USER and its SID.
+    let ok = unsafe {
+        GetTokenInformation(
+            token.0,
+            TokenUser,
+            buf.as_mut_ptr().cast(),
+            buf.len() as u32,
+            &mut len,
+        )
+    };
+    if ok == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: GetTokenInformation wrote a TOKEN_USER at the start of `buf`.
+    let user = unsafe { std::ptr::read_unaligned(buf.as_ptr().cast::<TOKEN_USER>()) };
+    let mut text: *mut u16 = std::ptr::null_mut();
+    // SAFETY: the SID lives in `buf`; the string is freed below.
+    if unsafe { ConvertSidToStringSidW(user.User.Sid, &mut text) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a NUL-terminated string ConvertSidToStringSidW allocated.
+    let sid = unsafe {
+        let len = (0..).take_while(|&i| *text.add(i) != 0).count();
+        let sid = String::from_utf16_lossy(std::slice::from_raw_parts(text, len));
+        LocalFree(text.cast());
+        sid
+    };
+    Ok(sid)
+}
+
+/// An open handle, closed when dropped.
+struct Process(HANDLE);
+
+impl Process {
+    fn open(pid: u32, access: u32) -> io::Result<Process> {
+        // SAFETY: OpenProcess takes any pid; a null handle is its error.
+        let handle = unsafe { OpenProcess(access, 0, pid) };
+        if handle.is_null() {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(Process(handle))
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        // SAFETY: a handle this value owns.
+        unsafe { CloseHandle(self.0) };
+    }
+}
+
+/// Whether a process with `pid` is still running.
+pub fn process_exists(pid: i32) -> bool {
+    let Ok(pid) = u32::try_from(pid) else {
+        return false;
+    };
+    let process = match Process::open(pid, PROCESS_QUERY_LIMITED_INFORMATION) {
+        Ok(process) => process,
+        // Another user's process cannot be opened (access denied), but it exists.
+        Err(e) => return e.raw_os_error() == Some(5),
+    };
+    let mut code = 0u32;
+    // SAFETY: an open process handle.
+    let ok = unsafe { GetExitCodeProcess(process.0, &mut code) };
+    ok != 0 && code == windows_sys::Win32::Foundation::STILL_ACTIVE as u32
+}
+
+/// Ends process `pid`. Windows has no polite stop for a process without a
+/// console of its own, so this terminates it: a `hark run` so ended does
+/// not stop its agent first (not covered on Windows).
+pub fn ask_to_end(pid: u32) {
+    if let Ok(process) = Process::open(pid, PROCESS_TERMINATE) {
+        // SAFETY: an open process handle with the terminate right.
+        unsafe { TerminateProcess(process.0, 1) };
+    }
+}
+
+/// Windows has no soft limit on handles to raise.
+pub fn raise_open_file_limit() {}
+
+/// The owner of a file: not read on Windows, where hark's directories take
+/// the ACL of the user's profile (this user stands for every owner).
+pub fn owner(_meta: &std::fs::Metadata) -> User {
+    own_user()
+}
+
+/// This process's parent, as the process snapshot tells it (0 when it
+/// cannot be read).
+pub fn parent_pid() -> u32 {
+    process_entry(std::process::id()).map_or(0, |entry| entry.ppid)
+}
+
+/// A process as the system's snapshot tells it.
+#[derive(Debug, Clone)]
+pub struct ProcessEntry {
+    pub ppid: u32,
+    /// Its executable's name.
+    pub name: String,
+    /// When it was created (100 ns ticks since 1601), if it can be opened.
+    pub created: Option<u64>,
+}
+
+/// The process snapshot's (Toolhelp's) entry for `pid`.
+pub fn process_entry(pid: u32) -> io::Result<ProcessEntry> {
+    // SAFETY: a snapshot handle, closed below.
+    let snapshot = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0) };
+    if snapshot == INVALID_HANDLE_VALUE {
+        return Err(io::Error::last_os_error());
+    }
+    let snapshot = Process(snapshot);
+    // SAFETY: PROCESSENTRY32W is plain data; dwSize is set as required.
+    let mut entry: PROCESSENTRY32W = unsafe { std::mem::zeroed() };
+    entry.dwSize = std::mem::size_of::<PROCESSENTRY32W>() as u32;
+    // SAFETY: a live snapshot and an entry of the right size.
+    let mut more = unsafe { Process32FirstW(snapshot.0, &mut entry) } != 0;
+    while more {
+        if entry.th32ProcessID == pid {
+            let len = entry.szExeFile.iter().position(|&c| c == 0).unwrap_or(0);
+            return Ok(ProcessEntry {
+                ppid: entry.th32ParentProcessID,
+                name: String::from_utf16_lossy(&entry.szExeFile[..len]),
+                created: created(pid),
+            });
+        }
+        // SAFETY: as above.
+        more = unsafe { Process32NextW(snapshot.0, &mut entry) } != 0;
+    }
+    Err(io::Error::new(io::ErrorKind::NotFound, "no such process"))
+}
+
+/// When `pid` was created (100 ns ticks since 1601), if it can be opened.
+fn created(pid: u32) -> Option<u64> {
+    let process = Process::open(pid, PROCESS_QUERY_LIMITED_INFORMATION).ok()?;
+    let zero = FILETIME {
+        dwLowDateTime: 0,
+        dwHighDateTime: 0,
+    };
+    let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
+    // SAFETY: an open process handle and four FILETIMEs.
+    let ok =
+        unsafe { GetProcessTimes(process.0, &mut created, &mut exited, &mut kernel, &mut user) };
+    (ok != 0).then(|| (u64::from(created.dwHighDateTime) << 32) | u64::from(created.dwLowDateTime))
+}
