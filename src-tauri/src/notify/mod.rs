@@ -6,16 +6,18 @@
 //! agent is paused until the operator answers). A notification is closed
 //! when its item settles, however it settled.
 //!
-//! The calls go to `org.freedesktop.Notifications` over one session-bus
-//! connection (zbus, which notify-rust is built on), opened once, with one
-//! stream for the server's `ActionInvoked` and `NotificationClosed` signals.
-//! notify-rust opens a connection and parks a thread per notification until
-//! the server closes it: with 50 items pending that was 100 more threads.
+//! Which notifications there are is the platform's ([`Backend`]):
+//! - Linux: the freedesktop server over the session bus ([`freedesktop`]):
+//!   clicks, buttons, closing, replacing.
+//! - Windows: toasts ([`toast`]): clicks and buttons; a toast cannot be
+//!   closed or replaced from here, so a settled item's toast stays until it
+//!   is dismissed (clicked, it does nothing then).
+//! - macOS: none yet (UNUserNotificationCenter needs a signed app bundle to
+//!   ask for permission at all); the modal and the tray still work.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use futures_util::StreamExt;
 use hark_core::config::Notifications;
 use hark_core::model::attribution::Attribution;
 use hark_core::model::ids::ItemId;
@@ -23,18 +25,82 @@ use hark_core::model::item::{Item, Surface};
 use hark_core::model::resolve::{Pick, Picks};
 use hark_core::registry::Reply;
 use tauri::{AppHandle, Manager, Runtime};
-use tokio::sync::OnceCell;
-use zbus::zvariant::Value;
+use tokio::sync::mpsc;
 
 use crate::shell::Shell;
+
+#[cfg(target_os = "linux")]
+mod freedesktop;
+#[cfg(windows)]
+mod toast;
 
 /// Options a notification can offer as buttons.
 const MAX_BUTTONS: usize = 3;
 const OPEN: &str = "default";
 const PICK: &str = "pick:";
 
-const SERVICE: &str = "org.freedesktop.Notifications";
-const PATH: &str = "/org/freedesktop/Notifications";
+/// A backend's call, on its way.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// One notification, as every backend takes it.
+#[derive(Debug, Clone)]
+pub struct Note {
+    pub title: String,
+    pub body: String,
+    /// The buttons, key and label; the first is the body's click ("Open").
+    pub actions: Vec<(String, String)>,
+    /// freedesktop's urgency byte (0 low, 1 normal, 2 critical).
+    pub urgency: u8,
+}
+
+/// What the operator did with a notification.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// Clicked it (`key` is [`OPEN`]) or one of its buttons.
+    Action { id: u32, key: String },
+    /// It went away.
+    Closed { id: u32 },
+}
+
+/// A platform's notifications.
+pub trait Backend: Send + Sync + std::fmt::Debug {
+    /// Shows `note` in place of notification `replaces` (0: none); its id.
+    fn show<'a>(&'a self, note: &'a Note, replaces: u32) -> BoxFuture<'a, Result<u32, String>>;
+    /// Takes notification `id` off the screen, where the platform can.
+    fn close(&self, id: u32) -> BoxFuture<'_, Result<(), String>>;
+    /// The operator's clicks and the closes, for as long as the app runs.
+    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, String>>;
+}
+
+/// The platform's backend.
+fn backend() -> Box<dyn Backend> {
+    #[cfg(target_os = "linux")]
+    return Box::new(freedesktop::FreeDesktop::default());
+    #[cfg(windows)]
+    return Box::new(toast::Toasts::default());
+    #[cfg(not(any(target_os = "linux", windows)))]
+    return Box::new(Unsupported);
+}
+
+/// No notifications on this platform yet.
+#[cfg(not(any(target_os = "linux", windows)))]
+#[derive(Debug)]
+struct Unsupported;
+
+#[cfg(not(any(target_os = "linux", windows)))]
+impl Backend for Unsupported {
+    fn show<'a>(&'a self, _note: &'a Note, _replaces: u32) -> BoxFuture<'a, Result<u32, String>> {
+        Box::pin(async { Err("this platform has no notifications in hark yet".to_owned()) })
+    }
+
+    fn close(&self, _id: u32) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, String>> {
+        Box::pin(async { Err("this platform has no notifications in hark yet".to_owned()) })
+    }
+}
 
 fn title(item: &Item) -> String {
     let header = &item.request.questions[0].header;
@@ -55,10 +121,10 @@ fn body(item: &Item) -> String {
     }
 }
 
-/// The action keys and labels, flattened as the `Notify` call takes them
-/// (the options as buttons when `buttons` is on and the question is short).
-fn actions(item: &Item, buttons: bool) -> Vec<String> {
-    let mut actions = vec![OPEN.to_owned(), "Open".to_owned()];
+/// The action keys and labels (the options as buttons when `buttons` is
+/// on and the question is short).
+fn actions(item: &Item, buttons: bool) -> Vec<(String, String)> {
+    let mut actions = vec![(OPEN.to_owned(), "Open".to_owned())];
     let question = &item.request.questions[0];
     let quick = buttons
         && item.request.questions.len() == 1
@@ -66,8 +132,7 @@ fn actions(item: &Item, buttons: bool) -> Vec<String> {
         && question.options.len() <= MAX_BUTTONS;
     if quick {
         for (i, option) in question.options.iter().enumerate() {
-            actions.push(format!("{PICK}{i}"));
-            actions.push(option.label.clone());
+            actions.push((format!("{PICK}{i}"), option.label.clone()));
         }
     }
     actions
@@ -80,11 +145,12 @@ struct Shown {
     ids: HashMap<ItemId, u32>,
 }
 
-/// The app's notifications: one bus connection, one signal stream.
+/// The app's notifications: which item each shows, over the platform's
+/// backend.
 #[derive(Debug)]
 pub struct Notifier {
     settings: Notifications,
-    bus: OnceCell<zbus::Connection>,
+    backend: Box<dyn Backend>,
     shown: Mutex<Shown>,
 }
 
@@ -93,7 +159,7 @@ impl Notifier {
     pub fn new(settings: Notifications) -> Notifier {
         Notifier {
             settings,
-            bus: OnceCell::new(),
+            backend: backend(),
             shown: Mutex::default(),
         }
     }
@@ -102,53 +168,30 @@ impl Notifier {
         self.shown.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    async fn bus(&self) -> zbus::Result<&zbus::Connection> {
-        self.bus.get_or_try_init(zbus::Connection::session).await
-    }
-
-    /// Follows the notification server's signals for as long as the app
-    /// runs: a click or button routes to its item, a close forgets it.
+    /// Follows the backend's events for as long as the app runs: a click
+    /// or button routes to its item, a close forgets it.
     pub async fn listen<R: Runtime>(self: Arc<Self>, app: AppHandle<R>) {
-        let signals = async {
-            let bus = self.bus().await?;
-            let rule = zbus::MatchRule::builder()
-                .msg_type(zbus::message::Type::Signal)
-                .interface(SERVICE)?
-                .path(PATH)?
-                .build();
-            zbus::MessageStream::for_match_rule(rule, bus, None).await
-        };
-        let mut signals = match signals.await {
-            Ok(signals) => signals,
+        let mut events = match self.backend.events().await {
+            Ok(events) => events,
             Err(e) => {
-                tracing::warn!(
-                    "no desktop notifications (session bus: {e}); the modal and tray still work"
-                );
+                tracing::warn!("no desktop notifications ({e}); the modal and tray still work");
                 return;
             }
         };
-        while let Some(message) = signals.next().await {
-            let Ok(message) = message else { continue };
-            let header = message.header();
-            match header.member().map(|m| m.as_str()) {
-                Some("ActionInvoked") => {
-                    let Ok((id, action)) = message.body().deserialize::<(u32, String)>() else {
-                        continue;
-                    };
+        while let Some(event) = events.recv().await {
+            match event {
+                Event::Action { id, key } => {
                     let item = self.shown().items.get(&id).cloned();
                     if let Some(item) = item {
-                        on_action(&app, &item, &action);
+                        on_action(&app, &item, &key);
                     }
                 }
-                Some("NotificationClosed") => {
-                    if let Ok((id, _reason)) = message.body().deserialize::<(u32, u32)>() {
-                        let mut shown = self.shown();
-                        if let Some(item) = shown.items.remove(&id) {
-                            shown.ids.remove(&item.id);
-                        }
+                Event::Closed { id } => {
+                    let mut shown = self.shown();
+                    if let Some(item) = shown.items.remove(&id) {
+                        shown.ids.remove(&item.id);
                     }
                 }
-                _ => {}
             }
         }
     }
@@ -182,32 +225,15 @@ impl Notifier {
         });
     }
 
-    /// `replaces`: the server's id of the notification this one replaces, or 0.
-    async fn notify(&self, item: &Item, replaces: u32) -> zbus::Result<u32> {
-        let actions = actions(item, self.settings.buttons);
-        let actions: Vec<&str> = actions.iter().map(String::as_str).collect();
-        let hints = HashMap::from([("urgency", Value::U8(self.settings.urgency.level()))]);
-        let reply = self
-            .bus()
-            .await?
-            .call_method(
-                Some(SERVICE),
-                PATH,
-                Some(SERVICE),
-                "Notify",
-                &(
-                    "hark",
-                    replaces,
-                    "",
-                    title(item),
-                    body(item),
-                    actions,
-                    hints,
-                    -1i32,
-                ),
-            )
-            .await?;
-        reply.body().deserialize::<u32>()
+    /// `replaces`: the id of the notification this one replaces, or 0.
+    async fn notify(&self, item: &Item, replaces: u32) -> Result<u32, String> {
+        let note = Note {
+            title: title(item),
+            body: body(item),
+            actions: actions(item, self.settings.buttons),
+            urgency: self.settings.urgency.level(),
+        };
+        self.backend.show(&note, replaces).await
     }
 
     /// The item settled (answered anywhere, timed out, cancelled): its
@@ -223,14 +249,8 @@ impl Notifier {
         };
         let this = self.clone();
         tauri::async_runtime::spawn(async move {
-            let closed = async {
-                this.bus()
-                    .await?
-                    .call_method(Some(SERVICE), PATH, Some(SERVICE), "CloseNotification", &id)
-                    .await
-            };
-            match closed.await {
-                Ok(_) => {
+            match this.backend.close(id).await {
+                Ok(()) => {
                     tracing::info!(question_id = %item, notification_id = id, "notification closed")
                 }
                 Err(e) => tracing::debug!(notification_id = id, "notification not closed: {e}"),

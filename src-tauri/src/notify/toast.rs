@@ -1,0 +1,82 @@
+//! Windows: toast notifications (tauri-winrt-notification, Tauri's own
+//! wrapper of the WinRT toast API). A click on the toast or one of its
+//! buttons comes back as its action; a dismissal as a close. Limits: a
+//! toast cannot be taken back or replaced from here (a settled item's stays
+//! until dismissed, and does nothing when clicked), and an app installed
+//! without a Start-menu shortcut has no AppUserModelID of its own, so its
+//! toasts are sent under PowerShell's (they say so). Compiled in CI; never
+//! run.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use tauri_winrt_notification::Toast;
+use tokio::sync::mpsc;
+
+use super::{Backend, BoxFuture, Event, Note, OPEN};
+
+/// The toasts' ids (counted here; WinRT has none to give) and where their
+/// events go.
+#[derive(Debug)]
+pub struct Toasts {
+    next: AtomicU32,
+    sender: mpsc::UnboundedSender<Event>,
+    events: Mutex<Option<mpsc::UnboundedReceiver<Event>>>,
+}
+
+impl Default for Toasts {
+    fn default() -> Toasts {
+        let (sender, events) = mpsc::unbounded_channel();
+        Toasts {
+            next: AtomicU32::new(1),
+            sender,
+            events: Mutex::new(Some(events)),
+        }
+    }
+}
+
+impl Backend for Toasts {
+    fn show<'a>(&'a self, note: &'a Note, _replaces: u32) -> BoxFuture<'a, Result<u32, String>> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (clicked, dismissed) = (self.sender.clone(), self.sender.clone());
+        let note = note.clone();
+        // Built and shown on a blocking thread: a toast is COM objects, not
+        // to be sent between threads, and showing one waits a little.
+        let shown = move || {
+            let mut toast = Toast::new(Toast::POWERSHELL_APP_ID)
+                .title(&note.title)
+                .text1(&note.body)
+                .on_activated(move |action| {
+                    let key = action.unwrap_or_else(|| OPEN.to_owned());
+                    let _ = clicked.send(Event::Action { id, key });
+                    Ok(())
+                })
+                .on_dismissed(move |_reason| {
+                    let _ = dismissed.send(Event::Closed { id });
+                    Ok(())
+                });
+            // The body's click is "Open"; the rest are buttons.
+            for (key, label) in note.actions.iter().filter(|(key, _)| key != OPEN) {
+                toast = toast.add_button(label, key);
+            }
+            toast.show().map_err(|e| e.to_string())
+        };
+        Box::pin(async move {
+            tokio::task::spawn_blocking(shown)
+                .await
+                .map_err(|e| e.to_string())??;
+            Ok(id)
+        })
+    }
+
+    fn close(&self, _id: u32) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async { Err("a toast cannot be taken back".to_owned()) })
+    }
+
+    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, String>> {
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Box::pin(async move {
+            events.ok_or_else(|| "the toasts' events are followed already".to_owned())
+        })
+    }
+}
