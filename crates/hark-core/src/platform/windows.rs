@@ -386,3 +386,66 @@ fn created(pid: u32) -> Option<u64> {
         unsafe { GetProcessTimes(process.0, &mut created, &mut exited, &mut kernel, &mut user) };
     (ok != 0).then(|| (u64::from(created.dwHighDateTime) << 32) | u64::from(created.dwLowDateTime))
 }
+
+/// The user's Run key, whose values Windows starts at login.
+pub const RUN_KEY: &str = r"HKCU\Software\Microsoft\Windows\CurrentVersion\Run";
+/// The Run key under `HKEY_CURRENT_USER`.
+const RUN_SUBKEY: &str = r"Software\Microsoft\Windows\CurrentVersion\Run";
+
+fn wide(text: &str) -> Vec<u16> {
+    text.encode_utf16().chain([0]).collect()
+}
+
+/// A registry call's status as a result.
+fn status(code: u32) -> io::Result<()> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(code as i32))
+    }
+}
+
+/// Sets the Run key's value `name` to `command` (a string value).
+pub fn set_run_value(name: &str, command: &str) -> io::Result<()> {
+    use windows_sys::Win32::System::Registry::{HKEY_CURRENT_USER, REG_SZ, RegSetKeyValueW};
+    let (key, name, data) = (wide(RUN_SUBKEY), wide(name), wide(command));
+    // SAFETY: NUL-terminated strings; the data's size in bytes, its NUL with it.
+    status(unsafe {
+        RegSetKeyValueW(
+            HKEY_CURRENT_USER,
+            key.as_ptr(),
+            name.as_ptr(),
+            REG_SZ,
+            data.as_ptr().cast(),
+            (data.len() * 2) as u32,
+        )
+    })
+}
+
+/// Removes the Run key's value `name` (`NotFound` when there is none).
+pub fn remove_run_value(name: &str) -> io::Result<()> {
+    use windows_sys::Win32::System::Registry::{HKEY_CURRENT_USER, RegDeleteKeyValueW};
+    let (key, name) = (wide(RUN_SUBKEY), wide(name));
+    // SAFETY: NUL-terminated strings.
+    status(unsafe { RegDeleteKeyValueW(HKEY_CURRENT_USER, key.as_ptr(), name.as_ptr()) })
+}
+
+/// Whether the Run key has a value `name`.
+pub fn has_run_value(name: &str) -> bool {
+    use windows_sys::Win32::System::Registry::{HKEY_CURRENT_USER, RRF_RT_REG_SZ, RegGetValueW};
+    let (key, name) = (wide(RUN_SUBKEY), wide(name));
+    let mut size = 0u32;
+    // SAFETY: NUL-terminated strings; no buffer, so only the size is asked.
+    let code = unsafe {
+        RegGetValueW(
+            HKEY_CURRENT_USER,
+            key.as_ptr(),
+            name.as_ptr(),
+            RRF_RT_REG_SZ,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut size,
+        )
+    };
+    code == 0
+}
