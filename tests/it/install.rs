@@ -71,16 +71,17 @@ async fn the_trays_start_at_login_writes_and_removes_the_entry() {
     desktop.stop().await;
 }
 
-#[test]
-fn the_deb_installs_hark_the_app_its_icon_and_menu_entry_and_the_installed_hark_runs() {
-    let out_dir = tempfile::tempdir().unwrap();
+/// `scripts/package KIND` (`--deb`, `--appimage`) of the debug build: the
+/// directory it wrote to (removed when dropped) and the package.
+fn package(kind: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let out = tempfile::tempdir().unwrap();
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/package");
     let built = std::process::Command::new(&script)
-        .arg("--deb")
+        .arg(kind)
         .arg("--bin-dir")
         .arg(bin_dir())
         .arg("--out")
-        .arg(out_dir.path())
+        .arg(out.path())
         .output()
         .unwrap();
     assert!(
@@ -88,7 +89,24 @@ fn the_deb_installs_hark_the_app_its_icon_and_menu_entry_and_the_installed_hark_
         "{}",
         String::from_utf8_lossy(&built.stderr)
     );
-    let deb = std::path::PathBuf::from(stdout(&built).trim());
+    let package = std::path::PathBuf::from(stdout(&built).trim());
+    (out, package)
+}
+
+/// `command` (in a sandbox), which must succeed: its stdout.
+fn ran(mut command: std::process::Command, args: &[&str]) -> String {
+    let out = command.args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout(&out)
+}
+
+#[test]
+fn the_deb_installs_hark_the_app_its_icon_and_menu_entry_and_the_installed_hark_runs() {
+    let (_out, deb) = package("--deb");
     let version = env!("CARGO_PKG_VERSION");
     assert!(
         deb.file_name()
@@ -145,15 +163,7 @@ fn the_deb_installs_hark_the_app_its_icon_and_menu_entry_and_the_installed_hark_
         "{entry}"
     );
     let sandbox = sandbox();
-    let run = |args: &[&str]| {
-        let out = sandbox.command(&installed).args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout(&out)
-    };
+    let run = |args: &[&str]| ran(sandbox.command(&installed), args);
     assert_eq!(run(&["--version"]).trim(), format!("hark {version}"));
     let config: serde_json::Value = serde_json::from_str(&run(&["mcp-config"])).unwrap();
     assert_eq!(
@@ -165,22 +175,7 @@ fn the_deb_installs_hark_the_app_its_icon_and_menu_entry_and_the_installed_hark_
 
 #[test]
 fn the_appimage_runs_hark_with_its_arguments_and_names_itself_not_its_mount() {
-    let out_dir = tempfile::tempdir().unwrap();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/package");
-    let built = std::process::Command::new(&script)
-        .arg("--appimage")
-        .arg("--bin-dir")
-        .arg(bin_dir())
-        .arg("--out")
-        .arg(out_dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let appimage = std::path::PathBuf::from(stdout(&built).trim());
+    let (_out, appimage) = package("--appimage");
     let version = env!("CARGO_PKG_VERSION");
     assert_eq!(
         appimage.file_name().unwrap().to_str().unwrap(),
@@ -193,18 +188,9 @@ fn the_appimage_runs_hark_with_its_arguments_and_names_itself_not_its_mount() {
     // Run as a user without FUSE would (CI has none): from a temporary copy.
     let sandbox = sandbox();
     let run = |args: &[&str]| {
-        let out = sandbox
-            .command(&appimage)
-            .args(args)
-            .env("APPIMAGE_EXTRACT_AND_RUN", "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout(&out)
+        let mut command = sandbox.command(&appimage);
+        command.env("APPIMAGE_EXTRACT_AND_RUN", "1");
+        ran(command, args)
     };
     assert_eq!(run(&["--version"]).trim(), format!("hark {version}"));
     let config: serde_json::Value = serde_json::from_str(&run(&["mcp-config"])).unwrap();

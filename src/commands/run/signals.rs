@@ -27,14 +27,11 @@ impl StopSignals {
             use tokio::signal::unix::{SignalKind, signal};
             let mut term = signal(SignalKind::terminate()).ok();
             let mut hup = signal(SignalKind::hangup()).ok();
-            tokio::spawn(async move {
-                let received = tokio::select! {
-                    Some(_) = async { term.as_mut()?.recv().await } => Received { name: "SIGTERM", number: 15 },
-                    Some(_) = async { hup.as_mut()?.recv().await } => Received { name: "SIGHUP", number: 1 },
-                    else => return,
-                };
-                let _ = arrived.send(Some(received));
-            });
+            first_of(
+                arrived,
+                (SIGTERM, async move { term.as_mut()?.recv().await }),
+                (SIGHUP, async move { hup.as_mut()?.recv().await }),
+            );
         }
         // Windows: its console closing, or Ctrl-Break, stands for them.
         #[cfg(windows)]
@@ -42,14 +39,11 @@ impl StopSignals {
             use tokio::signal::windows::{ctrl_break, ctrl_close};
             let mut close = ctrl_close().ok();
             let mut brk = ctrl_break().ok();
-            tokio::spawn(async move {
-                let received = tokio::select! {
-                    Some(_) = async { close.as_mut()?.recv().await } => Received { name: "CTRL_CLOSE", number: 1 },
-                    Some(_) = async { brk.as_mut()?.recv().await } => Received { name: "CTRL_BREAK", number: 15 },
-                    else => return,
-                };
-                let _ = arrived.send(Some(received));
-            });
+            first_of(
+                arrived,
+                (SIGHUP, async move { close.as_mut()?.recv().await }),
+                (SIGTERM, async move { brk.as_mut()?.recv().await }),
+            );
         }
         stop_with_parent();
         StopSignals(seen)
@@ -66,6 +60,34 @@ impl StopSignals {
             Err(_) => std::future::pending().await,
         }
     }
+}
+
+/// What a stop reports: on Windows a closed console stands for SIGHUP,
+/// Ctrl-Break for SIGTERM.
+const SIGTERM: Received = Received {
+    name: "SIGTERM",
+    number: 15,
+};
+const SIGHUP: Received = Received {
+    name: "SIGHUP",
+    number: 1,
+};
+
+/// Tells `arrived` whichever of the two signals comes first (a `None`
+/// from one: it cannot be listened to).
+fn first_of(
+    arrived: watch::Sender<Option<Received>>,
+    one: (Received, impl Future<Output = Option<()>> + Send + 'static),
+    other: (Received, impl Future<Output = Option<()>> + Send + 'static),
+) {
+    tokio::spawn(async move {
+        let received = tokio::select! {
+            Some(()) = one.1 => one.0,
+            Some(()) = other.1 => other.0,
+            else => return,
+        };
+        let _ = arrived.send(Some(received));
+    });
 }
 
 /// With `HARK_STOP_WITH_PARENT` set (the studio sets it), the parent's

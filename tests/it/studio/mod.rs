@@ -142,18 +142,28 @@ fn asked() -> Value {
     questions(&[db(), features()])
 }
 
+/// `tool` called with `args` (an object), as the client got it back.
+async fn call_result(
+    service: &RunningService<RoleClient, Client>,
+    tool: &'static str,
+    args: Value,
+) -> rmcp::model::CallToolResult {
+    let Value::Object(args) = args else {
+        unreachable!()
+    };
+    service
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
+        .await
+        .unwrap()
+}
+
+/// `tool` called with `args`, which must succeed: its JSON result.
 async fn call(
     service: &RunningService<RoleClient, Client>,
     tool: &'static str,
     args: Value,
 ) -> Value {
-    let Value::Object(args) = args else {
-        unreachable!()
-    };
-    let result = service
-        .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
-        .await
-        .unwrap();
+    let result = call_result(service, tool, args).await;
     assert_ne!(result.is_error, Some(true), "{tool}: {}", text(&result));
     serde_json::from_str(&text(&result)).unwrap()
 }
@@ -260,17 +270,12 @@ async fn without_elicitation_the_run_awaits_the_operator_and_answer_delivers() {
     let listed = call(&service, "runs", json!({})).await;
     assert_eq!(listed["runs"][0]["question_id"], question_id.as_str());
 
-    let refused = service
-        .call_tool(
-            CallToolRequestParams::new("answer").with_arguments(
-                json!({"question_id": question_id, "answers": {"Which database?": "MySQL"}})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-            ),
-        )
-        .await
-        .unwrap();
+    let refused = call_result(
+        &service,
+        "answer",
+        json!({"question_id": question_id, "answers": {"Which database?": "MySQL"}}),
+    )
+    .await;
     assert_eq!(
         refused.is_error,
         Some(true),
@@ -305,17 +310,12 @@ async fn an_answer_after_one_from_elsewhere_is_not_used_and_the_run_goes_on() {
     let question_id = waiting["question_id"].as_str().unwrap().to_owned();
     answer(&daemon.sandbox, &question_id, "Postgres (Recommended)");
 
-    let result = service
-        .call_tool(
-            CallToolRequestParams::new("answer").with_arguments(
-                json!({"question_id": question_id, "answers": {"Which database?": "SQLite"}})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-            ),
-        )
-        .await
-        .unwrap();
+    let result = call_result(
+        &service,
+        "answer",
+        json!({"question_id": question_id, "answers": {"Which database?": "SQLite"}}),
+    )
+    .await;
     assert_ne!(result.is_error, Some(true), "{}", text(&result));
     let ended: Value = serde_json::from_str(&text(&result)).unwrap();
     assert_eq!(ended["status"], "finished", "{ended}");
