@@ -124,36 +124,43 @@ async fn a_retry_naming_no_question_of_this_studio_answers_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_that_cancels_at_once_gets_awaiting_operator_for_the_rest_of_the_session() {
-    // The default reflex: a cancel quicker than 750 ms was nobody's.
-    let daemon = daemon_with("");
-    let client = Client::new(ProtocolVersion::V_2026_07_28, true, Says::Cancel);
-    let seen = client.seen.clone();
-    let service = studio(&daemon, client).await;
-    let waiting = call(&service, "run", run_args("studio-headless")).await;
-    assert_eq!(
-        waiting["status"], "awaiting_operator",
-        "the question was not skipped: {waiting}"
-    );
-    assert_eq!(seen.lock().unwrap().len(), 1, "it was elicited once");
-    let ended = call(
-        &service,
-        "answer",
-        json!({"question_id": waiting["question_id"], "answers": {"Which database?": "SQLite"}}),
-    )
-    .await;
-    assert_eq!(
-        ended["result"],
-        r#"{"answers":{"Which database?":"SQLite","Which features?":["Auth (Recommended)"]}}"#
-    );
+    // As an input-required result (Claude Code -p cancels those) and nested
+    // in the call (a decline, for once), with the default reflex: a reply
+    // quicker than 750 ms was nobody's.
+    for (version, says) in [
+        (ProtocolVersion::V_2026_07_28, Says::Cancel),
+        (ProtocolVersion::V_2025_11_25, Says::Decline),
+    ] {
+        let daemon = daemon_with("");
+        let client = Client::new(version.clone(), true, says);
+        let seen = client.seen.clone();
+        let service = studio(&daemon, client).await;
+        let waiting = call(&service, "run", run_args("studio-headless")).await;
+        assert_eq!(
+            waiting["status"], "awaiting_operator",
+            "{version:?}: the question was not skipped: {waiting}"
+        );
+        assert_eq!(seen.lock().unwrap().len(), 1, "it was elicited once");
+        let ended = call(
+            &service,
+            "answer",
+            json!({"question_id": waiting["question_id"], "answers": {"Which database?": "SQLite"}}),
+        )
+        .await;
+        assert_eq!(
+            ended["result"],
+            r#"{"answers":{"Which database?":"SQLite","Which features?":["Auth (Recommended)"]}}"#
+        );
 
-    let again = call(&service, "run", run_args("studio-headless-2")).await;
-    assert_eq!(again["status"], "awaiting_operator", "{again}");
-    assert_eq!(
-        seen.lock().unwrap().len(),
-        1,
-        "the client is elicited no more"
-    );
-    service.cancel().await.unwrap();
+        let again = call(&service, "run", run_args("studio-headless-2")).await;
+        assert_eq!(again["status"], "awaiting_operator", "{again}");
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            1,
+            "{version:?}: the client is elicited no more"
+        );
+        service.cancel().await.unwrap();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
