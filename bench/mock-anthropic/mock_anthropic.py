@@ -34,8 +34,12 @@ Stdlib only; it serves until killed.
 import argparse
 import json
 import os
+import sys
 import threading
 import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from mock_fill import fill  # noqa: E402
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODEL = "claude-mock"
@@ -77,33 +81,14 @@ def sse_events(content, stop_reason):
 
 
 def last_result(body):
-    """The last tool_result's text, parsed as JSON ({} when it is not)."""
-    text = ""
+    """The last tool_result's content, as the request carried it."""
+    last = None
     for m in body.get("messages", []):
         if m.get("role") == "user" and isinstance(m.get("content"), list):
             for b in m["content"]:
                 if b.get("type") == "tool_result":
-                    content = b.get("content")
-                    if isinstance(content, list):
-                        content = "".join(c.get("text", "") for c in content if isinstance(c, dict))
-                    text = content or ""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def fill(value, last):
-    """A step's input with each "{{result.FIELD}}" string replaced by FIELD
-    of the last tool result (a studio's question_id, say)."""
-    if isinstance(value, dict):
-        return {k: fill(v, last) for k, v in value.items()}
-    if isinstance(value, list):
-        return [fill(v, last) for v in value]
-    if isinstance(value, str) and value.startswith("{{result.") and value.endswith("}}"):
-        return last.get(value[len("{{result."):-2])
-    return value
+                    last = b.get("content")
+    return last
 
 
 class Script:

@@ -10,7 +10,8 @@ It emulates what `codex exec` needs from a `model_providers` entry's
   anything else      404 with an OpenAI-style error body
 Each scripted step (--call-json, in the order given) is one function call:
 step N answers a request whose `input` already holds N function call
-outputs, and once the steps run out the --final text ends the turn. Every
+outputs, and once the steps run out the --final text ends the turn. An
+argument "{{result.FIELD}}" is FIELD of the last output (../mock_fill.py). Every
 request is appended to --log as one JSON line (method, path, body), so the
 outputs Codex sent back can be read.
 
@@ -25,8 +26,12 @@ Stdlib only; it serves until killed.
 import argparse
 import json
 import os
+import sys
 import threading
 import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from mock_fill import fill  # noqa: E402
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODEL = "gpt-mock"
@@ -52,7 +57,12 @@ def reply_items(steps, final, body):
     done = outputs_so_far(body)
     if done < len(steps):
         call = dict(steps[done])
-        arguments = call.get("arguments", {})
+        outputs = [
+            item.get("output")
+            for item in body.get("input") or []
+            if isinstance(item, dict) and item.get("type") in ("function_call_output", "custom_tool_call_output")
+        ]
+        arguments = fill(call.get("arguments", {}), outputs[-1] if outputs else None)
         item = {
             "type": "function_call",
             "id": f"fc_mock_{uuid.uuid4().hex[:12]}",
