@@ -332,7 +332,7 @@ fn xembed_tray() -> Option<String> {
 
 /// An agent on PATH, and the version it reports.
 async fn agent(what: &'static str, command: &Path, install: &str) -> Finding {
-    let Some(path) = on_path(command) else {
+    let Some(path) = hark_core::platform::find_program(command) else {
         return Finding::not(
             Verdict::Note,
             what,
@@ -371,44 +371,6 @@ async fn agent(what: &'static str, command: &Path, install: &str) -> Finding {
             format!("run `{} --version` to see why", path.display()),
         ),
     }
-}
-
-/// Whether `path` is a file this user may run.
-#[cfg(unix)]
-fn executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// Whether `path` is a file Windows runs (npm installs `claude.cmd`).
-#[cfg(windows)]
-fn executable(path: &Path) -> bool {
-    path.is_file()
-        && path.extension().is_some_and(|ext| {
-            ["exe", "cmd", "bat", "com"]
-                .iter()
-                .any(|e| ext.eq_ignore_ascii_case(e))
-        })
-}
-
-/// `command` as PATH finds it (a path is taken as it is; on Windows with
-/// each runnable extension tried).
-fn on_path(command: &Path) -> Option<PathBuf> {
-    let candidates = |p: PathBuf| {
-        let mut all = vec![p.clone()];
-        if cfg!(windows) && p.extension().is_none() {
-            all.extend(["exe", "cmd", "bat"].map(|ext| p.with_extension(ext)));
-        }
-        all
-    };
-    if command.components().count() > 1 {
-        return candidates(command.to_owned())
-            .into_iter()
-            .find(|p| executable(p));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .flat_map(|dir| candidates(dir.join(command)))
-        .find(|p| executable(p))
 }
 
 /// The store: the daemon's word on its writes, and SQLite's on the file.

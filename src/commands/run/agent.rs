@@ -78,7 +78,14 @@ pub async fn run_agent(
     env: Option<&BTreeMap<String, String>>,
     mut stop: StopSignals,
 ) -> Result<Turn, RunError> {
-    let mut command = Command::new(&composed.program);
+    // On Windows as PATH finds it: `claude` is npm's `claude.cmd`, which a
+    // bare name does not start there.
+    let program = std::path::PathBuf::from(&composed.program);
+    let program = match cfg!(windows) {
+        true => hark_core::platform::find_program(&program).unwrap_or(program),
+        false => program,
+    };
+    let mut command = Command::new(&program);
     // In `env` when it is given (a resumed run's: the one it started with),
     // else in this process's; and with hark's variables. Its stdin is
     // closed: `codex exec` reads it to its end before it starts.

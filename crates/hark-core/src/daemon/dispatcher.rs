@@ -51,7 +51,7 @@ impl Dispatcher {
     pub fn sibling_hark() -> PathBuf {
         std::env::current_exe()
             .ok()
-            .map(|exe| exe.with_file_name("hark"))
+            .map(|exe| exe.with_file_name(format!("hark{}", std::env::consts::EXE_SUFFIX)))
             .filter(|hark| hark.is_file())
             .unwrap_or_else(|| PathBuf::from("hark"))
     }

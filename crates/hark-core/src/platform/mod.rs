@@ -39,3 +39,23 @@ pub fn private_file(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOpt
     }
     options
 }
+
+/// `command` as PATH finds it (a path is taken as it is); on Windows each
+/// runnable extension is tried too (npm installs `claude.cmd`).
+pub fn find_program(command: &std::path::Path) -> Option<std::path::PathBuf> {
+    let candidates = |path: std::path::PathBuf| {
+        let mut all = vec![path.clone()];
+        if cfg!(windows) && path.extension().is_none() {
+            all.extend(["exe", "cmd", "bat"].map(|ext| path.with_extension(ext)));
+        }
+        all
+    };
+    if command.components().count() > 1 {
+        return candidates(command.to_owned())
+            .into_iter()
+            .find(|p| runnable(p));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .flat_map(|dir| candidates(dir.join(command)))
+        .find(|p| runnable(p))
+}

@@ -96,3 +96,9 @@ pub fn owner(meta: &std::fs::Metadata) -> User {
 pub fn parent_pid() -> u32 {
     std::os::unix::process::parent_id()
 }
+
+/// Whether `path` is a file this user may run.
+pub fn runnable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}

@@ -449,3 +449,13 @@ pub fn has_run_value(name: &str) -> bool {
     };
     code == 0
 }
+
+/// Whether `path` is a file Windows runs.
+pub fn runnable(path: &Path) -> bool {
+    path.is_file()
+        && path.extension().is_some_and(|ext| {
+            ["exe", "cmd", "bat", "com"]
+                .iter()
+                .any(|e| ext.eq_ignore_ascii_case(e))
+        })
+}
