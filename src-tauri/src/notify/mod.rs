@@ -12,8 +12,8 @@
 //! - Windows: toasts ([`toast`]): clicks and buttons; a toast cannot be
 //!   closed or replaced from here, so a settled item's toast stays until it
 //!   is dismissed (clicked, it does nothing then).
-//! - macOS: none yet (UNUserNotificationCenter needs a signed app bundle to
-//!   ask for permission at all); the modal and the tray still work.
+//! - macOS: UNUserNotificationCenter ([`macos`]): clicks, buttons,
+//!   closing; only for an app bundle, and with the user's permission.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,6 +31,8 @@ use crate::shell::Shell;
 
 #[cfg(target_os = "linux")]
 mod freedesktop;
+#[cfg(target_os = "macos")]
+mod macos;
 #[cfg(windows)]
 mod toast;
 
@@ -78,16 +80,18 @@ fn backend() -> Box<dyn Backend> {
     return Box::new(freedesktop::FreeDesktop::default());
     #[cfg(windows)]
     return Box::new(toast::Toasts::default());
-    #[cfg(not(any(target_os = "linux", windows)))]
+    #[cfg(target_os = "macos")]
+    return Box::new(macos::UserNotifications::default());
+    #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
     return Box::new(Unsupported);
 }
 
-/// No notifications on this platform yet.
-#[cfg(not(any(target_os = "linux", windows)))]
+/// No notifications on this platform yet (the BSDs).
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 #[derive(Debug)]
 struct Unsupported;
 
-#[cfg(not(any(target_os = "linux", windows)))]
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 impl Backend for Unsupported {
     fn show<'a>(&'a self, _note: &'a Note, _replaces: u32) -> BoxFuture<'a, Result<u32, String>> {
         Box::pin(async { Err("this platform has no notifications in hark yet".to_owned()) })

@@ -1,8 +1,8 @@
 //! Named pipes and the process calls of Windows (see the module above for
 //! what is checked). Compiled in CI; never run.
 //!
-//! The only `unsafe` code of the workspace: Win32 calls, each with what it
-//! relies on.
+//! With the app's macOS notifications, the only `unsafe` code of the
+//! workspace: Win32 calls, each with what it relies on.
 #![allow(unsafe_code)]
 
 use std::io;
