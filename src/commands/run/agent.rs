@@ -111,6 +111,7 @@ pub async fn run_agent(
         program: composed.program.clone(),
         source,
     })?;
+    let tree = hold(&child);
     let stdout = child
         .stdout
         .take()
@@ -139,7 +140,7 @@ pub async fn run_agent(
         }
     }
     // Reaped before the run goes on or ends: no agent outlives its run.
-    let status = end_group(&mut child).await.map_err(RunError::Agent)?;
+    let status = end_group(&mut child, tree).await.map_err(RunError::Agent)?;
     turn.status = match stopped_by {
         Some(received) => 128 + received.number,
         None => exit_code(status),
@@ -158,7 +159,7 @@ const GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// stops what it left running (a background shell), which would otherwise
 /// go on, unwatched, after the turn.
 #[cfg(unix)]
-async fn end_group(child: &mut Child) -> std::io::Result<std::process::ExitStatus> {
+async fn end_group(child: &mut Child, _group: Tree) -> std::io::Result<std::process::ExitStatus> {
     use rustix::process::{Pid, Signal, kill_process_group};
     let group = child
         .id()
@@ -197,14 +198,37 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
     status.code().unwrap_or(1)
 }
 
-/// Windows: the agent is killed; what it started is not (a job object
-/// would hold its tree; not done yet).
+/// What holds the agent and what it starts: on Unix its own process group
+/// (set when it is spawned), on Windows a job object.
+#[cfg(unix)]
+struct Tree;
 #[cfg(windows)]
-async fn end_group(child: &mut Child) -> std::io::Result<std::process::ExitStatus> {
-    if let Ok(Some(status)) = child.try_wait() {
-        return Ok(status);
+type Tree = Option<hark_core::platform::ProcessTree>;
+
+#[cfg(unix)]
+fn hold(_child: &Child) -> Tree {
+    Tree
+}
+
+/// The agent's job. Without one (the system refused it) only the agent
+/// itself is stopped.
+#[cfg(windows)]
+fn hold(child: &Child) -> Tree {
+    child
+        .raw_handle()
+        .and_then(|handle| hark_core::platform::ProcessTree::hold(handle).ok())
+}
+
+/// Windows: ends the agent's job (what is left of its tree, after an agent
+/// that ended by itself), else the agent alone, and reaps the agent.
+#[cfg(windows)]
+async fn end_group(child: &mut Child, tree: Tree) -> std::io::Result<std::process::ExitStatus> {
+    match &tree {
+        Some(tree) => tree.end(),
+        None => {
+            let _ = child.start_kill();
+        }
     }
-    let _ = child.start_kill();
     child.wait().await
 }
 

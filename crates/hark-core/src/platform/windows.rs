@@ -459,3 +459,63 @@ pub fn runnable(path: &Path) -> bool {
                 .any(|e| ext.eq_ignore_ascii_case(e))
         })
 }
+
+/// A job object holding a process and everything it starts, so that
+/// stopping it stops the whole tree (Windows's process group). Closing the
+/// job (dropping it, or this process dying) kills what is left in it.
+#[derive(Debug)]
+pub struct ProcessTree(HANDLE);
+
+// SAFETY: a job handle may be used and closed from any thread.
+unsafe impl Send for ProcessTree {}
+// SAFETY: as above; the handle is not mutated.
+unsafe impl Sync for ProcessTree {}
+
+impl ProcessTree {
+    /// Puts `process` (a raw process handle, as tokio's `Child::raw_handle`
+    /// gives it) in a new job. What it started before this call stays out.
+    pub fn hold(process: std::os::windows::io::RawHandle) -> io::Result<ProcessTree> {
+        use windows_sys::Win32::System::JobObjects::{
+            AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+            JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JobObjectExtendedLimitInformation,
+            SetInformationJobObject,
+        };
+        // SAFETY: an unnamed job with default security.
+        let job = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
+        if job.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        let tree = ProcessTree(job);
+        // SAFETY: plain data, zeroed as the API allows.
+        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+        limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+        // SAFETY: the job this value owns, and limits of the size given.
+        let set = unsafe {
+            SetInformationJobObject(
+                tree.0,
+                JobObjectExtendedLimitInformation,
+                (&raw const limits).cast(),
+                std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+            )
+        };
+        // SAFETY: the job, and a live process handle the caller owns.
+        if set == 0 || unsafe { AssignProcessToJobObject(tree.0, process as HANDLE) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(tree)
+    }
+
+    /// Ends every process in the job.
+    pub fn end(&self) {
+        use windows_sys::Win32::System::JobObjects::TerminateJobObject;
+        // SAFETY: the job this value owns.
+        unsafe { TerminateJobObject(self.0, 1) };
+    }
+}
+
+impl Drop for ProcessTree {
+    fn drop(&mut self) {
+        // SAFETY: the job this value owns; closing it kills what is left.
+        unsafe { CloseHandle(self.0) };
+    }
+}
