@@ -28,7 +28,9 @@ use windows_sys::Win32::Security::{
 use windows_sys::Win32::System::Diagnostics::ToolHelp::{
     CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
 };
-use windows_sys::Win32::System::Pipes::{GetNamedPipeClientProcessId, GetNamedPipeServerProcessId};
+use windows_sys::Win32::System::Pipes::{
+    GetNamedPipeClientProcessId, GetNamedPipeServerProcessId, WaitNamedPipeW,
+};
 use windows_sys::Win32::System::Threading::{
     GetCurrentProcess, GetExitCodeProcess, GetProcessTimes, OpenProcess, OpenProcessToken,
     PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_TERMINATE, TerminateProcess,
@@ -133,24 +135,31 @@ pub fn split(stream: Stream) -> (ReadHalf, WriteHalf) {
     tokio::io::split(stream)
 }
 
+/// How long a client waits for a free instance of a busy pipe.
+const BUSY_WAIT_MS: u32 = 5_000;
+
 pub async fn connect(path: &Path) -> io::Result<Stream> {
     let name = pipe_name(path);
     loop {
         match ClientOptions::new().pipe_mode(PipeMode::Byte).open(&name) {
             Ok(client) => return Ok(Stream::Client(client)),
             // Every instance is taken for the moment: the server makes the
-            // next one as it accepts.
+            // next one as it accepts. The system says when one is free.
             Err(e) if e.raw_os_error() == Some(ERROR_PIPE_BUSY as i32) => {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                let wide = wide(&name);
+                // SAFETY: a NUL-terminated name; the call only waits.
+                let free = tokio::task::spawn_blocking(move || unsafe {
+                    WaitNamedPipeW(wide.as_ptr(), BUSY_WAIT_MS)
+                })
+                .await
+                .map_err(io::Error::other)?;
+                if free == 0 {
+                    return Err(e);
+                }
             }
             Err(e) => return Err(e),
         }
     }
-}
-
-/// Whether a server answers at `path` now.
-pub fn answers(path: &Path) -> bool {
-    ClientOptions::new().open(pipe_name(path)).is_ok()
 }
 
 /// Creates the pipe for `path` as its name's first instance, owner-only.
