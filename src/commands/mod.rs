@@ -107,18 +107,9 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failed> {
 }
 
 /// This `hark`'s own path, resolved: what an MCP config or the autostart
-/// entry names. Run from an AppImage, that is the AppImage (which runs
-/// `hark` with its arguments), not the mount it runs from, which is gone
-/// when it exits.
+/// entry names (the AppImage, run from one: `platform::lasting_hark`).
 pub fn this_hark() -> Result<PathBuf, Failed> {
     let hark = std::env::current_exe().map_err(Failed::ThisHark)?;
     let hark = hark.canonicalize().unwrap_or(hark);
-    let appimage = std::env::var_os("APPIMAGE").map(PathBuf::from);
-    let appdir = std::env::var_os("APPDIR").map(PathBuf::from);
-    Ok(match (appimage, appdir) {
-        (Some(appimage), Some(appdir)) if hark.starts_with(&appdir) && appimage.is_file() => {
-            appimage
-        }
-        _ => hark,
-    })
+    Ok(hark_core::platform::lasting_hark(hark))
 }

@@ -47,12 +47,14 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     /// The `hark` next to this executable (the desktop app is installed
-    /// beside it), else `hark` on PATH.
+    /// beside it), else `hark` on PATH; the AppImage, when it runs from one
+    /// (what the tray's Start at login writes must outlive the mount).
     pub fn sibling_hark() -> PathBuf {
         std::env::current_exe()
             .ok()
             .map(|exe| exe.with_file_name(format!("hark{}", std::env::consts::EXE_SUFFIX)))
             .filter(|hark| hark.is_file())
+            .map(crate::platform::lasting_hark)
             .unwrap_or_else(|| PathBuf::from("hark"))
     }
 

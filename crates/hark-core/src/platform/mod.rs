@@ -59,3 +59,19 @@ pub fn find_program(command: &std::path::Path) -> Option<std::path::PathBuf> {
         .flat_map(|dir| candidates(dir.join(command)))
         .find(|p| runnable(p))
 }
+
+/// Where `hark` (a path to it) can be started from once this process is
+/// gone, for what outlives it (an agent's MCP config, the autostart entry).
+/// Run from an AppImage (`APPIMAGE`, mounted at `APPDIR`), that is the
+/// AppImage itself, which runs `hark` with its arguments; the mount goes
+/// when the AppImage exits.
+pub fn lasting_hark(hark: std::path::PathBuf) -> std::path::PathBuf {
+    let appimage = std::env::var_os("APPIMAGE").map(std::path::PathBuf::from);
+    let appdir = std::env::var_os("APPDIR");
+    match (appimage, appdir) {
+        (Some(appimage), Some(appdir)) if hark.starts_with(&appdir) && appimage.is_file() => {
+            appimage
+        }
+        _ => hark,
+    }
+}
