@@ -325,16 +325,23 @@ async fn serve_stdio(
     Ok(())
 }
 
+/// A server of tools named `name` (this build's version), with its
+/// instructions for the client.
+fn tools_server(name: &str, instructions: &str) -> ServerConfig {
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        .with_server_info(rmcp::model::Implementation::new(
+            name,
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(instructions)
+}
+
 impl ServerHandler for OperatorServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(rmcp::model::Implementation::new(
-                SERVER_NAME,
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions(
-                "Ask the human operator with the `ask` tool when a decision is theirs; never guess at it.",
-            )
+        tools_server(
+            SERVER_NAME,
+            "Ask the human operator with the `ask` tool when a decision is theirs; never guess at it.",
+        )
     }
 
     async fn list_tools(

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
     ClientResult, ContentBlock, ElicitResult, ElicitationAction, InputResponses, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ServerConfig, Tool,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -244,11 +244,7 @@ impl Studio {
                         if item.run_id == Some(run.id) && item.state != ItemState::Settled =>
                     {
                         let way = caller.way().filter(|_| !self.unseen.load(Ordering::Relaxed));
-                        let prompt = way.and_then(|way| match way {
-                            Way::Nested(form) | Way::InputRequired(form) => {
-                                Some((way, Prompt::of(&item, form)?))
-                            }
-                        });
+                        let prompt = way.and_then(|way| Some((way, Prompt::of(&item, way.form())?)));
                         let response = match prompt {
                             Some((Way::Nested(_), prompt)) => {
                                 if self.elicit(run, prompt, &caller.peer).await {
@@ -406,11 +402,9 @@ impl Studio {
         let Some(item) = item else {
             return error_text(format!("no run of this studio waits on {id}")).into();
         };
-        let form = match caller.way() {
-            Some(Way::InputRequired(form) | Way::Nested(form)) => Some(form),
-            None => None,
-        };
-        let reply = form
+        let reply = caller
+            .way()
+            .map(Way::form)
             .and_then(|form| Prompt::of(&item, form))
             .zip(said)
             .and_then(|(prompt, said)| self.heard(&prompt, &said, asked));
@@ -506,15 +500,11 @@ fn awaiting(run: &Run, item: &ItemView) -> Value {
 
 impl ServerHandler for Studio {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(rmcp::model::Implementation::new(
-                STUDIO_NAME,
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions(
-                "Dispatch agents with `run`; their questions to the operator come to you (as elicitations, \
-                 or as awaiting_operator results you answer with `answer`).",
-            )
+        crate::tools_server(
+            STUDIO_NAME,
+            "Dispatch agents with `run`; their questions to the operator come to you (as elicitations, \
+             or as awaiting_operator results you answer with `answer`).",
+        )
     }
 
     async fn list_tools(

@@ -46,6 +46,15 @@ pub(super) enum Way {
     InputRequired(Form),
 }
 
+impl Way {
+    /// The form the revision allows, either way.
+    pub fn form(self) -> Form {
+        match self {
+            Way::Nested(form) | Way::InputRequired(form) => form,
+        }
+    }
+}
+
 impl Caller {
     pub fn of(context: &RequestContext<RoleServer>) -> Caller {
         Caller {
