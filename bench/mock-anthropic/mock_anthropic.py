@@ -39,8 +39,7 @@ import threading
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from mock_fill import fill  # noqa: E402
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from mock_common import MockHandler, add_server_args, fill, serve  # noqa: E402
 
 MODEL = "claude-mock"
 
@@ -124,79 +123,37 @@ class Script:
         return [{"type": "text", "text": self.final}], "end_turn"
 
 
-def handler(script, log_path):
-    log_lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *_):
-            pass
-
-        def record(self, body):
-            with log_lock, open(log_path, "a") as log:
-                log.write(json.dumps({"method": self.command, "path": self.path, "body": body}) + "\n")
-
-        def send_json(self, status, value):
-            data = json.dumps(value).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+def handler(script):
+    class Handler(MockHandler):
         def do_GET(self):
             self.record(None)
             self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
 
         def do_POST(self):
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length)
-            try:
-                body = json.loads(raw or b"{}")
-            except ValueError:
-                body = {"unparsed": raw.decode(errors="replace")}
-            self.record(body)
-            path = self.path.split("?")[0]
+            body = self.json_body()
+            path = self.route()
             if path.endswith("/v1/messages/count_tokens"):
                 return self.send_json(200, {"input_tokens": 10})
             if not path.endswith("/v1/messages"):
-                return self.do_GET()
+                return self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
             content, stop = script.reply(body)
             if not body.get("stream"):
                 return self.send_json(200, message(content, stop))
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("cache-control", "no-cache")
-            self.send_header("connection", "close")
-            self.end_headers()
-            for name, data in sse_events(content, stop):
-                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-            self.wfile.flush()
-            self.close_connection = True
+            self.send_sse(sse_events(content, stop))
 
     return Handler
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free one")
-    parser.add_argument("--port-file", help="write the port here once listening")
-    parser.add_argument("--log", required=True, help="append each request as a JSON line")
+    add_server_args(parser)
     bash = lambda c: [{"name": "Bash", "input": {"command": c, "description": "scripted"}}]  # noqa: E731
     calls = lambda t: v if isinstance(v := json.loads(t), list) else [v]  # noqa: E731
     parser.add_argument("--bash", dest="steps", action="append", type=bash, help="a Bash call (repeatable)")
     parser.add_argument("--tool-json", dest="steps", action="append", type=calls, help='{"name":…,"input":…} or a list of them (one message)')
     parser.add_argument("--final", default="All done.", help="the text that ends the run")
     args = parser.parse_args()
-    steps = args.steps or []
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler(Script(steps, args.final), args.log))
-    if args.port_file:
-        with open(args.port_file + ".tmp", "w") as f:
-            f.write(str(server.server_address[1]))
-        os.replace(args.port_file + ".tmp", args.port_file)
-    server.serve_forever()
-
+    serve(handler(Script(args.steps or [], args.final)), args)
 
 if __name__ == "__main__":
     main()

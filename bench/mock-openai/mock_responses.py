@@ -11,7 +11,7 @@ It emulates what `codex exec` needs from a `model_providers` entry's
 Each scripted step (--call-json, in the order given) is one function call:
 step N answers a request whose `input` already holds N function call
 outputs, and once the steps run out the --final text ends the turn. An
-argument "{{result.FIELD}}" is FIELD of the last output (../mock_fill.py). Every
+argument "{{result.FIELD}}" is FIELD of the last output (../mock_common.py). Every
 request is appended to --log as one JSON line (method, path, body), so the
 outputs Codex sent back can be read.
 
@@ -27,12 +27,10 @@ import argparse
 import json
 import os
 import sys
-import threading
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from mock_fill import fill  # noqa: E402
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from mock_common import MockHandler, add_server_args, fill, serve  # noqa: E402
 
 MODEL = "gpt-mock"
 USAGE = {
@@ -105,65 +103,29 @@ def sse_events(items):
     yield "response.completed", {"type": "response.completed", "response": done}
 
 
-def handler(steps, final, log_path):
-    log_lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *_):
-            pass
-
-        def record(self, body):
-            with log_lock, open(log_path, "a") as log:
-                log.write(json.dumps({"method": self.command, "path": self.path, "body": body}) + "\n")
-
-        def send_json(self, status, value):
-            data = json.dumps(value).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+def handler(steps, final):
+    class Handler(MockHandler):
         def not_found(self):
             self.send_json(404, {"error": {"type": "invalid_request_error", "message": f"mock: no {self.path}"}})
 
         def do_GET(self):
             self.record(None)
-            if self.path.split("?")[0].endswith("/models"):
+            if self.route().endswith("/models"):
                 return self.send_json(200, {"object": "list", "data": [], "models": []})
             self.not_found()
 
         def do_POST(self):
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length)
-            try:
-                body = json.loads(raw or b"{}")
-            except ValueError:
-                body = {"unparsed": raw.decode(errors="replace")}
-            self.record(body)
-            if not self.path.split("?")[0].endswith("/responses"):
+            body = self.json_body()
+            if not self.route().endswith("/responses"):
                 return self.not_found()
-            items = reply_items(steps, final, body)
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("cache-control", "no-cache")
-            self.send_header("connection", "close")
-            self.end_headers()
-            for name, data in sse_events(items):
-                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-            self.wfile.flush()
-            self.close_connection = True
+            self.send_sse(sse_events(reply_items(steps, final, body)))
 
     return Handler
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free one")
-    parser.add_argument("--port-file", help="write the port here once listening")
-    parser.add_argument("--log", required=True, help="append each request as a JSON line")
+    add_server_args(parser)
     parser.add_argument(
         "--call-json",
         dest="steps",
@@ -173,13 +135,7 @@ def main():
     )
     parser.add_argument("--final", default="All done.", help="the text that ends the turn")
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler(args.steps or [], args.final, args.log))
-    if args.port_file:
-        with open(args.port_file + ".tmp", "w") as f:
-            f.write(str(server.server_address[1]))
-        os.replace(args.port_file + ".tmp", args.port_file)
-    server.serve_forever()
-
+    serve(handler(args.steps or [], args.final), args)
 
 if __name__ == "__main__":
     main()
