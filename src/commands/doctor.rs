@@ -178,8 +178,8 @@ fn socket_privacy(_socket: &Path) -> Finding {
 /// Whether the socket's directory (and the socket) are this user's alone.
 #[cfg(unix)]
 fn socket_privacy(socket: &Path) -> Finding {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let me = hark_core::platform::own_user();
+    use hark_core::files::{PrivateDirError, private_dir_mode};
+    use hark_core::platform::{own_user, owner};
     let Some(dir) = socket.parent() else {
         return Finding::not(
             Verdict::Problem,
@@ -188,25 +188,26 @@ fn socket_privacy(socket: &Path) -> Finding {
             "set HARK_SOCKET to a path in a directory",
         );
     };
-    let Ok(meta) = std::fs::metadata(dir) else {
-        return Finding::ok(
-            "socket",
-            format!("{} is made owner-only when a daemon starts", dir.display()),
-        );
+    let mode = match private_dir_mode(dir) {
+        Ok(mode) => mode & 0o777,
+        Err(PrivateDirError::Foreign { owner, me, .. }) => {
+            return Finding::not(
+                Verdict::Problem,
+                "socket",
+                format!(
+                    "{} belongs to uid {owner}, not to you (uid {me})",
+                    dir.display()
+                ),
+                "another user could serve or read your questions there: remove it, or set HARK_SOCKET to a directory of yours",
+            );
+        }
+        Err(_) => {
+            return Finding::ok(
+                "socket",
+                format!("{} is made owner-only when a daemon starts", dir.display()),
+            );
+        }
     };
-    let mode = meta.permissions().mode() & 0o777;
-    if meta.uid() != me {
-        return Finding::not(
-            Verdict::Problem,
-            "socket",
-            format!(
-                "{} belongs to uid {}, not to you (uid {me})",
-                dir.display(),
-                meta.uid()
-            ),
-            "another user could serve or read your questions there: remove it, or set HARK_SOCKET to a directory of yours",
-        );
-    }
     if mode & 0o077 != 0 {
         return Finding::not(
             Verdict::Problem,
@@ -219,12 +220,12 @@ fn socket_privacy(socket: &Path) -> Finding {
         );
     }
     if let Ok(meta) = std::fs::symlink_metadata(socket)
-        && meta.uid() != me
+        && owner(&meta) != own_user()
     {
         return Finding::not(
             Verdict::Problem,
             "socket",
-            format!("{} belongs to uid {}", socket.display(), meta.uid()),
+            format!("{} belongs to uid {}", socket.display(), owner(&meta)),
             "remove it; hark serves only its own socket",
         );
     }

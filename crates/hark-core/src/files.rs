@@ -75,23 +75,10 @@ pub fn children_named(parent: u32, comm: &str) -> Vec<u32> {
 /// directory others can write, another user could replace what hark puts
 /// there: a socket, and answer the questions sent to it).
 pub fn ensure_private_dir(dir: &Path) -> Result<(), PrivateDirError> {
-    let io_err = |source| PrivateDirError::Io {
-        path: dir.to_owned(),
-        source,
-    };
-    match std::fs::metadata(dir) {
+    match private_dir_mode(dir) {
         #[cfg(unix)]
-        Ok(meta) => {
-            use std::os::unix::fs::{MetadataExt, PermissionsExt};
-            let me = crate::platform::own_user();
-            if meta.uid() != me {
-                return Err(PrivateDirError::Foreign {
-                    path: dir.to_owned(),
-                    owner: meta.uid(),
-                    me,
-                });
-            }
-            let mode = meta.mode() & 0o7777;
+        Ok(mode) => {
+            use std::os::unix::fs::PermissionsExt;
             if mode & 0o077 != 0 {
                 std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(
                     |source| PrivateDirError::Loose {
@@ -111,14 +98,45 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PrivateDirError> {
         // profile (see `crate::platform`).
         #[cfg(windows)]
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        Err(PrivateDirError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
             let mut builder = std::fs::DirBuilder::new();
             builder.recursive(true);
             #[cfg(unix)]
             std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-            builder.create(dir).map_err(io_err)
+            builder.create(dir).map_err(|source| PrivateDirError::Io {
+                path: dir.to_owned(),
+                source,
+            })
         }
-        Err(e) => Err(io_err(e)),
+        Err(e) => Err(e),
+    }
+}
+
+/// An existing directory's mode (permission bits; 0 on Windows, which has
+/// none), refused when it belongs to another user. Changes nothing: what
+/// [`ensure_private_dir`] acts on, and `hark doctor` reports.
+pub fn private_dir_mode(dir: &Path) -> Result<u32, PrivateDirError> {
+    let meta = std::fs::metadata(dir).map_err(|source| PrivateDirError::Io {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let (owner, me) = (crate::platform::owner(&meta), crate::platform::own_user());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if owner != me {
+            return Err(PrivateDirError::Foreign {
+                path: dir.to_owned(),
+                owner,
+                me,
+            });
+        }
+        Ok(meta.mode() & 0o7777)
+    }
+    #[cfg(windows)]
+    {
+        let _ = (owner, me);
+        Ok(0)
     }
 }
 
