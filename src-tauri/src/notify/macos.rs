@@ -10,7 +10,6 @@
 #![allow(unsafe_code)]
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use block2::RcBlock;
 use objc2::rc::Retained;
@@ -25,7 +24,7 @@ use objc2_user_notifications::{
 };
 use tokio::sync::mpsc;
 
-use super::{Backend, BoxFuture, Event, Note, OPEN};
+use super::{Backend, BoxFuture, Counted, Event, Note, OPEN};
 
 /// What the system sends for a click on the notification's body.
 const DEFAULT_ACTION: &str = "com.apple.UNNotificationDefaultActionIdentifier";
@@ -121,27 +120,12 @@ type Buttons = Vec<(String, String)>;
 
 /// The notifications' ids (counted here, as the requests' identifiers),
 /// the categories their buttons need, and the delegate.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct UserNotifications {
-    next: AtomicU32,
     /// Each shown notification's category: its buttons.
     categories: Mutex<Vec<(u32, Buttons)>>,
     delegate: Mutex<Option<Kept>>,
-    events: Mutex<Option<mpsc::UnboundedReceiver<Event>>>,
-    sender: mpsc::UnboundedSender<Event>,
-}
-
-impl Default for UserNotifications {
-    fn default() -> UserNotifications {
-        let (sender, events) = mpsc::unbounded_channel();
-        UserNotifications {
-            next: AtomicU32::new(1),
-            categories: Mutex::default(),
-            delegate: Mutex::default(),
-            events: Mutex::new(Some(events)),
-            sender,
-        }
-    }
+    counted: Counted,
 }
 
 /// The center, where macOS gives this process one (an app bundle).
@@ -163,7 +147,7 @@ impl UserNotifications {
         if delegate.is_some() {
             return;
         }
-        let kept = Delegate::new(self.sender.clone());
+        let kept = Delegate::new(self.counted.sender.clone());
         center.setDelegate(Some(ProtocolObject::from_ref(&*kept)));
         let asked = RcBlock::new(|granted: Bool, _error: *mut NSError| {
             if !granted.as_bool() {
@@ -209,7 +193,7 @@ impl Backend for UserNotifications {
     fn show<'a>(&'a self, note: &'a Note, _replaces: u32) -> BoxFuture<'a, Result<u32, String>> {
         let shown = center().map(|center| {
             self.start(&center);
-            let id = self.next.fetch_add(1, Ordering::Relaxed);
+            let id = self.counted.next_id();
             let buttons: Buttons = note
                 .actions
                 .iter()
@@ -254,13 +238,7 @@ impl Backend for UserNotifications {
     }
 
     fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, String>> {
-        let events = center().and_then(|_| {
-            self.events
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take()
-                .ok_or_else(|| "the notifications' events are followed already".to_owned())
-        });
+        let events = center().and_then(|_| self.counted.take_events());
         Box::pin(async move { events })
     }
 }

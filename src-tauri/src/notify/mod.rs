@@ -74,6 +74,46 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, String>>;
 }
 
+/// What a backend keeps whose platform gives its notifications no ids
+/// and calls back from threads of its own (Windows, macOS): ids counted
+/// here, and the channel its callbacks send the events on.
+#[cfg(any(windows, target_os = "macos"))]
+#[derive(Debug)]
+struct Counted {
+    next: std::sync::atomic::AtomicU32,
+    sender: mpsc::UnboundedSender<Event>,
+    events: Mutex<Option<mpsc::UnboundedReceiver<Event>>>,
+}
+
+#[cfg(any(windows, target_os = "macos"))]
+impl Default for Counted {
+    fn default() -> Counted {
+        let (sender, events) = mpsc::unbounded_channel();
+        Counted {
+            next: std::sync::atomic::AtomicU32::new(1),
+            sender,
+            events: Mutex::new(Some(events)),
+        }
+    }
+}
+
+#[cfg(any(windows, target_os = "macos"))]
+impl Counted {
+    /// The next notification's id.
+    fn next_id(&self) -> u32 {
+        self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The events, to the one listener.
+    fn take_events(&self) -> Result<mpsc::UnboundedReceiver<Event>, String> {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| "the notifications' events are followed already".to_owned())
+    }
+}
+
 /// The platform's backend.
 fn backend() -> Box<dyn Backend> {
     #[cfg(target_os = "linux")]

@@ -7,38 +7,22 @@
 //! toasts are sent under PowerShell's (they say so). Compiled in CI; never
 //! run.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use tauri_winrt_notification::Toast;
 use tokio::sync::mpsc;
 
-use super::{Backend, BoxFuture, Event, Note, OPEN};
+use super::{Backend, BoxFuture, Counted, Event, Note, OPEN};
 
 /// The toasts' ids (counted here; WinRT has none to give) and where their
 /// events go.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Toasts {
-    next: AtomicU32,
-    sender: mpsc::UnboundedSender<Event>,
-    events: Mutex<Option<mpsc::UnboundedReceiver<Event>>>,
-}
-
-impl Default for Toasts {
-    fn default() -> Toasts {
-        let (sender, events) = mpsc::unbounded_channel();
-        Toasts {
-            next: AtomicU32::new(1),
-            sender,
-            events: Mutex::new(Some(events)),
-        }
-    }
+    counted: Counted,
 }
 
 impl Backend for Toasts {
     fn show<'a>(&'a self, note: &'a Note, _replaces: u32) -> BoxFuture<'a, Result<u32, String>> {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let (clicked, dismissed) = (self.sender.clone(), self.sender.clone());
+        let id = self.counted.next_id();
+        let (clicked, dismissed) = (self.counted.sender.clone(), self.counted.sender.clone());
         let note = note.clone();
         // Built and shown on a blocking thread: a toast is COM objects, not
         // to be sent between threads, and showing one waits a little.
@@ -74,9 +58,7 @@ impl Backend for Toasts {
     }
 
     fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, String>> {
-        let events = self.events.lock().unwrap_or_else(|e| e.into_inner()).take();
-        Box::pin(async move {
-            events.ok_or_else(|| "the toasts' events are followed already".to_owned())
-        })
+        let events = self.counted.take_events();
+        Box::pin(async move { events })
     }
 }
