@@ -1,10 +1,14 @@
 //! Which simple commands are read-only: a [`CommandRule`] names a command
 //! (`sort`, `git log`) and the flags it may carry. The rules are an
 //! allowlist: a flag no rule lists, a missing value, or one operand too
-//! many, and the command is not read-only. The defaults are in
-//! `defaults.toml`; the config adds more.
+//! many, and the command is not read-only. Where the operands are a small
+//! language (a `sed` script, an `awk` program, a `test` expression), the
+//! rule says so and [`operands`](super::operands) reads them. The defaults
+//! are in `defaults.toml`; the config adds more.
 
 use serde::Deserialize;
+
+use super::operands::Operands;
 
 /// One read-only command and what it may carry.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -17,9 +21,24 @@ pub struct CommandRule {
     /// be combined (`-la`), and a long one may be written `--color=never`.
     #[serde(default)]
     pub flags: Vec<String>,
-    /// Flags that take a value: `-k 2`, `-k2`, `--key 2`, `--key=2`.
+    /// Flags that take a value: `-k 2`, `-k2`, `--key 2`, `--key=2`. A
+    /// flag whose value is optional (git's `--abbrev[=N]`) belongs in
+    /// `flags`, written `--abbrev=7`: as a value flag it would swallow the
+    /// next word, which the program reads as a flag of its own.
     #[serde(default)]
     pub value_flags: Vec<String>,
+    /// Flags that take two values: jq's `--arg NAME VALUE`.
+    #[serde(default)]
+    pub pair_flags: Vec<String>,
+    /// When not empty, one of these flags must be present: `git config`
+    /// only reads with `--get`, `--list` and their kin.
+    #[serde(default)]
+    pub requires_one_of: Vec<String>,
+    /// What the operands are: any words by default, or a program the
+    /// gate reads (`sed`, `awk`), a `test` expression, `+FORMAT` words
+    /// (`date`), `NAME=VALUE` words (`env`).
+    #[serde(default)]
+    pub operands: Operands,
     /// The most operands (words that are not flags) it may have; no limit
     /// when left out. `uniq` has 1: its second operand is a file it writes.
     #[serde(default)]
@@ -55,6 +74,11 @@ pub enum RuleError {
     NotBare { command: String },
     #[error("the read_only_commands entry {command:?} lists {flag:?}, which is not a flag")]
     NotAFlag { command: String, flag: String },
+    #[error(
+        "the read_only_commands entry {command:?} is refused: its operands are a program that \
+         can write; say operands = {operands:?} so that the gate reads it"
+    )]
+    Program { command: String, operands: String },
 }
 
 /// The global git options a read-only git command may carry: `-C DIR`
@@ -104,10 +128,26 @@ impl CommandRule {
             w.chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
         };
-        if !self.command.split_whitespace().all(bare) {
+        let bracket = |w: &str| matches!(w, "[" | "[[");
+        if !self
+            .command
+            .split_whitespace()
+            .all(|w| bare(w) || bracket(w))
+        {
             return Err(RuleError::NotBare { command });
         }
-        let listed = self.flags.iter().chain(&self.value_flags);
+        let name = self.command.split_whitespace().next().unwrap_or_default();
+        if let Some(language) = Operands::of_program(name)
+            && self.operands != language
+        {
+            let operands = language.to_string();
+            return Err(RuleError::Program { command, operands });
+        }
+        let listed = self
+            .flags
+            .iter()
+            .chain(&self.value_flags)
+            .chain(&self.pair_flags);
         if let Some(flag) = listed
             .into_iter()
             .find(|f| !f.starts_with('-') || f.len() < 2)
@@ -127,99 +167,133 @@ impl CommandRule {
         if name.is_empty() || !words.starts_with(&name) || name[0] == "hark" {
             return false;
         }
-        self.arguments(&words[name.len()..])
+        let rest = &words[name.len()..];
+        if self.operands == Operands::Test {
+            return Operands::test(name[0], rest);
+        }
+        let Some(arguments) = self.arguments(rest) else {
+            return false;
+        };
+        let required = self.requires_one_of.is_empty()
+            || arguments
+                .flags
+                .iter()
+                .any(|f| self.requires_one_of.contains(&f.name));
+        required
+            && self
+                .max_operands
+                .is_none_or(|max| arguments.operands.len() <= max)
+            && self.operands.accept(&arguments)
     }
 
-    fn arguments(&self, words: &[&str]) -> bool {
-        let mut operands = 0;
+    /// The words after the command's name read as flags and operands;
+    /// `None` when a flag is not allowed or lacks its value.
+    fn arguments<'w>(&self, words: &[&'w str]) -> Option<Arguments<'w>> {
+        let mut out = Arguments::default();
         let mut words = words.iter();
         while let Some(&word) = words.next() {
             if word == "--" {
-                operands += words.len();
+                out.operands.extend(words.by_ref());
                 break;
             }
             if !word.starts_with('-') || word == "-" {
-                operands += 1;
+                out.operands.push(word);
                 continue;
             }
-            match self.flag(word) {
-                Flag::Alone => {}
-                Flag::Valued => {
-                    if words.next().is_none() {
-                        return false;
-                    }
-                }
-                Flag::Refused => return false,
+            out.flag_after_operand |= !out.operands.is_empty();
+            let wanted = self.flag(word, &mut out.flags)?;
+            for _ in 0..wanted {
+                let value = words.next()?;
+                out.flags.last_mut()?.values.push(value);
             }
         }
-        self.max_operands.is_none_or(|max| operands <= max)
+        Some(out)
     }
 
-    /// How one word starting with `-` reads under this rule.
-    fn flag(&self, word: &str) -> Flag {
+    /// Reads one word starting with `-` into `flags`; how many of the
+    /// following words are its values, or `None` when it is not allowed.
+    fn flag<'w>(&self, word: &'w str, flags: &mut Vec<FlagUse<'w>>) -> Option<usize> {
         let listed = |list: &[String], flag: &str| list.iter().any(|f| f == flag);
-        if listed(&self.flags, word) {
-            return Flag::Alone;
-        }
-        if listed(&self.value_flags, word) {
-            return Flag::Valued;
-        }
-        if let Some((name, _)) = word.split_once('=') {
-            let known = listed(&self.flags, name) || listed(&self.value_flags, name);
-            return if known && name.starts_with("--") {
-                Flag::Alone
+        let mut push = |name: &str, value: Option<&'w str>| {
+            flags.push(FlagUse {
+                name: name.to_owned(),
+                values: value.into_iter().collect(),
+            })
+        };
+        let arity = |flag: &str| {
+            if listed(&self.flags, flag) {
+                Some(0)
+            } else if listed(&self.value_flags, flag) {
+                Some(1)
+            } else if listed(&self.pair_flags, flag) {
+                Some(2)
             } else {
-                Flag::Refused
-            };
+                None
+            }
+        };
+        if let Some(wanted) = arity(word) {
+            push(word, None);
+            return Some(wanted);
+        }
+        if let Some((name, value)) = word.split_once('=') {
+            // `--key=2` (a long flag only; `--arg=N V` is no form jq reads).
+            let known = matches!(arity(name), Some(0 | 1)) && name.starts_with("--");
+            return known.then(|| push(name, Some(value))).map(|()| 0);
         }
         let short = &word[1..];
         if word.starts_with("--") || short.is_empty() {
-            return Flag::Refused;
+            return None;
         }
         if self.numeric_flag && short.bytes().all(|b| b.is_ascii_digit()) {
-            return Flag::Alone;
+            push(word, None);
+            return Some(0);
         }
+        let letters = short.char_indices().map(|(at, letter)| {
+            let rest = &short[at + letter.len_utf8()..];
+            (format!("-{letter}"), rest)
+        });
         if !self.combine && short.chars().count() > 1 {
-            return self.attached(word);
+            // Flags that do not combine (`find -name`): only a value
+            // attached to a single letter (`-L2`) is read so.
+            let (flag, rest) = letters.into_iter().next()?;
+            return (arity(&flag) == Some(1))
+                .then(|| push(&flag, Some(rest)))
+                .map(|()| 0);
         }
-        // Combined single-letter flags: each one alone, except that one
-        // taking a value ends the word (its value is the rest, or the next).
-        for (at, letter) in short.char_indices() {
-            let flag = format!("-{letter}");
-            if listed(&self.flags, &flag) {
-                continue;
+        // Combined single-letter flags (`-la`), each one alone, except that
+        // one taking a value ends the word: its value is the rest, or the
+        // next word.
+        for (flag, rest) in letters {
+            match arity(&flag) {
+                Some(0) => push(&flag, None),
+                Some(1) if rest.is_empty() => {
+                    push(&flag, None);
+                    return Some(1);
+                }
+                Some(1) => {
+                    push(&flag, Some(rest));
+                    return Some(0);
+                }
+                _ => return None,
             }
-            if listed(&self.value_flags, &flag) {
-                let attached = at + letter.len_utf8() < short.len();
-                return if attached { Flag::Alone } else { Flag::Valued };
-            }
-            return Flag::Refused;
         }
-        Flag::Alone
-    }
-
-    /// A single-letter flag with its value attached (`-L2`), for a rule
-    /// whose flags do not combine.
-    fn attached(&self, word: &str) -> Flag {
-        let mut chars = word.char_indices().skip(1);
-        let Some((at, letter)) = chars.next() else {
-            return Flag::Refused;
-        };
-        let flag = &word[..at + letter.len_utf8()];
-        if self.value_flags.iter().any(|f| f == flag) {
-            Flag::Alone
-        } else {
-            Flag::Refused
-        }
+        Some(0)
     }
 }
 
-/// How a flag word reads.
-enum Flag {
-    /// Complete in itself.
-    Alone,
-    /// Takes the next word as its value.
-    Valued,
-    /// Not allowed.
-    Refused,
+/// One flag as read: its name (`-e`, `--expression`) and its values.
+#[derive(Debug)]
+pub struct FlagUse<'w> {
+    pub name: String,
+    pub values: Vec<&'w str>,
+}
+
+/// A simple command's words after its name, as one rule reads them.
+#[derive(Debug, Default)]
+pub struct Arguments<'w> {
+    pub flags: Vec<FlagUse<'w>>,
+    pub operands: Vec<&'w str>,
+    /// Whether a flag came after an operand: GNU tools read it as a flag,
+    /// BSD ones as an operand.
+    pub flag_after_operand: bool,
 }

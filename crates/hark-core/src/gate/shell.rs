@@ -4,9 +4,10 @@
 //! the whole line is built of constructs that cannot write by themselves
 //! (lists, pipelines, groups, subshells, `!`, comments, redirections to
 //! `/dev/null` or between descriptors, reads from a file, literal here
-//! documents); anything else — a substitution, an expansion, an assignment,
-//! a function, a loop, `&`, a node it does not know — yields nothing, and
-//! the gate asks. [`Script::all_commands`] is lenient: it finds every simple
+//! documents, `[ … ]` and `[[ … ]]` tests, and `<( … )`, whose commands
+//! are yielded too); anything else — a command substitution, an expansion,
+//! an assignment, `>( … )`, a function, a loop, `&`, a node it does not
+//! know — yields nothing, and the gate asks. [`Script::all_commands`] is lenient: it finds every simple
 //! command anywhere, nested ones too, for spotting external effects.
 
 use tree_sitter::{Node, Parser, Tree};
@@ -81,19 +82,30 @@ impl<'a> Script<'a> {
             | "compound_statement"
             | "subshell"
             | "negated_command"
-            | "redirected_statement" => children(node).all(|c| {
-                if !c.is_named() {
-                    JOINERS.contains(&c.kind())
-                } else if is_redirect(&c) {
-                    self.redirect(c)
-                } else {
-                    self.statement(c, out)
-                }
-            }),
+            | "redirected_statement" => self.sequence(children(node), out),
             "command" => self.command(node, out),
+            "test_command" => self.test_command(node, out),
             "comment" => true,
             _ => false,
         }
+    }
+
+    /// Statements, redirections and the tokens that join them.
+    fn sequence<'t>(
+        &self,
+        parts: impl Iterator<Item = Node<'t>>,
+        out: &mut Vec<Vec<String>>,
+    ) -> bool {
+        let mut parts = parts;
+        parts.all(|c| {
+            if !c.is_named() {
+                JOINERS.contains(&c.kind())
+            } else if is_redirect(&c) {
+                self.redirect(c, out)
+            } else {
+                self.statement(c, out)
+            }
+        })
     }
 
     fn command(&self, node: Node, out: &mut Vec<Vec<String>>) -> bool {
@@ -106,8 +118,8 @@ impl<'a> Script<'a> {
                         .map(|n| words.push(n))
                         .is_some()
                 }
-                _ if is_redirect(&child) => self.redirect(child),
-                _ if child.is_named() => self.literal(child).map(|w| words.push(w)).is_some(),
+                _ if is_redirect(&child) => self.redirect(child, out),
+                _ if child.is_named() => self.word(child, out).map(|w| words.push(w)).is_some(),
                 _ => false,
             };
             if !ok {
@@ -118,15 +130,64 @@ impl<'a> Script<'a> {
         true
     }
 
+    /// A command's argument: a literal word, or a process substitution
+    /// that only reads (`<( … )` of statements that pass here too), which
+    /// the command sees as a `/dev/fd/N` path. `>( … )` takes what the
+    /// command writes: never read-only.
+    fn word(&self, node: Node, out: &mut Vec<Vec<String>>) -> Option<String> {
+        if node.kind() != "process_substitution" {
+            return self.literal(node);
+        }
+        let mut parts = children(node);
+        let reads = parts.next().is_some_and(|open| open.kind() == "<(");
+        (reads && self.sequence(parts, out)).then(|| "/dev/fd/63".to_owned())
+    }
+
+    /// `[ … ]` or `[[ … ]]` as the words of a simple command named `[` or
+    /// `[[` (its operators and literal operands in order, the closing
+    /// bracket last), for the `test` rules to judge. `[` is a command to
+    /// bash, so a token tree-sitter reads as an operator there but bash as
+    /// syntax (`<`, `>`, `(`, `&&`: `[ a > b ]` writes `b`) is refused.
+    fn test_command(&self, node: Node, out: &mut Vec<Vec<String>>) -> bool {
+        let single = node.child(0).is_some_and(|open| open.kind() == "[");
+        let mut words = Vec::new();
+        let ok = self.test_words(node, single, &mut words);
+        out.push(words);
+        ok
+    }
+
+    fn test_words(&self, node: Node, single: bool, words: &mut Vec<String>) -> bool {
+        children(node).all(|c| {
+            let word = match c.kind() {
+                "unary_expression" | "binary_expression" => {
+                    return self.test_words(c, single, words);
+                }
+                "parenthesized_expression" => return !single && self.test_words(c, single, words),
+                "test_operator" => Some(self.text(c).to_owned()),
+                "extglob_pattern" => bare_word(self.text(c)),
+                "regex" if c.named_child_count() == 0 => Some(self.text(c).to_owned()),
+                "[" | "]" | "[[" | "]]" | "!" | "=" | "==" | "!=" => Some(c.kind().to_owned()),
+                "(" | ")" | "&&" | "||" | "<" | ">" | "=~" if !single => Some(c.kind().to_owned()),
+                _ if c.is_named() => self.literal(c),
+                _ => None,
+            };
+            word.map(|w| words.push(w)).is_some()
+        })
+    }
+
     /// Whether a redirection cannot write: `>/dev/null` (and `2>`, `&>`,
-    /// `>>`), a descriptor duplicated onto another (`2>&1`), a file read
-    /// with `<`, a literal here-string or here-document.
-    fn redirect(&self, node: Node) -> bool {
+    /// `>>`), a descriptor duplicated onto another (`2>&1`), a file (or a
+    /// read-only `<( … )`) read with `<`, a literal here-string or
+    /// here-document.
+    fn redirect(&self, node: Node, out: &mut Vec<Vec<String>>) -> bool {
         let operator = children(node).find(|c| !c.is_named()).map(|c| c.kind());
         // Exactly one target: words the grammar hangs after it are the
         // command's arguments to bash, and must not slip past the rules.
         let mut targets = children(node).filter(|c| c.is_named() && c.kind() != "file_descriptor");
-        let target = targets.next().and_then(|t| self.literal(t));
+        let target = targets.next().and_then(|t| match operator {
+            Some("<") => self.word(t, out),
+            _ => self.literal(t),
+        });
         let target = target.filter(|_| targets.next().is_none());
         match node.kind() {
             "file_redirect" => match (operator, target.as_deref()) {
