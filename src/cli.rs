@@ -238,6 +238,12 @@ pub struct RunArgs {
     /// for the run or for the session; with nobody attached it is denied.
     #[arg(long)]
     pub read_only: bool,
+    /// Start the agent unconfined: hark's socket, store and config, the
+    /// display and the session bus are then within its reach, and the run
+    /// is labelled "not confined" everywhere (`[confine] enabled = false`
+    /// does the same for every run).
+    #[arg(long)]
+    pub no_confine: bool,
     /// Authored questions to ask before the agent starts (JSON:
     /// {preamble, questions:[{id, prompt, options:[{value,label}],
     /// defaults, multi}], when: "thread-start"|"every-turn"}); their

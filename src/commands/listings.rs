@@ -128,6 +128,9 @@ fn show_run(run: &RunView, now_ms: u64) {
         run.pending,
         visible(&clip(&run.command, 100)),
     );
+    if let Some(confinement) = &run.confinement {
+        println!("          {}", visible(&confinement.label()));
+    }
     if let Some(result) = run.result.as_deref().and_then(|r| r.lines().next()) {
         println!("          → {}", visible(&clip(result, 120)));
     }

@@ -33,6 +33,9 @@
 //!   AskUserQuestion's previews and notes.
 //! - `tree`: an agent, and every process it starts, is refused the
 //!   operator's frames while it waits on the operator.
+//! - `confine`: what `hark run` starts cannot reach the operator's side at
+//!   all: helpers its tools detach (`setsid -f`, a double fork, `nohup`)
+//!   try the socket, the store, a paused run's file, the config, the display.
 //! - `support`: what they share beyond the harness: the build under test,
 //!   sandboxes and daemons, MCP clients, the questions, the fake agent's
 //!   record; `support::desktop` drives the app through WebDriver.
@@ -40,6 +43,7 @@
 mod approvals;
 mod bridge;
 mod codex;
+mod confine;
 mod desktop;
 mod doctor;
 mod fake_agent;

@@ -17,6 +17,11 @@
 //! buttons = true           # answer a short single-select question from its notification
 //! urgency = "normal"       # low, normal or critical, as the notification server is told
 //!
+//! [confine]                # what `hark run` starts runs where hark's socket, store and config do not exist
+//! enabled = true           # `hark run --no-confine` turns it off for one run
+//! display = false          # leave the X/Wayland display reachable inside
+//! session_bus = false      # leave the session bus reachable inside
+//!
 //! [approvals]              # the write-mode gate (`hark run --read-only`); adds to its defaults
 //! read_only_tools = ["MyViewer"]                  # tools that pass unasked
 //! external_effects = ["make deploy"]              # asked every time, never granted longer
@@ -80,6 +85,9 @@ pub struct Config {
     /// within the bounded wait: park the agent until you do, or let it
     /// proceed without the answer.
     pub on_timeout: OnTimeout,
+    /// Where what `hark run` starts runs: hark's socket, store and config
+    /// out of its reach, and whether the display and the session bus stay.
+    pub confine: crate::confine::Options,
 }
 
 /// What happens to a dispatched run's question nobody answers in time.
@@ -166,6 +174,7 @@ impl Default for Config {
             notifications: Notifications::default(),
             approvals: Policy::default(),
             on_timeout: OnTimeout::default(),
+            confine: crate::confine::Options::default(),
         }
     }
 }

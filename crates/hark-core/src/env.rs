@@ -18,6 +18,9 @@ pub const RUN_ID: &str = "HARK_RUN_ID";
 pub const STOP_WITH_PARENT: &str = "HARK_STOP_WITH_PARENT";
 /// Where the store (`hark.db`) and the run logs live.
 pub const DATA_DIR: &str = "HARK_DATA_DIR";
+/// Set inside a confined run to the mechanism's name (`bubblewrap`): what
+/// the agent and its tools can tell of their confinement.
+pub const CONFINED: &str = "HARK_CONFINED";
 /// The config file.
 pub const CONFIG: &str = "HARK_CONFIG";
 /// The log level: `error`, `warn`, `info`, `debug`, `trace`.

@@ -23,6 +23,9 @@
 //! - [`agent`]: composing an agent's command line (`claude -p`, `codex
 //!   exec`) with the bridge attached exactly when someone can answer, and
 //!   the config other MCP clients need for it.
+//! - [`confine`]: where what `hark run` starts runs — the operator's
+//!   places (socket, store, config, display, bus) out of its world — as
+//!   bubblewrap's command line on Linux and a Seatbelt profile on macOS.
 //! - [`autostart`]: the XDG autostart entry that starts the app at login.
 //! - [`prompter`]: the `OperatorPrompter` seam and the scripted prompter
 //!   (the terminal's lives in the `hark` binary, the desktop's in
@@ -43,6 +46,7 @@ pub mod agent;
 pub mod autostart;
 pub mod bridge;
 pub mod config;
+pub mod confine;
 pub mod daemon;
 pub mod env;
 pub mod files;

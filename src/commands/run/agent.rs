@@ -10,6 +10,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use hark_core::agent::{ASK_TOOL, AgentKind, Composed};
+use hark_core::confine::Plan;
 
 use super::{RunError, StopSignals};
 
@@ -73,6 +74,7 @@ pub fn existing_settings(settings: &str) -> Result<String, RunError> {
 /// Starts the agent, shows its stream, and waits for it.
 pub async fn run_agent(
     composed: Composed,
+    confine: &Plan,
     kind: AgentKind,
     cwd: Option<&PathBuf>,
     env: Option<&BTreeMap<String, String>>,
@@ -85,7 +87,15 @@ pub async fn run_agent(
         true => hark_core::platform::find_program(&program).unwrap_or(program),
         false => program,
     };
-    let mut command = Command::new(&program);
+    // Confined, the agent is the last word of the mechanism's command line.
+    let mut command = match confine.prefix.split_first() {
+        Some((mechanism, args)) => {
+            let mut command = Command::new(mechanism);
+            command.args(args).arg(&program);
+            command
+        }
+        None => Command::new(&program),
+    };
     // In `env` when it is given (a resumed run's: the one it started with),
     // else in this process's; and with hark's variables. Its stdin is
     // closed: `codex exec` reads it to its end before it starts.

@@ -32,6 +32,7 @@ use hark_core::bridge::relay::{Relay, RunDir};
 use hark_core::bridge::socket;
 use hark_core::bridge::wire::ClientFrame;
 use hark_core::config::{Config, OnTimeout};
+use hark_core::confine::{self, Confinement};
 use hark_core::gate::intake::{Given, Intake, When};
 use hark_core::model::ids::{Ids, RunId, SessionId};
 use hark_core::model::run::RunStart;
@@ -171,6 +172,9 @@ struct Setup {
     wrapped: Option<UserCommand>,
     /// Where the agent works, absolute: a read-only run's sandbox names it.
     cwd: PathBuf,
+    /// Where the agent runs: out of the operator's reach, unless it cannot
+    /// be or was not wanted.
+    confine: confine::Plan,
 }
 
 impl Setup {
@@ -272,6 +276,18 @@ impl Setup {
             None => std::env::current_dir().map_err(RunError::Cwd)?,
         };
         let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
+        let run_dirs: Vec<&std::path::Path> = bridge
+            .iter()
+            .map(|(relay, _)| relay.dir.path())
+            .chain(headless_gate.iter().map(|(dir, _)| dir.path()))
+            .collect();
+        let confine = confine::plan(
+            &confine::Session::current(),
+            &cwd,
+            &run_dirs,
+            &config.confine,
+            !args.no_confine,
+        );
         Ok(Setup {
             run_id,
             session,
@@ -283,6 +299,7 @@ impl Setup {
             kind,
             wrapped,
             cwd,
+            confine,
         })
     }
 
@@ -333,6 +350,17 @@ impl Setup {
                 (false, true) => "read-only with no operator attached: every write is denied",
             }
         );
+        match &self.confine.confinement {
+            Confinement::Confined { by } => eprintln!(
+                "hark: confined by {by}: hark's socket, store and config do not exist for the agent"
+            ),
+            Confinement::Unavailable { reason } => eprintln!(
+                "hark: NOT CONFINED: {reason}; the agent can reach hark's socket, store and config (hint: `hark doctor`)"
+            ),
+            Confinement::Off => eprintln!(
+                "hark: not confined (turned off): the agent can reach hark's socket, store and config"
+            ),
+        }
     }
 
     /// Records a run frame in the operator's store, so the app and `hark
@@ -364,6 +392,7 @@ impl Setup {
             command,
             cwd: cwd.map(|d| d.display().to_string()),
             pid: std::process::id(),
+            confinement: Some(self.confine.confinement.clone()),
         }
     }
 }
@@ -542,6 +571,7 @@ async fn turns(
         );
         let turn = agent::run_agent(
             composed,
+            &setup.confine,
             setup.kind,
             args.cwd.as_ref(),
             resumed_env.as_ref(),

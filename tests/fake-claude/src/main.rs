@@ -17,6 +17,8 @@
 //!   itself (a sub-agent inheriting the MCP config and settings, in a
 //!   session of its own) that asks; `SAY text`;
 //!   `HANG` waits until killed; `EXIT n` sets the exit status;
+//!   `SHELL command` runs `sh -c command` as an allowed Bash tool call
+//!   (its output is the tool result);
 //!   `BACKGROUND` starts a long `sleep` that outlives the agent unless its
 //!   process group is ended (as a tool's background shell would), and logs
 //!   its pid as `{"background_pid": N}`;
@@ -623,6 +625,10 @@ impl Session {
                     None
                 }
                 "HANG" => std::future::pending().await,
+                "SHELL" => {
+                    self.shell(rest).await;
+                    None
+                }
                 "BACKGROUND" => {
                     background();
                     None
@@ -645,6 +651,29 @@ impl Session {
             }
         }
         None
+    }
+
+    /// Runs `sh -c COMMAND` as the Bash tool of a run that allows it does
+    /// (no permission asked), and reports its output as the tool's result.
+    async fn shell(&mut self, command: &str) {
+        let tool_use = self.tool_use("Bash", json!({"command": command}));
+        let output = tokio::process::Command::new("sh")
+            .args(["-c", command])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await;
+        let (text, is_error) = match output {
+            Ok(out) => (
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+                !out.status.success(),
+            ),
+            Err(e) => (format!("cannot run sh: {e}"), true),
+        };
+        self.tool_result(&tool_use.id, text, is_error);
     }
 
     /// Runs a sub-agent (a child of this program) that inherits the MCP

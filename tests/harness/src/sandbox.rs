@@ -54,9 +54,16 @@ impl Sandbox {
     /// Lays out a fresh temp dir named `PREFIX…` (owner-only, as hark
     /// wants) for the binaries in `bin_dir`.
     pub fn new(prefix: &str, bin_dir: &Path) -> Result<Sandbox, SandboxError> {
+        // Not in /tmp: a confined run's agent has a private /tmp, and what
+        // the tests read back from it (the fake agent's log) must be where
+        // the test can see it.
+        let base = [Path::new("/var/tmp")]
+            .into_iter()
+            .find(|dir| dir.is_dir())
+            .map_or_else(std::env::temp_dir, Path::to_path_buf);
         let root = tempfile::Builder::new()
             .prefix(prefix)
-            .tempdir()
+            .tempdir_in(base)
             .map_err(SandboxError::TempDir)?;
         for (_, dir) in SANDBOX_DIRS {
             let dir = root.path().join(dir);

@@ -209,6 +209,14 @@ async fn relay(agent: Stream, app_socket: PathBuf, run_id: RunId, session_id: Se
     };
     caller.session_id = Some(session_id);
     caller.run_id = Some(run_id);
+    // A confined agent names pids of its own PID namespace, which mean
+    // another process out here: the kernel's word for the asking process
+    // (its MCP server, which lives as long as the agent) stands instead.
+    if let Some(peer) = platform::peer_pid(reader.get_ref())
+        && !platform::in_our_pid_namespace(peer)
+    {
+        caller.asker.pid = u32::try_from(peer).ok();
+    }
     let mut app = match client::connect(&app_socket).await {
         Ok(app) => app,
         Err(e @ ClientError::Unreachable { .. }) => {

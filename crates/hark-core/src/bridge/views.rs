@@ -150,6 +150,9 @@ pub struct RunView {
     pub result: Option<String>,
     /// What the run cost, as the agent reported it.
     pub cost_usd: Option<f64>,
+    /// Where its agent ran: confined, or not and why.
+    #[serde(default)]
+    pub confinement: Option<crate::confine::Confinement>,
     /// Some of its text was clipped for a listing (each cut is marked
     /// `…[clipped, SIZE]`); the store keeps it whole.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -172,6 +175,7 @@ impl From<RunRecord> for RunView {
             pending: r.pending,
             result: r.result,
             cost_usd: r.cost_usd,
+            confinement: r.confinement,
             clipped: false,
         }
     }

@@ -106,6 +106,7 @@ impl Dispatcher {
             command: format!("hark run -- {}", request.prompt.trim()),
             cwd: request.cwd.as_ref().map(|d| d.display().to_string()),
             pid: child.id().unwrap_or_default(),
+            confinement: None,
         };
         tokio::spawn(watch(
             child,

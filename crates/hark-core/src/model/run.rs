@@ -31,4 +31,7 @@ pub struct RunStart {
     pub cwd: Option<String>,
     /// The `hark run` process: a run whose process is gone is failed.
     pub pid: u32,
+    /// Where its agent runs (none from a `hark run` older than confinement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<crate::confine::Confinement>,
 }

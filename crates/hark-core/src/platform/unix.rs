@@ -51,6 +51,17 @@ pub fn peer_pid(stream: &Stream) -> Option<i32> {
     stream.peer_cred().ok().and_then(|c| c.pid())
 }
 
+/// Whether process `pid` sees the same pids as this one: false for one in
+/// another PID namespace (a confined agent), whose word for a pid means
+/// another process here. Where the system cannot tell, true.
+pub fn in_our_pid_namespace(pid: i32) -> bool {
+    let ns = |of: &str| std::fs::read_link(format!("/proc/{of}/ns/pid")).ok();
+    match (ns("self"), ns(&pid.to_string())) {
+        (Some(ours), Some(theirs)) => ours == theirs,
+        _ => true,
+    }
+}
+
 /// Whether a process with `pid` exists (a zombie, or another user's,
 /// counts): signal 0 checks without sending anything.
 pub fn process_exists(pid: i32) -> bool {

@@ -91,6 +91,9 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE items ADD COLUMN transcript TEXT;
 "#,
+    r#"
+    ALTER TABLE runs ADD COLUMN confinement TEXT;
+"#,
 ];
 
 /// A count as SQLite takes it (a count past its range means "all").

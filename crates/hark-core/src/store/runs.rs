@@ -3,6 +3,7 @@
 use rusqlite::{named_params, params};
 
 use super::{Store, StoreError, process_alive, sql_count};
+use crate::confine::Confinement;
 use crate::model::ids::{RunId, SessionId};
 use crate::model::run::{RunStart, RunStatus};
 use crate::text::clip;
@@ -33,6 +34,8 @@ pub struct RunRecord {
     pub result: Option<String>,
     /// What the run cost, as the agent reported it.
     pub cost_usd: Option<f64>,
+    /// Where its agent ran; none from a `hark run` that did not say.
+    pub confinement: Option<Confinement>,
 }
 
 impl Store {
@@ -75,16 +78,20 @@ impl Store {
     pub fn run_started(&self, run: &RunStart) -> Result<(), StoreError> {
         self.lock()
             .execute(
-                "INSERT INTO runs (id, session_id, command, cwd, status, created_ms, pid)
-                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)
-                 ON CONFLICT (id) DO UPDATE SET status = 'running', pid = excluded.pid",
+                "INSERT INTO runs (id, session_id, command, cwd, status, created_ms, pid, confinement)
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)
+                 ON CONFLICT (id) DO UPDATE SET status = 'running', pid = excluded.pid,
+                   confinement = COALESCE(excluded.confinement, confinement)",
                 params![
                     run.id,
                     run.session_id,
                     run.command,
                     run.cwd,
                     self.now_ms(),
-                    run.pid
+                    run.pid,
+                    run.confinement
+                        .as_ref()
+                        .and_then(|c| serde_json::to_string(c).ok())
                 ],
             )
             .map(|_| ())
@@ -135,7 +142,8 @@ impl Store {
                         (SELECT COUNT(*) FROM items i WHERE i.run_id = r.id AND i.outcome IS NULL),
                         r.result, r.cost_usd,
                         (SELECT COUNT(*) FROM items i
-                          WHERE i.run_id = r.id AND i.outcome IS NULL AND i.parked_ms IS NOT NULL)
+                          WHERE i.run_id = r.id AND i.outcome IS NULL AND i.parked_ms IS NOT NULL),
+                        r.confinement
                  FROM runs r ORDER BY r.created_ms DESC, r.rowid DESC LIMIT ?1 OFFSET ?2",
             )
             .map_err(|e| self.sql(e))?;
@@ -168,6 +176,9 @@ impl Store {
                     pending,
                     result: r.get(11)?,
                     cost_usd: r.get(12)?,
+                    confinement: r
+                        .get::<_, Option<String>>(14)?
+                        .and_then(|c| serde_json::from_str(&c).ok()),
                 })
             })
             .map_err(|e| self.sql(e))?;

@@ -191,6 +191,7 @@ fn pruning_runs_keeps_the_newest_and_every_running_one() {
                 command: "hark run".into(),
                 cwd: None,
                 pid: std::process::id(),
+                confinement: None,
             })
             .unwrap();
     }

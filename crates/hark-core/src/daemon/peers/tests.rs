@@ -107,6 +107,7 @@ fn a_run_that_reported_its_start_is_watched_until_its_end_or_its_exit() {
             command: "hark run".into(),
             cwd: None,
             pid: shell.id(),
+            confinement: None,
         },
     };
     // Reported by another process than the one it names: nobody is watched.

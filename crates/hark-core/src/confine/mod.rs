@@ -1,0 +1,405 @@
+//! Confinement: what `hark run` starts runs where the operator's side of
+//! hark does not exist (SPEC §8e).
+//!
+//! The agent runs as the operator's user, so whatever of hark's it can reach
+//! it can use: the operator socket answers questions, the store holds every
+//! answer, a paused run's file holds its API keys, the config widens the
+//! read-only gate, the display and the session bus press the modal's and the
+//! notification's buttons. Watching the process tree cannot close that (a
+//! helper that double-forks or `setsid`s leaves the tree), so for the agents
+//! hark starts, those places are taken out of the agent's world instead:
+//!
+//! - [`Places`]: what to hide (the socket directory, the data directory),
+//!   what to make read-only (the config), what to keep (the working
+//!   directory, `$HOME`, the run's own directory with its ask socket), which
+//!   temp directories are made private, and whether the display and the
+//!   session bus stay reachable;
+//! - [`bwrap`]: on Linux, bubblewrap's command-line prefix for them (user,
+//!   mount and PID namespaces);
+//! - [`seatbelt`]: on macOS, the `sandbox-exec` profile denying them;
+//! - on Windows, the job object every agent already starts in, which a
+//!   process cannot leave, is the membership test (`platform::windows`).
+//!
+//! [`Confinement`] is what a run ends up with, and says so to every surface:
+//! confined by a mechanism, unavailable here (and why), or turned off.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub mod bwrap;
+pub mod seatbelt;
+
+/// How a run's agent is confined, as its record and every surface show it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Confinement {
+    /// hark's socket, store and config do not exist for the agent; `by`
+    /// names the mechanism (`bubblewrap`, `seatbelt`, `job object`).
+    Confined { by: String },
+    /// Confinement was wanted but this machine cannot give it.
+    Unavailable { reason: String },
+    /// The operator turned it off (`--no-confine`, `[confine] enabled =
+    /// false`).
+    Off,
+}
+
+impl Confinement {
+    pub fn is_confined(&self) -> bool {
+        matches!(self, Confinement::Confined { .. })
+    }
+
+    /// One line for people: `confined (bubblewrap)`, `not confined: …`.
+    pub fn label(&self) -> String {
+        match self {
+            Confinement::Confined { by } => format!("confined ({by})"),
+            Confinement::Unavailable { reason } => format!("not confined: {reason}"),
+            Confinement::Off => "not confined (turned off)".to_owned(),
+        }
+    }
+}
+
+/// The `[confine]` part of the config.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    /// Confine what hark starts (`hark run --no-confine` turns it off for
+    /// one run).
+    pub enabled: bool,
+    /// Leave the X or Wayland display reachable inside (an agent that
+    /// drives a browser it shows): it can then send the app synthetic input.
+    pub display: bool,
+    /// Leave the session bus reachable inside (a keyring's Secret Service,
+    /// a credential helper on D-Bus): it can then drive the notification
+    /// server's own controls (`dunstctl action`), which press hark's buttons.
+    pub session_bus: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            enabled: true,
+            display: false,
+            session_bus: false,
+        }
+    }
+}
+
+/// What the agent's world is made of.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Places {
+    /// Directories or files of the operator's side that must not exist for
+    /// the agent (an empty directory or an empty file stands in their place).
+    pub hide: Vec<PathBuf>,
+    /// What the agent may read but never change (the config).
+    pub read_only: Vec<PathBuf>,
+    /// What must stay as it is, even inside a private temp directory: the
+    /// working directory, `$HOME`, the run's own directory, the ssh agent.
+    pub keep: Vec<PathBuf>,
+    /// Temp directories made private (empty, the agent's own).
+    pub private: Vec<PathBuf>,
+    /// Variables the agent must not see (the display's, the bus's).
+    pub unset: Vec<&'static str>,
+    /// An empty file of hark's own, put in the place of a hidden file (a
+    /// bound `/dev/null` would not do: bubblewrap's binds are `nodev`).
+    pub empty: Option<PathBuf>,
+    /// hark's own directories among [`Places::hide`] and
+    /// [`Places::read_only`]: they must exist (owner-only) before the agent
+    /// starts, or the mechanism would make them, wider, in their place.
+    pub own_dirs: Vec<PathBuf>,
+}
+
+const DISPLAY_VARS: [&str; 3] = ["DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY"];
+const BUS_VARS: [&str; 1] = ["DBUS_SESSION_BUS_ADDRESS"];
+
+/// Where hark's own places are, and what of the user's session leads to
+/// the operator, read from this process's environment.
+#[derive(Debug, Clone, Default)]
+pub struct Session {
+    /// The app socket (`HARK_SOCKET` or the default).
+    pub socket: Option<PathBuf>,
+    /// The store's file (`HARK_DATA_DIR/hark.db` or the default).
+    pub store: Option<PathBuf>,
+    /// The config file (`HARK_CONFIG` or the default) and whether it is
+    /// the default one, in a directory of hark's own.
+    pub config: Option<(PathBuf, bool)>,
+    pub home: Option<PathBuf>,
+    pub runtime_dir: Option<PathBuf>,
+    pub temp_dir: PathBuf,
+    /// `DBUS_SESSION_BUS_ADDRESS`.
+    pub bus: Option<String>,
+    /// `XAUTHORITY`.
+    pub xauthority: Option<PathBuf>,
+    /// `SSH_AUTH_SOCK`.
+    pub ssh_agent: Option<PathBuf>,
+}
+
+impl Session {
+    /// This process's.
+    pub fn current() -> Session {
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        Session {
+            socket: crate::bridge::socket::app_socket_path().ok(),
+            store: crate::store::Store::default_path().ok(),
+            config: crate::config::Config::path()
+                .map(|path| (path, crate::env::var_os(crate::env::CONFIG).is_none())),
+            home: var("HOME").map(PathBuf::from),
+            runtime_dir: var("XDG_RUNTIME_DIR").map(PathBuf::from),
+            temp_dir: std::env::temp_dir(),
+            bus: var("DBUS_SESSION_BUS_ADDRESS").and_then(|v| v.into_string().ok()),
+            xauthority: var("XAUTHORITY").map(PathBuf::from),
+            ssh_agent: var("SSH_AUTH_SOCK").map(PathBuf::from),
+        }
+    }
+}
+
+impl Places {
+    /// The places of a run working in `cwd`, whose own directory (its ask
+    /// socket, its MCP config) is `run_dir`.
+    pub fn of(session: &Session, cwd: &Path, run_dirs: &[&Path], options: &Options) -> Places {
+        let mut places = Places::default();
+        places.keep.push(cwd.to_owned());
+        places.keep.extend(session.home.clone());
+        places.keep.extend(run_dirs.iter().map(|d| d.to_path_buf()));
+        places.keep.extend(session.ssh_agent.clone());
+        places.private.push(PathBuf::from("/tmp"));
+        if session.temp_dir != Path::new("/tmp") {
+            places.private.push(session.temp_dir.clone());
+        }
+        // A directory of hark's own is hidden whole; one that holds what the
+        // agent needs (a socket named in $HOME) only the file itself.
+        let keep = places.keep.clone();
+        let own_dir = |file: &Path| -> PathBuf {
+            match file.parent() {
+                Some(dir) if dir != Path::new("/") && !keep.iter().any(|k| k.starts_with(dir)) => {
+                    dir.to_owned()
+                }
+                _ => file.to_owned(),
+            }
+        };
+        let mut hide: Vec<PathBuf> = Vec::new();
+        let mut own_dirs = Vec::new();
+        for file in [&session.socket, &session.store].into_iter().flatten() {
+            let place = own_dir(file);
+            if &place != file {
+                own_dirs.push(place.clone());
+            }
+            hide.push(place);
+        }
+        if let Some((config, default)) = &session.config {
+            let place = match default {
+                true => own_dir(config),
+                false => config.clone(),
+            };
+            if &place != config {
+                own_dirs.push(place.clone());
+            }
+            places.read_only.push(place);
+        }
+        if let Some(runtime) = &session.runtime_dir {
+            // systemd's user manager starts what it is asked outside any
+            // confinement (`systemd-run --user`); the accessibility bus
+            // presses any window's buttons.
+            hide.push(runtime.join("systemd"));
+            hide.push(runtime.join("at-spi"));
+        }
+        if !options.session_bus {
+            places.unset.extend(BUS_VARS);
+            if let Some(runtime) = &session.runtime_dir {
+                hide.push(runtime.join("bus"));
+            }
+            if let Some(path) = session.bus.as_deref().and_then(bus_socket) {
+                hide.push(path);
+            }
+        }
+        if !options.display {
+            places.unset.extend(DISPLAY_VARS);
+            // The X sockets are in /tmp/.X11-unix, private already; the
+            // cookies are not.
+            hide.extend(session.xauthority.clone());
+            hide.extend(session.home.as_ref().map(|h| h.join(".Xauthority")));
+            if let Some(runtime) = &session.runtime_dir {
+                hide.extend(wayland_sockets(runtime));
+            }
+        }
+        for path in hide {
+            if !places.hide.contains(&path) {
+                places.hide.push(path);
+            }
+        }
+        places.empty = session
+            .store
+            .as_deref()
+            .and_then(Path::parent)
+            .map(|dir| dir.join("empty"));
+        places.own_dirs = own_dirs;
+        // What hides the operator's side wins over what is kept inside it.
+        let hidden = places.hide.clone();
+        places
+            .keep
+            .retain(|k| !hidden.iter().any(|h| k.starts_with(h)));
+        places
+    }
+}
+
+/// The socket file of a `unix:path=…` bus address (an abstract one has no
+/// file; see the README's "Not covered").
+fn bus_socket(address: &str) -> Option<PathBuf> {
+    address.split(';').find_map(|one| {
+        let rest = one.strip_prefix("unix:")?;
+        rest.split(',')
+            .find_map(|kv| kv.strip_prefix("path="))
+            .map(PathBuf::from)
+    })
+}
+
+/// The Wayland compositor's sockets in the runtime directory.
+fn wayland_sockets(runtime: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(runtime) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("wayland-") && !name.ends_with(".lock")
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// How a run's agent is to be started: its confinement, and the program
+/// and arguments to put before its own command line (none when it is not
+/// confined).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub confinement: Confinement,
+    pub prefix: Vec<OsString>,
+}
+
+impl Plan {
+    fn without(confinement: Confinement) -> Plan {
+        Plan {
+            confinement,
+            prefix: Vec::new(),
+        }
+    }
+}
+
+/// Plans the confinement of an agent working in `cwd` whose run's own
+/// directories are `run_dirs`; `wanted` is false for `--no-confine`. hark's
+/// own directories are made (owner-only) if missing, so that they can be
+/// hidden. Whether the mechanism will really start is only known when it
+/// does: a refusal then fails the run (closed), rather than running it
+/// unconfined under a confined label.
+pub fn plan(
+    session: &Session,
+    cwd: &Path,
+    run_dirs: &[&Path],
+    options: &Options,
+    wanted: bool,
+) -> Plan {
+    if !(wanted && options.enabled) {
+        return Plan::without(Confinement::Off);
+    }
+    let program = match available() {
+        Ok(program) => program,
+        Err(reason) => return Plan::without(Confinement::Unavailable { reason }),
+    };
+    let places = Places::of(session, cwd, run_dirs, options);
+    for dir in &places.own_dirs {
+        if let Err(e) = crate::files::ensure_private_dir(dir) {
+            return Plan::without(Confinement::Unavailable {
+                reason: format!("cannot make {} to hide it: {e}", dir.display()),
+            });
+        }
+    }
+    if let Some(empty) = &places.empty
+        && let Err(e) = make_empty(empty)
+    {
+        return Plan::without(Confinement::Unavailable {
+            reason: format!("cannot make {}: {e}", empty.display()),
+        });
+    }
+    let mut prefix = vec![program.into_os_string()];
+    let by = if cfg!(target_os = "macos") {
+        prefix.push("-p".into());
+        prefix.push(seatbelt::profile(&places, &session.temp_dir, run_dirs).into());
+        prefix.push("--".into());
+        seatbelt::NAME
+    } else {
+        prefix.extend(bwrap::args(&places, cwd, bwrap::Kind::of));
+        bwrap::NAME
+    };
+    Plan {
+        confinement: Confinement::Confined { by: by.to_owned() },
+        prefix,
+    }
+}
+
+/// Makes `path` an empty file, read-only, if it is not one already.
+fn make_empty(path: &Path) -> std::io::Result<()> {
+    match path.symlink_metadata() {
+        Ok(meta) if meta.is_file() && meta.len() == 0 => Ok(()),
+        Ok(_) => Err(std::io::Error::other("it exists and is not an empty file")),
+        Err(_) => {
+            std::fs::write(path, b"")?;
+            let mut perms = std::fs::metadata(path)?.permissions();
+            perms.set_readonly(true);
+            std::fs::set_permissions(path, perms)
+        }
+    }
+}
+
+/// The mechanism's program, or why this machine has none.
+#[cfg(target_os = "linux")]
+pub fn available() -> Result<PathBuf, String> {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .map(|v| v.trim().to_owned())
+            .ok()
+    };
+    let program = crate::platform::find_program(Path::new(bwrap::PROGRAM))
+        .ok_or_else(|| "bubblewrap is not installed (apt install bubblewrap)".to_owned())?;
+    // Debian's and older kernels' switch, and the namespace limit.
+    if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0")
+        || read("/proc/sys/user/max_user_namespaces").as_deref() == Some("0")
+    {
+        return Err("this system does not allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone or user.max_user_namespaces)".to_owned());
+    }
+    // Ubuntu 23.10+: only programs with an AppArmor profile that allows it
+    // may make one (bubblewrap's own package ships such a profile on newer
+    // releases; hark's package ships one for bwrap where it lacks it).
+    if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() == Some("1")
+        && !rustix::process::geteuid().is_root()
+        && !Path::new("/etc/apparmor.d/bwrap-userns-restrict").exists()
+        && !Path::new("/etc/apparmor.d/hark-bwrap").exists()
+    {
+        return Err("AppArmor restricts unprivileged user namespaces here and no profile lets bwrap make one (install hark's package, which adds /etc/apparmor.d/hark-bwrap)".to_owned());
+    }
+    Ok(program)
+}
+
+/// The mechanism's program, or why this machine has none.
+#[cfg(target_os = "macos")]
+pub fn available() -> Result<PathBuf, String> {
+    let program = PathBuf::from(seatbelt::PROGRAM);
+    match program.exists() {
+        true => Ok(program),
+        false => Err("sandbox-exec is missing".to_owned()),
+    }
+}
+
+/// Windows has no mechanism that hides hark's pipe and files from the
+/// agent: it is held in its job object, which it cannot leave, and the
+/// daemon refuses the job's members as it refuses an agent's tree.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub fn available() -> Result<PathBuf, String> {
+    Err("on this platform hark's files are not hidden from the agent (it is held in a job object, which the daemon refuses operator requests from)".to_owned())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,295 @@
+//! What `hark run` starts cannot reach the operator's side: tried as an
+//! attacker would, with the fake agent's own Bash tool (`SHELL`) detaching
+//! helpers every way a shell can, each of which tries to list the inbox,
+//! answer the agent's own question, connect to the operator socket, read the
+//! store and a paused run's file, widen the config and reach the X display.
+//! The agent's own ask and the operator's answer still work.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+use serde_json::{Value, json};
+
+const QUESTION: &str = "Delete the staging database?";
+
+fn delete_question() -> String {
+    let ask = json!({"questions": [{
+        "question": QUESTION, "header": "Staging", "multiSelect": false,
+        "options": [{"label": "Delete it", "description": "drop it now"},
+                    {"label": "Keep it", "description": "leave it"}]}]});
+    format!("ASK {ask}")
+}
+
+/// What each helper tries, one line of `NAME STATUS` per attempt in
+/// `$HOME/attack/WHO.status`, once the test has written the item's id to
+/// `$HOME/attack/go` (so that it tries while the question waits).
+const ATTACK: &str = r#"
+out="$HOME/attack/$1"
+while [ ! -s "$HOME/attack/go" ]; do sleep 0.02; done
+id=$(cat "$HOME/attack/go")
+try() { name=$1; shift; "$@" > "$out.$name" 2>&1; echo "$name $?" >> "$out.status"; }
+try inbox "$HARK_UNDER_TEST" inbox --json
+try answer "$HARK_UNDER_TEST" answer "$id" --pick "Delete it"
+try socket python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("connected")' "$TARGET_SOCKET"
+try store cat "$TARGET_STORE"
+try paused cat "$TARGET_PAUSED"
+try config sh -c 'printf "\n[confine]\nenabled = false\n" >> "$TARGET_CONFIG"'
+if [ -n "$TARGET_DISPLAY" ]; then try display xdpyinfo -display "$TARGET_DISPLAY"; fi
+touch "$out.done"
+"#;
+
+/// The ways a tool's shell leaves its process tree.
+const DETACHED: [(&str, &str); 3] = [
+    (
+        "setsid",
+        "setsid -f sh \"$HOME/attack.sh\" setsid </dev/null >/dev/null 2>&1",
+    ),
+    (
+        "fork",
+        "( sh \"$HOME/attack.sh\" fork </dev/null >/dev/null 2>&1 & )",
+    ),
+    (
+        "nohup",
+        "bash -c 'nohup sh \"$HOME/attack.sh\" nohup </dev/null >/dev/null 2>&1 & disown'",
+    ),
+];
+
+/// Waits (bounded) for `path` to exist.
+fn wait_for_file(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn results(home: &Path, who: &str) -> Vec<(String, i32)> {
+    let text = std::fs::read_to_string(home.join(format!("attack/{who}.status"))).unwrap();
+    text.lines()
+        .map(|l| {
+            let (name, code) = l.split_once(' ').unwrap();
+            (name.to_owned(), code.parse().unwrap())
+        })
+        .collect()
+}
+
+/// How an attacked run went: its daemon, its stdout and stderr, and what
+/// each helper tried with what exit status.
+struct Attacked {
+    daemon: Daemon,
+    out: String,
+    err: String,
+    tried: Vec<(String, Vec<(String, i32)>)>,
+}
+
+/// Starts a run whose agent detaches the three helpers and then asks; the
+/// helpers try once the question waits; then the operator answers.
+/// Returns the run's stdout and the helpers' results.
+fn attacked_run(extra: &[&str], ways: &[(&'static str, &'static str)]) -> Attacked {
+    let daemon = serve(json!({}));
+    let sandbox = &daemon.sandbox;
+    let home = sandbox.path("home");
+    std::fs::create_dir_all(home.join("attack")).unwrap();
+    std::fs::write(home.join("attack.sh"), ATTACK).unwrap();
+    // A parked run's file, as the data directory holds them.
+    let paused = sandbox.data_dir().join("paused");
+    std::fs::create_dir_all(&paused).unwrap();
+    let decoy = paused.join("decoy.json");
+    std::fs::write(&decoy, r#"{"env":{"ANTHROPIC_API_KEY":"sk-secret"}}"#).unwrap();
+    let script: Vec<String> = ways
+        .iter()
+        .map(|(_, line)| format!("SHELL {line}"))
+        .chain([delete_question()])
+        .collect();
+    let display = std::env::var("DISPLAY").unwrap_or_default();
+    let mut run = sandbox.hark(["run", "--agent"]);
+    run.arg(fake_claude())
+        .args(extra)
+        .args(["--session", "attacked", "--", &script.join("\n")])
+        .env("HARK_UNDER_TEST", sandbox.bin("hark"))
+        .env("TARGET_SOCKET", sandbox.socket())
+        .env("TARGET_STORE", sandbox.data_dir().join("hark.db"))
+        .env("TARGET_PAUSED", &decoy)
+        .env("TARGET_CONFIG", sandbox.config())
+        .env("TARGET_DISPLAY", &display)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = run.spawn().unwrap();
+    daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", "attacked")]);
+    let id = inbox(sandbox)
+        .iter()
+        .find(|i| i["session_id"] == "attacked")
+        .map(|i| i["id"].as_str().unwrap().to_owned())
+        .unwrap();
+    std::fs::write(home.join("attack/go"), &id).unwrap();
+    for (who, _) in ways {
+        wait_for_file(&home.join(format!("attack/{who}.done")));
+    }
+    // The helpers have had their go; the operator answers now (unless one
+    // of them already did).
+    let _ = hark(sandbox, &["answer", &id, "--pick", "Keep it"]);
+    let out = child.wait_with_output().unwrap();
+    let tried = ways
+        .iter()
+        .map(|(who, _)| (who.to_string(), results(&home, who)))
+        .collect();
+    Attacked {
+        out: stdout(&out),
+        err: String::from_utf8_lossy(&out.stderr).into_owned(),
+        daemon,
+        tried,
+    }
+}
+
+#[test]
+fn detached_helpers_of_a_confined_agent_can_neither_list_answer_nor_read_the_operators_side() {
+    let Attacked {
+        daemon,
+        out,
+        err,
+        tried: all,
+    } = attacked_run(&[], &DETACHED);
+    assert!(err.contains("confined by bubblewrap"), "{err}");
+    // The agent's own ask went through, and got the operator's answer.
+    assert!(
+        out.contains(r#"{"answers":{"Delete the staging database?":"Keep it"}}"#),
+        "{out}\n{err}"
+    );
+    assert!(!out.contains("Delete it\"}"), "{out}");
+    let item = inbox(&daemon.sandbox)
+        .into_iter()
+        .find(|i| i["session_id"] == "attacked")
+        .unwrap();
+    assert_eq!(item["outcome"]["outcome"], "answered");
+    assert_eq!(item["replied_by"], "cli");
+    for (who, tried) in &all {
+        let names: Vec<&str> = tried.iter().map(|(n, _)| n.as_str()).collect();
+        assert!(
+            ["inbox", "answer", "socket", "store", "paused", "config"]
+                .iter()
+                .all(|n| names.contains(n)),
+            "{who} tried {names:?}"
+        );
+        for (name, code) in tried {
+            assert_ne!(*code, 0, "the {who} helper's {name} succeeded");
+        }
+    }
+    // Nothing of the operator's side leaked or changed.
+    let home = daemon.sandbox.path("home");
+    let said = |who: &str, name: &str| {
+        std::fs::read_to_string(home.join(format!("attack/{who}.{name}"))).unwrap_or_default()
+    };
+    for (who, tried) in &all {
+        // Refused for the right reason: the operator's side is not there.
+        assert!(
+            said(who, "answer").contains("no operator is reachable"),
+            "{}",
+            said(who, "answer")
+        );
+        assert!(
+            said(who, "config").contains("Read-only file system"),
+            "{}",
+            said(who, "config")
+        );
+        if tried.iter().any(|(n, _)| n == "display") {
+            assert!(
+                said(who, "display").contains("unable to open display"),
+                "{}",
+                said(who, "display")
+            );
+        }
+    }
+    for (who, _) in DETACHED {
+        let store = std::fs::read(home.join(format!("attack/{who}.store"))).unwrap();
+        assert!(!String::from_utf8_lossy(&store).contains(QUESTION));
+        let paused = std::fs::read_to_string(home.join(format!("attack/{who}.paused"))).unwrap();
+        assert!(!paused.contains("sk-secret"), "{paused}");
+    }
+    let config = std::fs::read_to_string(daemon.sandbox.config()).unwrap_or_default();
+    assert!(!config.contains("[confine]"), "{config}");
+    let runs = runs_json(&daemon.sandbox);
+    assert_eq!(
+        runs[0]["confinement"],
+        json!({"state": "confined", "by": "bubblewrap"})
+    );
+}
+
+#[test]
+fn unconfined_the_same_helpers_reach_the_operators_side_and_the_run_says_so() {
+    // The attack is real: without confinement a helper that left the tree
+    // answers the agent's question for it (the others, in the agent's
+    // process group, end with it).
+    let Attacked {
+        daemon,
+        out,
+        err,
+        tried: all,
+    } = attacked_run(&["--no-confine"], &DETACHED[..1]);
+    assert!(err.contains("not confined (turned off)"), "{err}");
+    assert!(
+        out.contains(r#""Delete the staging database?":"Delete it""#),
+        "{out}\n{err}"
+    );
+    let answered: Vec<&String> = all
+        .iter()
+        .filter(|(_, tried)| tried.iter().any(|(n, c)| n == "answer" && *c == 0))
+        .map(|(who, _)| who)
+        .collect();
+    assert_eq!(answered.len(), 1, "exactly one helper won: {all:?}");
+    let runs = runs_json(&daemon.sandbox);
+    assert_eq!(runs[0]["confinement"], json!({"state": "off"}));
+    let listing = stdout(&hark(&daemon.sandbox, &["runs"]));
+    assert!(listing.contains("not confined (turned off)"), "{listing}");
+}
+
+#[test]
+fn a_confined_agent_sees_its_own_socket_and_private_temp_and_still_asks() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let sandbox = &daemon.sandbox;
+    // Another run's directory in the shared temp dir.
+    let other = sandbox.path("tmp").join("hark-run-1-other");
+    std::fs::create_dir_all(&other).unwrap();
+    let log = sandbox.path("fake.log");
+    let probe = r#"SHELL (ls "$TMPDIR"; echo "display=$DISPLAY bus=$DBUS_SESSION_BUS_ADDRESS confined=$HARK_CONFINED"; ls "$(dirname "$HARK_ASK_SOCK")") > "$HOME/probe.txt" 2>&1"#;
+    let out = hark_run(
+        sandbox,
+        &log,
+        &[
+            "--session",
+            "seen",
+            "--",
+            &format!("{probe}\n{}", ask_line()),
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains(r#"{"answers":{"Which database?":"SQLite"}}"#));
+    let run = &invocations(&log)[0];
+    assert_eq!(run["env"]["HARK_CONFINED"], "bubblewrap");
+    let text = std::fs::read_to_string(sandbox.path("home/probe.txt")).unwrap();
+    assert!(
+        !text.contains("hark-run-1-other"),
+        "another run's directory is hidden: {text}"
+    );
+    assert!(
+        text.contains("ask.sock"),
+        "the run's own socket is there: {text}"
+    );
+    assert!(text.contains("display= bus= confined=bubblewrap"), "{text}");
+}
+
+/// `hark runs --json`.
+fn runs_json(sandbox: &Sandbox) -> Vec<Value> {
+    serde_json::from_slice(&succeed(sandbox, &["runs", "--json"]).stdout).unwrap()
+}
