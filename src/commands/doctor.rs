@@ -127,6 +127,7 @@ pub fn run() -> Result<ExitStatus, Failed> {
         ));
     }
     findings.extend(found);
+    findings.push(confinement(&config));
     findings.push(store(health));
     for finding in &findings {
         finding.print();
@@ -139,6 +140,73 @@ pub fn run() -> Result<ExitStatus, Failed> {
     } else {
         ExitStatus::Failure
     })
+}
+
+/// Whether `hark run` can confine its agents here: the mechanism is there
+/// and really starts (a confined `hark --version`, as a run would be).
+fn confinement(config: &Config) -> Finding {
+    use hark_core::confine::{self, Confinement};
+    let what = "confinement";
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let plan = confine::plan(
+        &confine::Session::current(),
+        &cwd,
+        &[],
+        &config.confine,
+        true,
+    );
+    let by = match plan.confinement {
+        Confinement::Confined { by } => by,
+        Confinement::Off => {
+            return Finding::not(
+                Verdict::Note,
+                what,
+                "turned off in the config ([confine] enabled = false): agents hark starts can reach its socket, store and config",
+                "remove `enabled = false` from [confine] to confine them",
+            );
+        }
+        Confinement::Unavailable { reason } => {
+            return Finding::not(
+                Verdict::Missing,
+                what,
+                format!("agents hark starts would run unconfined: {reason}"),
+                "install bubblewrap (apt install bubblewrap), or allow unprivileged user namespaces",
+            );
+        }
+    };
+    let Some((program, args)) = plan.prefix.split_first() else {
+        return Finding::ok(what, format!("by {by}"));
+    };
+    let hark = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hark"));
+    let tried = std::process::Command::new(program)
+        .args(args)
+        .arg(hark)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output();
+    match tried {
+        Ok(out) if out.status.success() => Finding::ok(
+            what,
+            format!(
+                "agents hark starts run confined by {by}: hark's socket, store and config do not exist for them"
+            ),
+        ),
+        Ok(out) => Finding::not(
+            Verdict::Problem,
+            what,
+            format!(
+                "{by} is there but refused to start: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            "unprivileged user namespaces may be restricted here (Ubuntu 23.10+: load AppArmor's bwrap-userns-restrict profile); `hark run --no-confine` runs without",
+        ),
+        Err(e) => Finding::not(
+            Verdict::Problem,
+            what,
+            format!("cannot start {}: {e}", program.to_string_lossy()),
+            "install bubblewrap (apt install bubblewrap)",
+        ),
+    }
 }
 
 /// Whether a daemon answers on the socket, and its store's health.

@@ -81,6 +81,9 @@ pub fn hook(args: HookArgs) -> Result<ExitStatus, Failed> {
 /// `--park-hook`) the `--settings` that add its park hook.
 pub fn config(args: McpConfigArgs) -> Result<ExitStatus, Failed> {
     let hark = this_hark()?;
+    eprintln!(
+        "note: an agent you start yourself is not confined: its tools can reach hark's socket, store and config, and its questions are labelled \"not confined\"; `hark run --wrap -- YOUR COMMAND` starts it confined"
+    );
     let client = match args.agent {
         AgentKindArg::Claude | AgentKindArg::Codex => None,
         AgentKindArg::Cursor => Some(Client::Cursor),

@@ -65,7 +65,7 @@ fn outcome(item: &Value) -> (&str, &str) {
 #[test]
 fn a_read_passes_unasked_and_an_action_grant_covers_one_write_only() {
     let daemon = serve(json!({"approval:Write": "action"}));
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hark_harness::scratch();
     let (one, two) = (dir.path().join("one.txt"), dir.path().join("two.txt"));
     let read = format!("TOOL Read {}", json!({"file_path": one}));
     let out = read_only_run(
@@ -122,7 +122,7 @@ fn a_read_passes_unasked_and_an_action_grant_covers_one_write_only() {
 #[test]
 fn a_turn_grant_covers_the_rest_of_the_run_and_not_the_next() {
     let daemon = serve(json!({"approval:Write": "turn"}));
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hark_harness::scratch();
     let file = |n: &str| dir.path().join(n);
     let out = read_only_run(
         &daemon,
@@ -156,7 +156,7 @@ fn a_turn_grant_covers_the_rest_of_the_run_and_not_the_next() {
 #[test]
 fn a_session_grant_covers_later_runs_of_that_session_only() {
     let daemon = serve(json!({"approval:Write": "session"}));
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hark_harness::scratch();
     let file = |n: &str| dir.path().join(n);
     assert!(
         read_only_run(&daemon, "s-long", &[write(&file("a"), "a")])
@@ -183,7 +183,7 @@ fn a_session_grant_covers_later_runs_of_that_session_only() {
 #[test]
 fn deny_keeps_the_agent_read_only_and_it_is_told_why() {
     let daemon = serve(json!({"approval:Write": "deny"}));
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hark_harness::scratch();
     let target = dir.path().join("nope.txt");
     let out = read_only_run(
         &daemon,
@@ -211,7 +211,7 @@ fn deny_keeps_the_agent_read_only_and_it_is_told_why() {
 #[test]
 fn an_external_effect_asks_every_time_and_never_offers_a_grant() {
     let daemon = serve(json!({"approval:Write": "turn", "approval:Bash": "action"}));
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hark_harness::scratch();
     let push = format!("TOOL Bash {}", json!({"command": "git push origin main"}));
     let lines = [write(&dir.path().join("a"), "a"), push.clone(), push];
     let out = read_only_run(&daemon, "s-push", &lines);
@@ -270,7 +270,7 @@ fn headless_a_write_is_denied_with_the_reason() {
 fn an_approval_takes_a_verdict_never_answers_and_one_from_the_cli_lets_the_write_through() {
     // The script has no verdict for Edit: the item waits for the CLI.
     let daemon = serve(json!({}));
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hark_harness::scratch();
     let target = dir.path().join("main.rs");
     std::fs::write(&target, "fn main() {}\n").unwrap();
     let edit = format!(

@@ -345,7 +345,7 @@ fn a_codex_conversation_resumes_its_thread_turn_after_turn() {
     let (runs, _) = logged(&nobody);
     assert_eq!(runs.len(), 2);
     assert!(runs[0]["resume"].is_null());
-    let thread = format!("fake-thread-{}", runs[0]["pid"]);
+    let thread = runs[0]["thread"].as_str().unwrap().to_owned();
     assert_eq!(runs[1]["resume"], thread.as_str());
     let second = argv(&runs[1]);
     assert_eq!(
@@ -361,7 +361,7 @@ async fn the_new_run_forms_codex_is_dispatched_and_asks_through_the_modal() {
     use crate::desktop::{dispatched, ended_well, inbox_with_the_fake_agent};
     use fantoccini::Locator;
     // `codex` on the app's PATH is the fake; the config names fake-claude.
-    let bin = tempfile::tempdir().unwrap();
+    let bin = hark_harness::scratch();
     std::os::unix::fs::symlink(bin_dir().join("fake-codex"), bin.path().join("codex")).unwrap();
     let log = bin.path().join("fake.log");
     let path = format!(

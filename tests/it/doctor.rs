@@ -10,9 +10,12 @@ use hark_harness::PATIENCE;
 use hark_harness::desktop::{Session, TrayHost};
 use serde_json::json;
 
-/// A directory holding `claude` and `codex` that print their versions.
+/// A directory holding `claude` and `codex` that print their versions,
+/// and the system's `bwrap` (confinement's).
 fn agents_on_path() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
+    let bwrap = on_path("bwrap");
+    std::os::unix::fs::symlink(bwrap, dir.path().join("bwrap")).unwrap();
     for (name, version) in [
         ("claude", "2.1.332 (Claude Code)"),
         ("codex", "codex-cli 0.171.0"),
@@ -22,6 +25,14 @@ fn agents_on_path() -> tempfile::TempDir {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     dir
+}
+
+/// `name` on this process's PATH.
+fn on_path(name: &str) -> std::path::PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|dir| dir.join(name))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("{name} is not installed (scripts/setup installs it)"))
 }
 
 /// `hark doctor` in `sandbox` with `path` as its PATH.
@@ -67,6 +78,7 @@ async fn a_healthy_setup_is_all_ok() {
         "tray",
         "claude",
         "codex",
+        "confinement",
         "store",
     ] {
         let (said, hint) = line(&report, what);
@@ -98,6 +110,12 @@ async fn a_healthy_setup_is_all_ok() {
         "{report}"
     );
     assert!(line(&report, "store").0.contains("is sound"), "{report}");
+    assert!(
+        line(&report, "confinement")
+            .0
+            .contains("confined by bubblewrap"),
+        "{report}"
+    );
 }
 
 #[test]
@@ -116,6 +134,7 @@ fn each_missing_piece_is_named_with_a_hint() {
         ("notifications", "D-Bus"),
         ("tray", "add a tray"),
         ("agents", "npm install"),
+        ("confinement", "apt install bubblewrap"),
     ] {
         let (said, found) = line(&report, what);
         assert!(said.starts_with("missing "), "{said}\n{report}");

@@ -53,9 +53,8 @@ fn parked(daemon: &Daemon, session: &str) -> String {
         .log
         .wait_event("operator.question.parked", &[("session_id", session)]);
     let agent = starts(daemon, session).remove(0);
-    let pid = agent["pid"].as_u64().unwrap() as u32;
     assert!(
-        hark_harness::process::wait_gone(&[pid], Duration::from_secs(10)),
+        hark_harness::process::wait_identity_gone(&agent["process"], Duration::from_secs(10)),
         "the paused agent's process is gone"
     );
     let id = event["question_id"].as_str().unwrap().to_owned();

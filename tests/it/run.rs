@@ -148,7 +148,13 @@ fn hanging_run(daemon: &Daemon, session: &str) -> (std::process::Child, Value) {
     daemon.log.question_id(session);
     let lines = invocations(&log);
     let mut agent = lines[0].clone();
-    agent["background_pid"] = lines[1]["background_pid"].clone();
+    // Their pids out here (confined, each is pid 2 or 3 of its namespace).
+    let host = |identity: &Value| {
+        hark_harness::process::host_pid(identity)
+            .unwrap_or_else(|| panic!("no process {identity} is running"))
+    };
+    agent["pid"] = host(&agent["process"]).into();
+    agent["background_pid"] = host(&lines[1]["background"]).into();
     (run, agent)
 }
 
@@ -209,8 +215,9 @@ fn the_directory_of_a_run_killed_by_sigkill_is_swept_by_the_next_run() {
     let socket = PathBuf::from(agent["env"]["HARK_ASK_SOCK"].as_str().unwrap());
     run.kill().unwrap();
     run.wait().unwrap();
-    // Nothing can catch SIGKILL: the agent (in its own process group) and
-    // the directory are left behind.
+    // Nothing can catch SIGKILL: the directory is left behind (the
+    // confined agent dies with its sandbox; an unconfined one, in its own
+    // process group, would be left too).
     let _ = hark_harness::process::terminate(agent["pid"].as_u64().unwrap() as u32);
     let _ = hark_harness::process::terminate(agent["background_pid"].as_u64().unwrap() as u32);
     assert!(socket.parent().unwrap().exists());
@@ -377,7 +384,7 @@ fn converse_resumes_the_agents_session_turn_after_turn() {
     let runs = invocations(&log);
     assert_eq!(runs.len(), 2);
     assert_eq!(flag(&runs[0], "--resume"), None);
-    let first_session = format!("fake-session-{}", runs[0]["pid"]);
+    let first_session = runs[0]["session"].as_str().unwrap().to_owned();
     assert_eq!(flag(&runs[1], "--resume"), Some(first_session));
     assert_eq!(flag(&runs[1], "-p").as_deref(), Some("SAY second turn"));
     assert!(stdout(&out).contains("first turn") && stdout(&out).contains("second turn"));
@@ -542,7 +549,7 @@ fn run_and_end(daemon: &Daemon, detached: &std::process::Output) -> (String, Val
 #[test]
 fn a_detached_run_is_the_daemons_and_its_answer_reaches_the_agent() {
     let daemon = serve(json!({"Which database?": "SQLite"}));
-    let work = tempfile::tempdir().unwrap();
+    let work = hark_harness::scratch();
     let out = detach(
         &daemon,
         &[
@@ -667,7 +674,7 @@ fn a_detached_conversation_asks_the_operator_for_each_next_message() {
     assert_eq!(turns.len(), 2, "{turns:?}");
     assert_eq!(
         flag(&turns[1], "--resume"),
-        Some(format!("fake-session-{}", turns[0]["pid"]))
+        turns[0]["session"].as_str().map(str::to_owned)
     );
     assert_eq!(flag(&turns[1], "-p").as_deref(), Some("SAY second turn"));
     let run = run_of(&daemon, "talk");

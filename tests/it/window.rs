@@ -336,7 +336,7 @@ async fn a_window_nobody_sees_is_released_with_its_web_process_at_start_and_afte
 #[tokio::test(flavor = "multi_thread")]
 async fn the_new_run_forms_intake_builder_asks_its_question_before_the_agent_starts() {
     use crate::desktop::{dispatched, ended_well, inbox_with_the_fake_agent};
-    let work = tempfile::tempdir().unwrap();
+    let work = hark_harness::scratch();
     let log = work.path().join("fake.log");
     let desktop = inbox_with_the_fake_agent(&[("FAKE_CLAUDE_LOG", log.to_str().unwrap())]).await;
     desktop.fill("#dispatch-prompt", "SAY shipping").await;

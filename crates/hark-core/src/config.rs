@@ -268,17 +268,17 @@ mod tests {
     fn read_only_commands_are_added_as_command_and_flags() {
         let c: Config = toml::from_str(
             "[[approvals.read_only_commands]]\n\
-             command = \"git shortlog\"\n\
-             flags = [\"-s\", \"-n\"]\n\
-             value_flags = [\"--since\"]\n\
+             command = \"hg log\"\n\
+             flags = [\"-v\", \"-p\"]\n\
+             value_flags = [\"--limit\"]\n\
              max_operands = 1\n",
         )
         .unwrap();
-        assert!(bash(&c, "git shortlog -sn --since=1.week HEAD"));
+        assert!(bash(&c, "hg log -vp --limit=5 tip"));
         assert!(bash(&c, "git status"), "the defaults stay");
-        assert!(!bash(&c, "git shortlog -e"), "a flag it does not list asks");
-        assert!(!bash(&c, "git shortlog a b"), "one operand too many asks");
-        assert!(!bash(&Config::default(), "git shortlog -sn"));
+        assert!(!bash(&c, "hg log -e"), "a flag it does not list asks");
+        assert!(!bash(&c, "hg log a b"), "one operand too many asks");
+        assert!(!bash(&Config::default(), "hg log -vp"));
     }
 
     #[test]

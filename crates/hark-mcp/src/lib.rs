@@ -550,6 +550,7 @@ impl McpSettings {
                 command: command_line(parent),
                 client: None,
                 sub_agent: None,
+                confined: false,
             },
         })
     }

@@ -150,7 +150,10 @@ pub async fn run_agent(
         }
     }
     // Reaped before the run goes on or ends: no agent outlives its run.
-    let status = end_group(&mut child, tree).await.map_err(RunError::Agent)?;
+    let confined = !confine.prefix.is_empty();
+    let status = end_group(&mut child, tree, confined)
+        .await
+        .map_err(RunError::Agent)?;
     turn.status = match stopped_by {
         Some(received) => 128 + received.number,
         None => exit_code(status),
@@ -168,27 +171,54 @@ const GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// [`GRACE`] has passed. After an agent that ended by itself this only
 /// stops what it left running (a background shell), which would otherwise
 /// go on, unwatched, after the turn.
+///
+/// Confined, the child is bubblewrap and the agent is in a session of its
+/// own inside (`--new-session`): it is its own group's leader, the first
+/// child of the sandbox's init, and gets the SIGTERM; ending bubblewrap then
+/// ends the whole PID namespace, and the run waits until that is done.
 #[cfg(unix)]
-async fn end_group(child: &mut Child, _group: Tree) -> std::io::Result<std::process::ExitStatus> {
+async fn end_group(
+    child: &mut Child,
+    _group: Tree,
+    confined: bool,
+) -> std::io::Result<std::process::ExitStatus> {
     use rustix::process::{Pid, Signal, kill_process_group};
-    let group = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .and_then(Pid::from_raw);
-    let Some(group) = group else {
+    let Some(id) = child.id() else {
         // Already reaped.
         return child.wait().await;
     };
-    let _ = kill_process_group(group, Signal::TERM);
+    let pid = |id: u32| i32::try_from(id).ok().and_then(Pid::from_raw);
+    let group = pid(id);
+    // The sandbox's init, and the agent, its child.
+    let init = confined
+        .then(|| hark_core::platform::children(id).first().copied())
+        .flatten();
+    let agent = init.and_then(|init| hark_core::platform::children(init).first().copied());
+    for group in [group, agent.and_then(pid)].into_iter().flatten() {
+        let _ = kill_process_group(group, Signal::TERM);
+    }
     let status = match tokio::time::timeout(GRACE, child.wait()).await {
         Ok(status) => status,
         Err(_) => {
-            let _ = kill_process_group(group, Signal::KILL);
+            if let Some(group) = group {
+                let _ = kill_process_group(group, Signal::KILL);
+            }
             child.wait().await
         }
     };
     // ESRCH when nothing of the group is left, which is the usual case.
-    let _ = kill_process_group(group, Signal::KILL);
+    if let Some(group) = group {
+        let _ = kill_process_group(group, Signal::KILL);
+    }
+    // The namespace's last processes are killed by the kernel as its init
+    // dies, just after bubblewrap: wait for that (a dead init has taken
+    // them all), bounded.
+    if let Some(init) = init.and_then(|i| i32::try_from(i).ok()) {
+        let deadline = tokio::time::Instant::now() + GRACE;
+        while hark_core::platform::is_running(init) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
     status
 }
 
@@ -232,7 +262,11 @@ fn hold(child: &Child) -> Tree {
 /// Windows: ends the agent's job (what is left of its tree, after an agent
 /// that ended by itself), else the agent alone, and reaps the agent.
 #[cfg(windows)]
-async fn end_group(child: &mut Child, tree: Tree) -> std::io::Result<std::process::ExitStatus> {
+async fn end_group(
+    child: &mut Child,
+    tree: Tree,
+    _confined: bool,
+) -> std::io::Result<std::process::ExitStatus> {
     match &tree {
         Some(tree) => tree.end(),
         None => {

@@ -90,6 +90,7 @@ fn detached_request(options: RunArgs) -> Result<DispatchRequest, RunError> {
         session: options.session,
         timeout_secs: options.timeout.map(|t| t.as_secs_f64()),
         read_only: options.read_only,
+        no_confine: options.no_confine,
         intake,
         agent,
         agent_kind: options.agent_kind,

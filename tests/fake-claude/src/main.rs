@@ -31,7 +31,7 @@
 //!   with several tool calls: every tool use is printed, then each is
 //!   carried out in turn; if hooks defer one (at most one is kept), the
 //!   others still run and the run stops after them;
-//!   every tool use gets a fresh id, `toolu_fake<pid>_<n>`;
+//!   every tool use gets a fresh id, `toolu_fake<pid>_<start>_<n>`;
 //! - `PreToolUse` hooks (`--settings FILE_OR_JSON`, `{"hooks":{"PreToolUse":
 //!   [{"matcher","hooks":[{"type":"command","command","timeout"}]}]}}`): a
 //!   matcher is a tool name or `A|B` alternatives (`""`/`*`/none: every
@@ -253,7 +253,7 @@ fn background() {
         .stderr(std::process::Stdio::null())
         .spawn();
     if let Ok(child) = spawned {
-        log_line(&json!({"background_pid": child.id()}));
+        log_line(&json!({"background_pid": child.id(), "background": identity(child.id())}));
     }
 }
 
@@ -281,7 +281,34 @@ fn record(argv: &[String]) {
     let cwd = std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_default();
-    log_line(&json!({"argv": argv, "env": env, "cwd": cwd, "pid": std::process::id()}));
+    log_line(
+        &json!({"argv": argv, "env": env, "cwd": cwd, "pid": std::process::id(),
+        "process": identity(std::process::id()), "session": default_session()}),
+    );
+}
+
+/// The session id of a run not resumed: unique on this machine even where
+/// every agent is pid 2 of its own PID namespace (confined by hark).
+fn default_session() -> String {
+    let me = identity(std::process::id());
+    format!("fake-session-{}-{}", me["pid"], me["start"])
+}
+
+/// This process as the tests can find it from outside a confinement's PID
+/// namespace: its pid there, the namespace, and its start (clock ticks
+/// since boot, the same inside and out).
+fn identity(pid: u32) -> Value {
+    let ns = std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+        .map(|l| l.display().to_string())
+        .unwrap_or_default();
+    let start = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let after = s.rsplit_once(')')?.1.to_owned();
+            after.split_whitespace().nth(19)?.parse::<u64>().ok()
+        })
+        .unwrap_or_default();
+    json!({"pid": pid, "pid_ns": ns, "start": start})
 }
 
 type Server = RunningService<RoleClient, ()>;
@@ -407,7 +434,13 @@ impl Session {
     /// Prints the model's tool use, with a fresh id.
     fn tool_use(&mut self, name: &str, input: Value) -> ToolUse {
         self.saved.uses += 1;
-        let id = format!("toolu_fake{}_{}", std::process::id(), self.saved.uses);
+        // Unique on this machine, as the real CLI's are, even where every
+        // agent is pid 2 of its own PID namespace.
+        let me = identity(std::process::id());
+        let id = format!(
+            "toolu_fake{}_{}_{}",
+            me["pid"], me["start"], self.saved.uses
+        );
         emit(
             json!({"type": "assistant", "session_id": self.id, "message": {"content": [
             {"type": "tool_use", "id": id, "name": name, "input": input}]}}),
@@ -828,10 +861,7 @@ async fn main() -> ExitCode {
         }
     }
     tool_names.retain(|t| !args.disallowed.contains(t));
-    let id = args
-        .resume
-        .clone()
-        .unwrap_or_else(|| format!("fake-session-{}", std::process::id()));
+    let id = args.resume.clone().unwrap_or_else(default_session);
     let mut session = Session {
         id,
         args,

@@ -475,6 +475,7 @@ async fn main() -> ExitCode {
         .unwrap_or_default();
     log_line(
         &json!({"argv": argv, "env": hark_env, "cwd": cwd, "pid": std::process::id(),
+        "process": identity(std::process::id()), "thread": default_thread(),
         "config": args.config, "sandbox": args.sandbox, "resume": args.resume}),
     );
     // As `codex exec` does, whatever stdin holds is read first.
@@ -487,7 +488,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(1);
         }
         Some(id) => id.clone(),
-        None => format!("fake-thread-{}", std::process::id()),
+        None => default_thread(),
     };
     let file = thread_file(&thread);
     if let Some(dir) = file.parent() {
@@ -524,4 +525,28 @@ async fn main() -> ExitCode {
         let _ = mcp.client.cancel().await;
     }
     ExitCode::from(run.status)
+}
+
+/// The thread id of a run not resumed: unique on this machine even where
+/// every agent is pid 2 of its own PID namespace (confined by hark).
+fn default_thread() -> String {
+    let me = identity(std::process::id());
+    format!("fake-thread-{}-{}", me["pid"], me["start"])
+}
+
+/// This process as the tests can find it from outside a confinement's PID
+/// namespace: its pid there, the namespace, and its start (clock ticks
+/// since boot, the same inside and out).
+fn identity(pid: u32) -> Value {
+    let ns = std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+        .map(|l| l.display().to_string())
+        .unwrap_or_default();
+    let start = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let after = s.rsplit_once(')')?.1.to_owned();
+            after.split_whitespace().nth(19)?.parse::<u64>().ok()
+        })
+        .unwrap_or_default();
+    json!({"pid": pid, "pid_ns": ns, "start": start})
 }

@@ -33,4 +33,4 @@ pub use desktop::{DesktopError, Session, TrayHost};
 pub use lines::{Event, Line, Lines, PATIENCE, WaitError};
 pub use process::ProcessError;
 pub use report::Report;
-pub use sandbox::{Sandbox, SandboxError};
+pub use sandbox::{Sandbox, SandboxError, scratch};

@@ -141,6 +141,49 @@ impl Drop for Started {
     }
 }
 
+/// The pid, here, of a process a fake agent logged as its identity
+/// (`{"pid", "pid_ns", "start"}`: its pid in its own PID namespace, that
+/// namespace, and its start in clock ticks since boot): a confined agent's
+/// pid means another process out here. `None` once it is gone.
+pub fn host_pid(identity: &serde_json::Value) -> Option<u32> {
+    let inner = identity["pid"].as_u64()?;
+    let ns = identity["pid_ns"].as_str()?;
+    let start = identity["start"].as_u64()?;
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let dir = entry.path();
+            if std::fs::read_link(dir.join("ns/pid")).ok()?.to_str()? != ns {
+                return None;
+            }
+            let status = std::fs::read_to_string(dir.join("status")).ok()?;
+            let innermost: u64 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))?
+                .split_whitespace()
+                .last()?
+                .parse()
+                .ok()?;
+            let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+            let started: u64 = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(19)?
+                .parse()
+                .ok()?;
+            (innermost == inner && started == start).then_some(pid)
+        })
+}
+
+/// [`wait_gone`] for a process a fake agent logged as its identity (see
+/// [`host_pid`]): true at once when it is not running.
+pub fn wait_identity_gone(identity: &serde_json::Value, patience: Duration) -> bool {
+    host_pid(identity).is_none_or(|pid| wait_gone(&[pid], patience))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

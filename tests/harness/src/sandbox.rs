@@ -50,20 +50,29 @@ const SANDBOX_DIRS: [(&str, &str); 6] = [
     ("TMPDIR", "tmp"),
 ];
 
+/// Where the tests' temp dirs go: not in /tmp, since a confined run's
+/// agent has a private /tmp, and what a test reads back from it (the fake
+/// agent's log, the files it wrote) must be where the test can see it.
+pub fn outside_tmp() -> PathBuf {
+    let var_tmp = Path::new("/var/tmp");
+    match var_tmp.is_dir() {
+        true => var_tmp.to_path_buf(),
+        false => std::env::temp_dir(),
+    }
+}
+
+/// A fresh temp dir in [`outside_tmp`].
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir_in(outside_tmp()).expect("a temp dir")
+}
+
 impl Sandbox {
     /// Lays out a fresh temp dir named `PREFIX…` (owner-only, as hark
     /// wants) for the binaries in `bin_dir`.
     pub fn new(prefix: &str, bin_dir: &Path) -> Result<Sandbox, SandboxError> {
-        // Not in /tmp: a confined run's agent has a private /tmp, and what
-        // the tests read back from it (the fake agent's log) must be where
-        // the test can see it.
-        let base = [Path::new("/var/tmp")]
-            .into_iter()
-            .find(|dir| dir.is_dir())
-            .map_or_else(std::env::temp_dir, Path::to_path_buf);
         let root = tempfile::Builder::new()
             .prefix(prefix)
-            .tempdir_in(base)
+            .tempdir_in(outside_tmp())
             .map_err(SandboxError::TempDir)?;
         for (_, dir) in SANDBOX_DIRS {
             let dir = root.path().join(dir);

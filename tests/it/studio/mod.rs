@@ -478,11 +478,11 @@ async fn a_client_that_hangs_up_mid_run_leaves_no_agent_behind() {
             .await;
     });
     daemon.log.question_id("studio-hangup");
-    let agent = invocations(&log)[0]["pid"].as_u64().unwrap() as u32;
+    let agent = invocations(&log)[0]["process"].clone();
     service.cancel().await.unwrap();
     running.abort();
     assert!(
-        hark_harness::process::wait_gone(&[agent], std::time::Duration::from_secs(20)),
+        hark_harness::process::wait_identity_gone(&agent, std::time::Duration::from_secs(20)),
         "the agent {agent} outlived the studio"
     );
 }

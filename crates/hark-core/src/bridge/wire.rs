@@ -357,6 +357,11 @@ pub struct DispatchRequest {
     /// Every write asks the operator first (`hark run --read-only`).
     #[serde(default)]
     pub read_only: bool,
+    /// Start the agent unconfined (`hark run --no-confine`); the run is
+    /// labelled so everywhere.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub no_confine: bool,
     /// Authored questions asked before the agent starts (the JSON of
     /// `hark run --intake FILE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

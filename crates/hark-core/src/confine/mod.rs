@@ -371,14 +371,13 @@ pub fn available() -> Result<PathBuf, String> {
         return Err("this system does not allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone or user.max_user_namespaces)".to_owned());
     }
     // Ubuntu 23.10+: only programs with an AppArmor profile that allows it
-    // may make one (bubblewrap's own package ships such a profile on newer
-    // releases; hark's package ships one for bwrap where it lacks it).
+    // may make one; Ubuntu's own for bwrap is an extra profile, not loaded
+    // by default.
     if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() == Some("1")
         && !rustix::process::geteuid().is_root()
         && !Path::new("/etc/apparmor.d/bwrap-userns-restrict").exists()
-        && !Path::new("/etc/apparmor.d/hark-bwrap").exists()
     {
-        return Err("AppArmor restricts unprivileged user namespaces here and no profile lets bwrap make one (install hark's package, which adds /etc/apparmor.d/hark-bwrap)".to_owned());
+        return Err("AppArmor restricts unprivileged user namespaces here and no profile lets bwrap make one (copy /usr/share/apparmor/extra-profiles/bwrap-userns-restrict into /etc/apparmor.d and reload AppArmor)".to_owned());
     }
     Ok(program)
 }

@@ -168,6 +168,9 @@ impl Dispatcher {
         if request.read_only {
             command.arg("--read-only");
         }
+        if request.no_confine {
+            command.arg("--no-confine");
+        }
         if let Some(agent) = &request.agent {
             command.arg("--agent").arg(agent);
         }

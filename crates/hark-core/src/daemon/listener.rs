@@ -261,6 +261,12 @@ async fn serve_connection(stream: Stream, daemon: Daemon) {
             return;
         }
     };
+    // Confined is the daemon's word, never the client's: only a run that
+    // reported itself, confined, from the very process asking.
+    let mut frame = frame;
+    if let Some(caller) = frame.caller_mut() {
+        caller.asker.confined = daemon.agents.vouches(peer, caller.run_id.as_ref());
+    }
     let answer = match frame {
         ClientFrame::Ask { caller, request } => match validate(&request, daemon.rules) {
             Ok(request) => {

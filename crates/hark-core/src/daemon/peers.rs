@@ -56,6 +56,9 @@ struct Watched {
     /// The runs that reported their start (`hark run`), by id, until they
     /// report their end.
     runs: HashMap<RunId, Vec<u64>>,
+    /// The runs whose `hark run` reported, from its own pid, that its agent
+    /// is confined: that pid, until the run ends.
+    confined: HashMap<RunId, u32>,
 }
 
 /// One watched agent.
@@ -172,12 +175,18 @@ impl Agents {
                 let reporter = peer.and_then(|p| u32::try_from(p).ok());
                 if reporter == Some(run.pid) {
                     let keys = self.add(self.run(reporter));
-                    self.lock().runs.insert(run.id, keys);
+                    let mut watched = self.lock();
+                    watched.runs.insert(run.id, keys);
+                    match run.confinement.as_ref().is_some_and(|c| c.is_confined()) {
+                        true => watched.confined.insert(run.id, run.pid),
+                        false => watched.confined.remove(&run.id),
+                    };
                 }
                 Ok(None)
             }
             ClientFrame::RunFinished { run_id, .. } => {
                 let mut watched = self.lock();
+                watched.confined.remove(run_id);
                 for key in watched.runs.remove(run_id).unwrap_or_default() {
                     watched.agents.remove(&key);
                 }
@@ -186,6 +195,16 @@ impl Agents {
             frame if is_operator(frame) => self.check(peer).map(|()| None),
             _ => Ok(None),
         }
+    }
+
+    /// Whether an ask from `peer` filed under `run` comes from a confined
+    /// agent: the run reported itself confined from that very process (its
+    /// `hark run`, whose relay carries the agent's calls).
+    pub fn vouches(&self, peer: Option<i32>, run: Option<&RunId>) -> bool {
+        let (Some(peer), Some(run)) = (peer.and_then(|p| u32::try_from(p).ok()), run) else {
+            return false;
+        };
+        self.lock().confined.get(run) == Some(&peer)
     }
 
     /// Watches the asker on a connection from `peer`: that process, and its

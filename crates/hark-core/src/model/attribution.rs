@@ -22,6 +22,9 @@ pub struct Attribution {
     pub run: Option<String>,
     /// `sub-agent general-purpose of run 1a2b3c4d`, for a sub-agent.
     pub sub_agent: Option<String>,
+    /// Whether the agent runs confined by `hark run`; the line says when
+    /// it does not (`· not confined`).
+    pub confined: bool,
     /// All of it in one line, as every surface shows it: `claude in hark ·
     /// session nested · run 1a2b3c4d` (a sub-agent's label takes the
     /// agent's and the run's place).
@@ -49,6 +52,7 @@ impl Attribution {
                 .sub_agent
                 .as_ref()
                 .map(|s: &SubAgent| s.label(run, session)),
+            confined: asker.confined,
             line: String::new(),
         };
         who.line = who.one_line();
@@ -65,6 +69,9 @@ impl Attribution {
         parts.push(format!("session {}", self.session));
         if let (Some(run), None) = (&self.run, &self.sub_agent) {
             parts.push(format!("run {run}"));
+        }
+        if !self.confined {
+            parts.push("not confined".to_owned());
         }
         parts.join(" · ")
     }
@@ -148,7 +155,18 @@ mod tests {
             &"09a48a90-5e5b-4c3a-9d2e-1f2a3b4c5d6e".into(),
             Some(&run),
         );
-        assert_eq!(who.line, "claude in hark · session 09a48a90 · run 1a2b3c4d");
+        assert_eq!(
+            who.line,
+            "claude in hark · session 09a48a90 · run 1a2b3c4d · not confined"
+        );
+        let confined = Asker {
+            confined: true,
+            ..node.clone()
+        };
+        assert_eq!(
+            Attribution::of(&confined, &"s".into(), Some(&run)).line,
+            "claude in hark · session s · run 1a2b3c4d"
+        );
         let codex = asker(
             "/opt/bin/codex exec",
             "/w/app",
@@ -156,12 +174,12 @@ mod tests {
         );
         assert_eq!(
             Attribution::of(&codex, &"nightly".into(), None).line,
-            "codex in app · session nightly"
+            "codex in app · session nightly · not confined"
         );
         let script = asker("python3 ask.py", "/", None);
         assert_eq!(
             Attribution::of(&script, &"s".into(), None).line,
-            "python3 · session s"
+            "python3 · session s · not confined"
         );
     }
 
@@ -175,7 +193,7 @@ mod tests {
         let run: RunId = "1a2b3c4d-0000-0000-0000-000000000000".parse().unwrap();
         assert_eq!(
             Attribution::of(&sub, &"nested".into(), Some(&run)).line,
-            "sub-agent Explore of run 1a2b3c4d in hark · session nested"
+            "sub-agent Explore of run 1a2b3c4d in hark · session nested · not confined"
         );
     }
 }

@@ -30,6 +30,12 @@ pub struct Asker {
     /// Set when a sub-agent of the agent asked (its host's hook said so).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sub_agent: Option<SubAgent>,
+    /// The agent runs confined by `hark run`: the daemon sets it (a run
+    /// that reported itself confined, asking from its own process), never
+    /// the client.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub confined: bool,
 }
 
 /// A sub-agent, as its host names it (Claude Code's `agent_id` and
@@ -64,6 +70,7 @@ impl Asker {
             command: Some(command.to_owned()),
             client: None,
             sub_agent: None,
+            confined: false,
         }
     }
 }

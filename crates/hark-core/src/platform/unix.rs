@@ -51,6 +51,32 @@ pub fn peer_pid(stream: &Stream) -> Option<i32> {
     stream.peer_cred().ok().and_then(|c| c.pid())
 }
 
+/// The children of process `pid` (Linux's `/proc/PID/task/PID/children`;
+/// none where the system does not tell).
+pub fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .map(|text| {
+            text.split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether process `pid` is running: there, and not a zombie (a dead
+/// process not yet reaped). Read from `/proc`; without it, whether it
+/// exists.
+pub fn is_running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) if Path::new("/proc/self/stat").exists() => false,
+        Err(_) => process_exists(pid),
+    }
+}
+
 /// Whether process `pid` sees the same pids as this one: false for one in
 /// another PID namespace (a confined agent), whose word for a pid means
 /// another process here. Where the system cannot tell, true.

@@ -23,6 +23,7 @@ fn item(session: &str) -> Item {
             command: Some("claude -p".into()),
             client: None,
             sub_agent: None,
+            confined: false,
         },
         request: validate(
             &json!({"questions": [{"question": "Go?", "header": "Go", "multiSelect": false,

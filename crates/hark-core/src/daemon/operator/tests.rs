@@ -26,6 +26,7 @@ fn item(request: AskRequest) -> Item {
             command: Some("c".repeat(2000)),
             client: Some("claude-code 2.0".into()),
             sub_agent: None,
+            confined: false,
         },
         request,
         approval: None,
