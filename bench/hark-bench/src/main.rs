@@ -11,6 +11,10 @@
 //! [`inbox`]); the exit code is 1 when a question was lost, answered wrong
 //! or answered twice.
 //!
+//! With `--confine` it runs only confinement's cost instead: `hark run` of
+//! the fake agent from spawn to its first output, confined and with
+//! `--no-confine`, alternating (see [`confine`]).
+//!
 //! It prints a table, PASS/MISS against the targets, and one final JSON line.
 //! The exit code is 1 when something was wrong (a failed run, a wrong answer,
 //! non-protocol output on stdout), not when a target is missed.
@@ -24,8 +28,10 @@
 //!   server over its pipes; `logs` is where a child's stderr goes and the
 //!   end of it shown under an error.
 //! - `inbox`: the `--inbox` mode, a folder of its own.
+//! - `confine`: the `--confine` mode.
 
 mod cold;
+mod confine;
 mod inbox;
 mod logs;
 mod roundtrip;
@@ -42,6 +48,7 @@ use hark_bench::stats::{Summary, round3};
 use hark_harness::{Report, Sandbox, SandboxError};
 
 use crate::cold::ColdError;
+use crate::confine::ConfineError;
 use crate::inbox::InboxError;
 use crate::roundtrip::RoundTripError;
 
@@ -52,10 +59,13 @@ const TARGET_RSS_MB: f64 = 10.0;
 /// Round trip p99, in ms.
 const TARGET_P99_MS: f64 = 5.0;
 const MIN_RUNS: usize = 20;
+/// `--runs` of `--confine` unless given.
+const CONFINE_RUNS: usize = 100;
 
 const USAGE: &str = "\
 usage: hark-bench [--runs N] [--calls N] [--bin-dir DIR]
        hark-bench --inbox [--clients N] [--items-per-client N] [--bin-dir DIR]
+       hark-bench --confine [--runs N] [--bin-dir DIR]
 
   --runs N       cold-start runs per server, interleaved (default 30, at least 20)
   --calls N      sequential ask calls in the round trip (default 500)
@@ -64,7 +74,11 @@ usage: hark-bench [--runs N] [--calls N] [--bin-dir DIR]
   --inbox               only the inbox under load: N clients (`hark mcp-operator-ask`)
                         each ask M questions at once, all answered with `hark answer`
   --clients N           concurrent clients (default 100)
-  --items-per-client N  questions each client asks at once (default 10)";
+  --items-per-client N  questions each client asks at once (default 10)
+
+  --confine      only confinement's cost: `hark run` of `fake-claude` (beside `hark`)
+                 from spawn to its first output, confined and with --no-confine,
+                 alternating, N runs each (default 100, at least 20)";
 
 #[derive(Debug)]
 struct Options {
@@ -72,6 +86,7 @@ struct Options {
     calls: usize,
     bin_dir: PathBuf,
     inbox: bool,
+    confine: bool,
     clients: usize,
     items_per_client: usize,
 }
@@ -99,22 +114,26 @@ enum Error {
     RoundTrip(#[from] RoundTripError),
     #[error(transparent)]
     Inbox(#[from] InboxError),
+    #[error(transparent)]
+    Confine(#[from] ConfineError),
 }
 
 fn parse_args() -> Result<Options, ArgsError> {
-    let mut runs = 30;
+    let mut runs = None;
     let mut calls = 500;
     let mut given_bin_dir = None;
     let mut inbox = false;
+    let mut confine = false;
     let mut clients = 100;
     let mut items_per_client = 10;
     let mut args = Args::from_env();
     while let Some(flag) = args.next_flag() {
         match flag.name.as_str() {
-            "--runs" => runs = args.number(&flag)?,
+            "--runs" => runs = Some(args.number(&flag)?),
             "--calls" => calls = args.number(&flag)?,
             "--bin-dir" => given_bin_dir = Some(PathBuf::from(args.value(&flag)?)),
             "--inbox" if flag.inline.is_none() => inbox = true,
+            "--confine" if flag.inline.is_none() => confine = true,
             "--clients" => clients = args.number(&flag)?,
             "--items-per-client" => items_per_client = args.number(&flag)?,
             "-h" | "--help" => {
@@ -125,10 +144,15 @@ fn parse_args() -> Result<Options, ArgsError> {
         }
     }
     Ok(Options {
-        runs: at_least("--runs", MIN_RUNS, runs)?,
+        runs: at_least(
+            "--runs",
+            MIN_RUNS,
+            runs.unwrap_or(if confine { CONFINE_RUNS } else { 30 }),
+        )?,
         calls: at_least("--calls", 1, calls)?,
         bin_dir: bin_dir(given_bin_dir)?,
         inbox,
+        confine,
         clients: at_least("--clients", 1, clients)?,
         items_per_client: at_least("--items-per-client", 1, items_per_client)?,
     })
@@ -138,6 +162,8 @@ fn main() -> ExitCode {
     let result = parse_args().map_err(Error::from).and_then(|options| {
         if options.inbox {
             run_inbox(&options)
+        } else if options.confine {
+            run_confine(&options)
         } else {
             run(&options)
         }
@@ -434,6 +460,16 @@ fn run_inbox(options: &Options) -> Result<bool, Error> {
     let sandbox = prepare(options, &[&hark], "-p hark")?;
     let results = inbox::measure(&sandbox, options.clients, options.items_per_client)?;
     Ok(inbox::report(&results))
+}
+
+/// `--confine`: confinement's cost, alone; `Ok(false)` when something
+/// measured was wrong.
+fn run_confine(options: &Options) -> Result<bool, Error> {
+    let hark = options.bin_dir.join("hark");
+    let fake = options.bin_dir.join("fake-claude");
+    let sandbox = prepare(options, &[&hark, &fake], "-p hark -p fake-claude")?;
+    let results = confine::measure(&sandbox, options.runs)?;
+    Ok(confine::report(&results))
 }
 
 fn timing(s: Summary) -> String {
