@@ -38,6 +38,10 @@ pub enum AskError {
         #[source]
         source: serde_json::Error,
     },
+    #[error("cannot start the asker process")]
+    Spawn(#[source] std::io::Error),
+    #[error("the asker process said {line:?}")]
+    AskerSaid { line: String },
     #[error("no `{what}` frame")]
     NoFrame {
         what: &'static str,
@@ -132,5 +136,119 @@ fn read_frame(reader: &mut BufReader<UnixStream>, what: &'static str) -> Result<
         Ok(0) => Err(AskError::Closed { what }),
         Ok(_) => serde_json::from_str(&line).map_err(|source| AskError::BadFrame { line, source }),
         Err(source) => Err(AskError::NoFrame { what, source }),
+    }
+}
+
+/// An ask held by a process of its own, a child of the bench: the bench is
+/// then the asker's ancestor, which hark lets act as the operator (as the
+/// terminal that started an agent may), rather than the asker itself, which
+/// it refuses. The child is this program again, as [`ASKER_ROLE`].
+#[derive(Debug)]
+pub struct AskerChild {
+    pub id: String,
+    /// When the child wrote the ask frame.
+    pub sent: SystemTime,
+    child: std::process::Child,
+    lines: BufReader<std::process::ChildStdout>,
+}
+
+/// The first argument that makes this program the asker of [`AskerChild`]:
+/// `--asker SOCKET TIMEOUT_SECS PATIENCE_MS TEXT`.
+pub const ASKER_ROLE: &str = "--asker";
+
+impl AskerChild {
+    /// Starts the child and reads the id and sending time of its ask.
+    pub fn start(
+        socket: &Path,
+        text: &str,
+        timeout_secs: u64,
+        patience: Duration,
+    ) -> Result<AskerChild, AskError> {
+        let exe = std::env::current_exe().map_err(AskError::Spawn)?;
+        let mut child = std::process::Command::new(exe)
+            .arg(ASKER_ROLE)
+            .arg(socket)
+            .arg(timeout_secs.to_string())
+            .arg(patience.as_millis().to_string())
+            .arg(text)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .map_err(AskError::Spawn)?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or(AskError::Closed { what: "accepted" })?;
+        let mut asker = AskerChild {
+            id: String::new(),
+            sent: SystemTime::UNIX_EPOCH,
+            child,
+            lines: BufReader::new(stdout),
+        };
+        let said = asker.next("accepted")?;
+        let (Some(id), Some(sent_us)) = (said["id"].as_str(), said["sent_us"].as_u64()) else {
+            return Err(AskError::AskerSaid {
+                line: said.to_string(),
+            });
+        };
+        asker.id = id.to_owned();
+        asker.sent = SystemTime::UNIX_EPOCH + Duration::from_micros(sent_us);
+        Ok(asker)
+    }
+
+    /// Waits for the item to settle; returns its outcome's name.
+    pub fn settled(&mut self) -> Result<String, AskError> {
+        let said = self.next("settled")?;
+        let _ = self.child.wait();
+        match said["outcome"].as_str() {
+            Some(outcome) => Ok(outcome.to_owned()),
+            None => Err(AskError::AskerSaid {
+                line: said.to_string(),
+            }),
+        }
+    }
+
+    fn next(&mut self, what: &'static str) -> Result<Value, AskError> {
+        let mut line = String::new();
+        match self.lines.read_line(&mut line) {
+            Ok(0) => Err(AskError::Closed { what }),
+            Ok(_) => {
+                serde_json::from_str(&line).map_err(|source| AskError::BadFrame { line, source })
+            }
+            Err(source) => Err(AskError::NoFrame { what, source }),
+        }
+    }
+}
+
+/// The child's side of [`AskerChild`]: asks, prints `{"id","sent_us"}`,
+/// waits, prints `{"outcome"}` (or `{"error"}`); whether it got that far.
+pub fn serve_as_child(args: &[String]) -> bool {
+    let [socket, timeout, patience, text] = args else {
+        println!(
+            "{}",
+            json!({"error": "usage: --asker SOCKET TIMEOUT_SECS PATIENCE_MS TEXT"})
+        );
+        return false;
+    };
+    let timeout = timeout.parse().unwrap_or(600);
+    let patience = Duration::from_millis(patience.parse().unwrap_or(20_000));
+    let said = Ask::start(Path::new(socket), text, timeout, patience).and_then(|mut ask| {
+        let sent_us = ask
+            .sent
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0);
+        println!("{}", json!({"id": ask.id, "sent_us": sent_us}));
+        ask.settled()
+    });
+    match said {
+        Ok(outcome) => {
+            println!("{}", json!({"outcome": outcome}));
+            true
+        }
+        Err(e) => {
+            println!("{}", json!({"error": e.to_string()}));
+            false
+        }
     }
 }

@@ -23,7 +23,7 @@ use hark_harness::Event;
 use hark_harness::clock::ms_between;
 use hark_harness::monitor;
 
-use crate::asker::Ask;
+use crate::asker::AskerChild;
 use crate::desktop::Desktop;
 use crate::error::Error;
 use crate::idle::{QUIET_PATIENCE, QUIET_PERCENT};
@@ -86,7 +86,7 @@ pub fn measure(desktop: &Desktop, ticks_per_s: u64, count: usize) -> Result<Resu
     for k in 1..=count {
         let text = format!("Benchmark question {k}?");
         let (monitor_from, log_from) = (desktop.monitor().len(), desktop.log.len());
-        let mut ask = Ask::start(&socket, &text, ASK_TIMEOUT_SECS, PATIENCE)?;
+        let mut ask = AskerChild::start(&socket, &text, ASK_TIMEOUT_SECS, PATIENCE)?;
         let id = ask.id.clone();
         let of_item = |v: &serde_json::Value| v["question_id"] == id.as_str();
         let sent = ask.sent;
@@ -120,14 +120,11 @@ pub fn measure(desktop: &Desktop, ticks_per_s: u64, count: usize) -> Result<Resu
 
         let settle_from = desktop.log.len();
         let skipping = std::time::SystemTime::now();
-        // The operator skips from outside the asker's process tree (hark
-        // refuses an operator frame from inside a waiting agent, and this
-        // process is the asker): `setsid -f` leaves `hark skip` to init.
-        // Whether it worked is the ask's own outcome, below.
-        let mut skip = desktop.sandbox().command("setsid");
-        skip.arg("-f")
-            .arg(desktop.sandbox().bin("hark"))
-            .args(["skip", &id]);
+        // The operator skips: the asker is this process's child, and hark
+        // lets an agent's ancestor act as the operator (as the terminal that
+        // started it). Whether it worked is the ask's own outcome, below.
+        let mut skip = desktop.sandbox().command(desktop.sandbox().bin("hark"));
+        skip.args(["skip", &id]);
         let out = skip.output().map_err(Error::RunSkip)?;
         if !out.status.success() {
             return Err(Error::Skip {

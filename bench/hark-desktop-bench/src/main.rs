@@ -96,6 +96,13 @@ fn parse_args() -> Result<Options, ArgsError> {
 }
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(asker::ASKER_ROLE) {
+        return match asker::serve_as_child(&args[1..]) {
+            true => ExitCode::SUCCESS,
+            false => ExitCode::FAILURE,
+        };
+    }
     let result = parse_args()
         .map_err(Error::from)
         .and_then(|options| run(&options));
