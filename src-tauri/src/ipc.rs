@@ -15,7 +15,7 @@ use hark_core::model::run::RunStatus;
 use hark_core::registry::{ReplyError, StoreHealth};
 use hark_core::store::unix_ms;
 use serde::Serialize;
-use tauri::{AppHandle, Runtime, State};
+use tauri::{AppHandle, Emitter, Runtime, State};
 use ts_rs::TS;
 
 /// An error as the UI sees it: a stable code to branch on, a message to show.
@@ -77,6 +77,8 @@ pub struct InboxView {
     /// What the window shows (`None` while it is hidden).
     pub view: Option<crate::windows::View>,
     pub do_not_disturb: bool,
+    /// The tray's Quit waits for the operator's word (the inbox asks).
+    pub quit_asked: bool,
     /// The store's health while it refuses writes (the items it lacks are
     /// held in memory, and lost if the app stops first); `None` while it
     /// takes them.
@@ -111,6 +113,7 @@ pub fn inbox(
         focus: shell.focus(),
         view: shown.view(),
         do_not_disturb: shell.do_not_disturb(),
+        quit_asked: shell.quit_asked(),
         store: shell
             .registry
             .store_health()
@@ -179,6 +182,22 @@ pub fn open_item<R: Runtime>(
     }
     shell.open_item(&app, id);
     Ok(())
+}
+
+/// The operator's word on the tray's Quit, given in the inbox: quit (every
+/// pending item is cancelled) or keep running.
+#[tauri::command]
+pub fn quit<R: Runtime>(
+    app: AppHandle<R>,
+    shell: State<'_, Arc<crate::shell::Shell>>,
+    confirmed: bool,
+) {
+    if confirmed {
+        shell.quit(&app);
+    } else {
+        shell.keep_running();
+        let _ = app.emit(crate::shell::INBOX_CHANGED, ());
+    }
 }
 
 /// Starts a run from the inbox's dispatch form; the app owns it. The run

@@ -8,7 +8,7 @@
 macro_rules! with_ipc_commands {
     ($then:ident) => {
         $then!(
-            inbox, reply, verdict, dismiss, open_item, shown, dispatch, run_output, markdown
+            inbox, reply, verdict, dismiss, open_item, shown, dispatch, run_output, markdown, quit
         )
     };
 }

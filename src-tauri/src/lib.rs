@@ -71,7 +71,9 @@ pub fn run() -> ExitCode {
     }
     let builder =
         tauri::Builder::default().plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
-            // A second `hark app` focuses this one.
+            // A second `hark app` focuses this one. Any client of the
+            // session bus can make this call (the plugin's ExecuteCallback),
+            // so nothing it sends is taken: it only shows the inbox.
             windows::show(app, windows::View::Inbox);
         }));
     match run_app(builder) {

@@ -1,5 +1,6 @@
 //! The shell's state: the core's registry plus what only the desktop has
-//! (do-not-disturb, the item the modal should show, the way to quit).
+//! (do-not-disturb, the item the modal should show, the way to quit and
+//! whether the window asks about it).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,6 +29,8 @@ pub struct Shell {
     stop: Arc<Notify>,
     /// Completes when the bridge has delivered those cancellations.
     stopped: Mutex<Option<oneshot::Receiver<()>>>,
+    /// The tray's Quit waits for the operator's word in the window.
+    quit_asked: AtomicBool,
 }
 
 impl Shell {
@@ -45,6 +48,7 @@ impl Shell {
             focus: Mutex::new(None),
             stop,
             stopped: Mutex::new(Some(stopped)),
+            quit_asked: AtomicBool::new(false),
         }
     }
 
@@ -66,6 +70,28 @@ impl Shell {
         *self.focus.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
         windows::show(app, View::Modal);
         let _ = app.emit(INBOX_CHANGED, ());
+    }
+
+    /// The tray's Quit while items are pending: the inbox asks first.
+    /// Quitting cancels every pending item, and the tray's menu is not the
+    /// operator's alone (see [`crate::tray`]), so that is done only from
+    /// hark's own window ([`crate::ipc::quit`]).
+    pub fn ask_to_quit<R: Runtime>(&self, app: &AppHandle<R>) {
+        self.quit_asked.store(true, Ordering::Relaxed);
+        tracing::info!(pending = self.registry.pending().len(), "quit asked");
+        windows::show(app, View::Inbox);
+        let _ = app.emit(INBOX_CHANGED, ());
+    }
+
+    /// Whether the inbox asks about quitting.
+    pub fn quit_asked(&self) -> bool {
+        self.quit_asked.load(Ordering::Relaxed)
+    }
+
+    /// The operator chose to keep running.
+    pub fn keep_running(&self) {
+        self.quit_asked.store(false, Ordering::Relaxed);
+        tracing::info!("quit declined");
     }
 
     /// Quits: every pending item is settled as cancelled, so each waiting

@@ -4,6 +4,23 @@
 //! refuses writes, a warning line heads the menu and ends the tooltip. With
 //! no tray host, building it succeeds and nothing shows: the app never
 //! depends on it.
+//!
+//! # Who can click it
+//! The menu is not the operator's alone. On Linux it is exported on the
+//! session bus (libayatana-appindicator's dbusmenu, served inside this
+//! process), and any client of the bus can call its `Event` method on any
+//! entry, as a tray host does for a click; nothing here can tell who did
+//! (libdbusmenu does not say, and the names a tray host goes by are names
+//! any client may take). Elsewhere other programs of the user can drive a
+//! menu too (window messages, accessibility). So no entry decides anything
+//! for an agent:
+//! - a pending entry opens the modal on it, "Open inbox" the inbox;
+//! - Quit, which cancels every pending item, quits at once only while
+//!   nothing is pending; else the inbox asks, and only the window's answer
+//!   quits ([`Shell::ask_to_quit`]);
+//! - "Do not disturb" and "Start at login" act at once: silence only fails
+//!   closed (a question nobody sees times out unanswered), and the entry
+//!   starts hark itself, at a path no caller chooses.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -191,7 +208,9 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &MenuId) {
             }
             refresh(app);
         }
-        Ok(TrayItem::Quit) => shell.quit(app),
+        // A click that may not be the operator's cancels nothing.
+        Ok(TrayItem::Quit) if shell.registry.pending().is_empty() => shell.quit(app),
+        Ok(TrayItem::Quit) => shell.ask_to_quit(app),
         Err(()) => {}
     }
 }

@@ -61,7 +61,7 @@ async fn a_notification_click_opens_the_modal_on_its_item_and_the_picks_reach_th
     // The modal shows the older item until the notification of the newer one is clicked.
     desktop.view("modal").await;
     desktop.wait_for_question("Which branch?").await;
-    desktop.invoke_action(desktop.notification_id(&id), "default");
+    desktop.click_action(desktop.notification_id(&id), "default");
     desktop.wait_for_question("Which database?").await;
     assert_eq!(desktop.text("#header-chip").await, "Database");
     let options = desktop.text("#options").await;
@@ -262,7 +262,7 @@ async fn a_notification_button_answers_directly() {
         notify.iter().any(|l| l.contains("\"pick:1\"")),
         "quick-answer actions offered: {notify:?}"
     );
-    desktop.invoke_action(desktop.notification_id(&id), "pick:1");
+    desktop.click_action(desktop.notification_id(&id), "pick:1");
     let result = call.await.unwrap();
     assert_eq!(text(&result), r#"{"answers":{"Which database?":"SQLite"}}"#);
     let items = hark(&desktop.sandbox, &["inbox", "--all", "--json"]);
@@ -511,7 +511,7 @@ async fn an_external_effect_is_denied_from_its_notification_button() {
             && !notify.iter().any(|l| l.contains("\"pick:2\"")),
         "only this action or deny, as buttons: {notify:?}"
     );
-    desktop.invoke_action(desktop.notification_id(&id), "pick:1");
+    desktop.click_action(desktop.notification_id(&id), "pick:1");
     let out = run.wait_with_output().unwrap();
     assert!(out.status.success());
     assert!(
@@ -550,6 +550,28 @@ async fn quit_from_the_tray_cancels_every_pending_item_at_once() {
         ask_from_agent(&desktop, "quit-b", questions(&[features_to_ship()])).await;
     wait_for_tray(&desktop, 2, false);
     desktop.tray_menu(&["Up", "Return"]);
+    // Quitting cancels both: the inbox asks first, and only its answer quits.
+    desktop.view("inbox").await;
+    let asks = desktop
+        .wait_for("//div[@id='quit-ask' and not(@hidden)]")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        asks.contains(
+            "2 questions are waiting: their agents will be told that hark is shutting down"
+        ),
+        "{asks}"
+    );
+    // The app may be gone before WebDriver answers the click: what it did
+    // is told by its log and the agents.
+    let confirm = desktop
+        .client
+        .find(Locator::Css("#quit-confirm"))
+        .await
+        .unwrap();
+    let _ = confirm.click().await;
     quits_cancelling(desktop, vec![(agent_a, call_a), (agent_b, call_b)]).await;
 }
 

@@ -29,6 +29,9 @@
 //! - `desktop`: the app under Xvfb with a private D-Bus session and dunst,
 //!   driven through tauri-driver + WebKitWebDriver. Its tests take turns
 //!   (one desktop at a time); the others run beside them.
+//! - `forged`: other programs on the session bus forge the notification
+//!   server's signals and the tray host's menu clicks; no question is
+//!   answered or cancelled by them.
 //! - `window`: the operator's window in the app: Markdown made safe,
 //!   AskUserQuestion's previews and notes.
 //! - `tree`: an agent, and every process it starts, is refused the
@@ -47,6 +50,7 @@ mod confine;
 mod desktop;
 mod doctor;
 mod fake_agent;
+mod forged;
 mod inbox;
 mod install;
 mod intake;

@@ -269,6 +269,10 @@ focus: ItemId | null,
  */
 view: View | null, do_not_disturb: boolean, 
 /**
+ * The tray's Quit waits for the operator's word (the inbox asks).
+ */
+quit_asked: boolean, 
+/**
  * The store's health while it refuses writes (the items it lacks are
  * held in memory, and lost if the app stops first); `None` while it
  * takes them.

@@ -122,9 +122,26 @@ function showStore(store) {
     : '';
 }
 
+/**
+ * The tray's Quit, asked here while questions wait: quitting cancels them,
+ * and the tray's menu is open to other programs, so only this answer quits.
+ * @param {import('./bindings').InboxView} view
+ */
+function showQuit(view) {
+  const appearing = $('quit-ask').hidden && view.quit_asked;
+  $('quit-ask').hidden = !view.quit_asked;
+  // Into the dialog, on the choice that changes nothing.
+  if (appearing) $('quit-keep').focus();
+  const n = view.pending.length;
+  $('quit-question').textContent = n === 0
+    ? 'Quit hark?'
+    : `Quit hark? ${n === 1 ? '1 question is waiting: its agent' : `${n} questions are waiting: their agents`} will be told that hark is shutting down.`;
+}
+
 const refresh = coalesced(async () => {
   const view = await ipc.inbox();
   showStore(view.store);
+  showQuit(view);
   $('pending-count').textContent = `(${view.pending.length})`;
   const pending = /** @type {HTMLElement} */ ($('pending').querySelector('tbody'));
   // Waiting first, then parked (each oldest first, as listed).
@@ -398,6 +415,8 @@ export function startInbox() {
   document.addEventListener('keydown', onKey);
   showSection('waiting');
   $('intake-add').addEventListener('click', addIntakeQuestion);
+  $('quit-confirm').addEventListener('click', () => ipc.quit(true).catch((e) => showError(ipc.errorText(e))));
+  $('quit-keep').addEventListener('click', () => ipc.quit(false).catch((e) => showError(ipc.errorText(e))));
   $('dispatch').addEventListener('submit', (event) => {
     event.preventDefault();
     startRun();

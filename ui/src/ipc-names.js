@@ -13,6 +13,7 @@ export const commands = /** @type {const} */ ({
   dispatch: "dispatch",
   run_output: "run_output",
   markdown: "markdown",
+  quit: "quit",
 });
 
 /** The events the app emits to the page. */

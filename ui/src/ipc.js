@@ -48,6 +48,11 @@ export function dispatch(request) {
   return tauri.core.invoke(commands.dispatch, { request });
 }
 
+/** The operator's word on the tray's Quit: quit, cancelling what waits, or keep running. @param {boolean} confirmed @returns {Promise<void>} */
+export function quit(confirmed) {
+  return tauri.core.invoke(commands.quit, { confirmed });
+}
+
 /** Agents' Markdown texts as sanitized HTML, in order. @param {string[]} texts @returns {Promise<string[]>} */
 export function markdown(texts) {
   return tauri.core.invoke(commands.markdown, { texts });

@@ -8,7 +8,8 @@
 //!
 //! Which notifications there are is the platform's ([`Backend`]):
 //! - Linux: the freedesktop server over the session bus ([`freedesktop`]):
-//!   clicks, buttons, closing, replacing.
+//!   clicks, buttons, closing, replacing; its signals are taken only from
+//!   the connection that owns the server's name.
 //! - Windows: toasts ([`toast`]): clicks and buttons; a toast cannot be
 //!   closed or replaced from here, so a settled item's toast stays until it
 //!   is dismissed (clicked, it does nothing then).
@@ -62,6 +63,10 @@ pub enum Event {
     Action { id: u32, key: String },
     /// It went away.
     Closed { id: u32 },
+    /// The notification server went (it stopped, or another took its
+    /// name), and every notification it showed with it: a new server
+    /// counts its ids afresh.
+    ServerGone,
 }
 
 /// A platform's notifications.
@@ -236,6 +241,7 @@ impl Notifier {
                         shown.ids.remove(&item.id);
                     }
                 }
+                Event::ServerGone => *self.shown() = Shown::default(),
             }
         }
     }

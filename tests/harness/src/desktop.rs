@@ -1,7 +1,10 @@
 //! A private desktop session, on the X display `xvfb-run` provides: a
 //! session bus (`dbus-daemon`), a `dbus-monitor` watching the notification
 //! interface and the bus's name changes, a notification server (`dunst`),
-//! and, for a test that clicks the tray, a tray host (`trayer`). The app
+//! and, for a test that clicks the tray, a tray host (`trayer`). A test
+//! clicks a notification's button through dunst itself
+//! ([`Session::choose_action`]), so the click comes from the notification
+//! server, as the operator's would. The app
 //! under test is started on it by its user (directly by the desktop
 //! benchmark, through WebDriver by the desktop tests), so it never meets the
 //! user's session or an already-running instance.
@@ -38,6 +41,19 @@ pub enum DesktopError {
     },
     #[error("cannot run xdotool")]
     Xdotool(#[source] std::io::Error),
+    #[error("cannot write dunst's config or its menu's choice, {}", path.display())]
+    DunstFile {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot run dunstctl")]
+    Dunstctl(#[source] std::io::Error),
+    #[error("dunstctl {command} failed ({status})")]
+    DunstctlFailed {
+        command: &'static str,
+        status: std::process::ExitStatus,
+    },
     #[error("trayer never showed its panel")]
     NoPanel,
 }
@@ -58,7 +74,7 @@ fn dunst_attempt(patience: Duration, attempt: usize, tail: &str) -> String {
 }
 
 /// The tools a session needs.
-pub const TOOLS: [&str; 3] = ["dbus-daemon", "dbus-monitor", "dunst"];
+pub const TOOLS: [&str; 4] = ["dbus-daemon", "dbus-monitor", "dunst", "dunstctl"];
 
 /// How long the bus or the monitor may take to start.
 const START_PATIENCE: Duration = Duration::from_secs(15);
@@ -86,6 +102,8 @@ pub struct Session {
     /// `dbus-monitor`'s output: what crossed the bus to the notification
     /// server, and who owns which name.
     pub monitor: Lines,
+    /// The line dunst's context menu picks ([`Session::choose_action`]).
+    menu_choice: std::path::PathBuf,
     /// The bus, the monitor and dunst, in the order they started.
     processes: Vec<Started>,
 }
@@ -112,6 +130,7 @@ impl Session {
             sandbox: sandbox.clone(),
             address: String::new(),
             monitor: Lines::follow("nothing", std::io::empty()),
+            menu_choice: sandbox.path("dunst-menu-choice"),
             processes: vec![bus_daemon],
         };
         session.address = printed.wait("bus address", START_PATIENCE, |lines| {
@@ -161,6 +180,17 @@ impl Session {
     /// (twice at most), what it said shown: it is the notification server,
     /// not what is tested or measured.
     fn start_dunst(&self) -> Result<Started, DesktopError> {
+        // Its context menu ("dmenu" to dunst: given a line per action, it
+        // prints the one chosen) is a grep for the line the test chose.
+        let config = self.sandbox.path("dunstrc");
+        let menu = format!(
+            "[global]\n    dmenu = /bin/sh -c 'exec grep -F -m1 -f \"$0\"' {}\n",
+            self.menu_choice.display()
+        );
+        std::fs::write(&config, menu).map_err(|source| DesktopError::DunstFile {
+            path: config.clone(),
+            source,
+        })?;
         let mut said = Vec::new();
         for attempt in 1..=DUNST_ATTEMPTS {
             let from = self.monitor.len();
@@ -168,6 +198,8 @@ impl Session {
                 "dunst",
                 self.sandbox
                     .command("dunst")
+                    .arg("-config")
+                    .arg(&config)
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
                     .stderr(Stdio::piped()),
@@ -197,6 +229,35 @@ impl Session {
             patience: DUNST_PATIENCE,
             said,
         })
+    }
+
+    /// Invokes action `key` of notification `id` as the operator does, by
+    /// choosing it in dunst's context menu: dunst sends the
+    /// `ActionInvoked` itself. Returns once dunst was asked; the click
+    /// reaches the app a moment later.
+    pub fn choose_action(&self, id: u64, key: &str) -> Result<(), DesktopError> {
+        // dunst's menu lines end `[ID,KEY]`.
+        std::fs::write(&self.menu_choice, format!("[{id},{key}]\n")).map_err(|source| {
+            DesktopError::DunstFile {
+                path: self.menu_choice.clone(),
+                source,
+            }
+        })?;
+        let status = self
+            .sandbox
+            .command("dunstctl")
+            .arg("context")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .status()
+            .map_err(DesktopError::Dunstctl)?;
+        if !status.success() {
+            return Err(DesktopError::DunstctlFailed {
+                command: "context",
+                status,
+            });
+        }
+        Ok(())
     }
 
     /// Stops dunst, the monitor and the bus, last started first; the names

@@ -39,7 +39,7 @@ pub struct Desktop {
     /// Kept until the desktop drops; declared before the session, so it
     /// stops first.
     _tray_host: Option<TrayHost>,
-    _session: Session,
+    session: Session,
     /// What crossed the bus to the notification server.
     pub notifications: Lines,
     driver: Started,
@@ -71,7 +71,7 @@ impl Desktop {
             std::env::var_os("DISPLAY").is_some(),
             "the desktop tests need an X display: run them under xvfb-run (see scripts/test)"
         );
-        let tools = ["tauri-driver", "WebKitWebDriver", "gdbus"];
+        let tools = ["tauri-driver", "WebKitWebDriver"];
         for tool in hark_harness::desktop::TOOLS.into_iter().chain(tools) {
             assert!(
                 installed(tool),
@@ -148,7 +148,7 @@ impl Desktop {
             sandbox,
             _tray_host: tray_host,
             notifications: session.monitor.clone(),
-            _session: session,
+            session,
             driver,
             log,
             client,
@@ -272,24 +272,31 @@ impl Desktop {
             })
     }
 
-    /// Invokes a notification's action as the notification server would.
-    pub fn invoke_action(&self, notification_id: u64, action: &str) {
-        let status = self
-            .sandbox
-            .command("gdbus")
-            .args([
-                "emit",
-                "--session",
-                "--object-path",
-                "/org/freedesktop/Notifications",
-                "--signal",
-                "org.freedesktop.Notifications.ActionInvoked",
-                &format!("uint32 {notification_id}"),
-                &format!("'{action}'"),
-            ])
-            .status()
-            .unwrap();
-        assert!(status.success(), "gdbus emit failed");
+    /// Clicks a notification's action (`default` is its body) as the
+    /// operator does: in the notification server, which tells the app.
+    pub fn click_action(&self, notification_id: u64, action: &str) {
+        self.session
+            .choose_action(notification_id, action)
+            .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+    }
+
+    /// The session bus's address, for a test that speaks on it itself.
+    pub fn bus_address(&self) -> &str {
+        &self.session.address
+    }
+
+    /// The unique bus name of the app's connection to the notification
+    /// server (the sender of its first `Notify`).
+    pub fn notifying_connection(&self) -> String {
+        self.notifications
+            .wait_until("the app's Notify call", |lines| {
+                let call = lines.iter().find(|l| l.text.contains("member=Notify"))?;
+                let sender = call
+                    .text
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix("sender="))?;
+                Some(sender.to_owned())
+            })
     }
 
     /// Waits for the app to close notification `id` (a `CloseNotification`
