@@ -360,7 +360,7 @@ pub struct DispatchRequest {
     /// Start the agent unconfined (`hark run --no-confine`); the run is
     /// labelled so everywhere.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    #[cfg_attr(feature = "ts", ts(optional))]
+    #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional))]
     pub no_confine: bool,
     /// Authored questions asked before the agent starts (the JSON of
     /// `hark run --intake FILE`).

@@ -17,6 +17,8 @@
 //!   covering it (every entry of `/` but `/proc` is bound one by one), since
 //!   the kernel refuses a nested sandbox (Claude Code's own bwrap) a new
 //!   procfs while an overmounted one exists;
+//! - no capabilities (`--cap-drop ALL`; root keeps `CAP_SETFCAP` for a
+//!   nested sandbox), so nothing inside can unmount what hides hark;
 //! - its own session (`--new-session`): no `TIOCSTI` into the terminal that
 //!   started it, which would type commands into the operator's shell;
 //! - the rest of the file system as it is, but: hark's socket directory and
@@ -116,6 +118,16 @@ pub fn args(places: &Places, cwd: &Path, kind: impl Fn(&Path) -> Kind) -> Vec<Os
     ]
     .map(OsString::from)
     .to_vec();
+    // No capability in the sandbox's user namespace, whose mounts hide
+    // hark's places: started by root, bubblewrap would keep them all, and a
+    // tool's `umount` uncovered the real socket, store and config (measured,
+    // docs/agents/claude-code.md). CAP_SETFCAP alone lets root's nested
+    // sandbox (Claude Code's, Codex's) map its uid; a nested namespace
+    // cannot unmount what it inherits (the kernel locks those mounts).
+    push(&mut args, "--cap-drop", ["ALL"]);
+    if rustix::process::geteuid().is_root() {
+        push(&mut args, "--cap-add", ["CAP_SETFCAP"]);
+    }
     let private = |path: &Path| places.private.iter().any(|p| path.starts_with(p));
     // `/` entry by entry, all but `/proc` (made fresh below) and the private
     // temp directories.

@@ -162,6 +162,7 @@ fn the_command_line_hides_pins_and_keeps_in_order() {
         assert!(text.contains(&flag.to_owned()), "{flag}");
     }
     assert_eq!(text.last().map(String::as_str), Some("--"));
+    assert!(text.windows(2).any(|w| w[0] == "--cap-drop" && w[1] == "ALL"));
     assert!(
         !text
             .windows(2)

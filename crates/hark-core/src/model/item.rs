@@ -34,7 +34,7 @@ pub struct Asker {
     /// that reported itself confined, asking from its own process), never
     /// the client.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    #[cfg_attr(feature = "ts", ts(optional))]
+    #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional))]
     pub confined: bool,
 }
 
