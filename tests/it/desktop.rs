@@ -342,7 +342,7 @@ async fn the_tray_lists_pending_items() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_approval_shows_the_diff_and_action_allows_one_edit_then_asks_again() {
     let desktop = Desktop::start().await;
-    let work = tempfile::tempdir().unwrap();
+    let work = hark_harness::scratch();
     let file = work.path().join("lib.rs");
     std::fs::write(&file, "let x = 1;\nlet y = 2;\n").unwrap();
     let edit = |old: &str, new: &str| {
@@ -705,7 +705,7 @@ pub(crate) fn ended_well(desktop: &Desktop, run_id: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_dispatched_from_the_inbox_asks_through_the_modal_and_is_recorded() {
     let desktop = inbox_with_the_fake_agent(&[]).await;
-    let work = tempfile::tempdir().unwrap();
+    let work = hark_harness::scratch();
     desktop.fill("#dispatch-prompt", &ask_line()).await;
     desktop
         .fill("#dispatch-cwd", work.path().to_str().unwrap())
@@ -816,7 +816,7 @@ async fn a_conversation_from_the_inbox_takes_each_next_message_in_the_modal() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_dispatched_run_gets_the_environment_the_app_was_started_with() {
-    let work = tempfile::tempdir().unwrap();
+    let work = hark_harness::scratch();
     let log = work.path().join("fake.log");
     // The user's own setting of one of the app's rendering variables.
     let desktop = inbox_with_the_fake_agent(&[
@@ -848,7 +848,7 @@ async fn a_dispatched_run_gets_the_environment_the_app_was_started_with() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_intake_from_the_new_run_form_is_asked_in_the_modal_before_the_agent_starts() {
-    let work = tempfile::tempdir().unwrap();
+    let work = hark_harness::scratch();
     let log = work.path().join("fake.log");
     let desktop = inbox_with_the_fake_agent(&[("FAKE_CLAUDE_LOG", log.to_str().unwrap())]).await;
     let intake = json!({
