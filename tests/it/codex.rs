@@ -171,6 +171,17 @@ fn a_headless_codex_is_told_to_proceed_and_gets_no_server() {
 }
 
 #[test]
+fn stdout_carries_codexs_last_message_once_and_the_others_go_to_stderr() {
+    let nobody = sandbox();
+    let out = codex_run(&nobody, &["--", "SAY looking around\nSAY Using SQLite."]);
+    let shown = stderr(&out);
+    assert!(out.status.success(), "{shown}");
+    assert_eq!(stdout(&out), "Using SQLite.\n");
+    assert!(shown.contains("looking around\n"), "{shown}");
+    assert!(!shown.contains("Using SQLite."), "shown once: {shown}");
+}
+
+#[test]
 fn a_question_nobody_answers_reaches_codex_as_harks_text_before_its_own_cut() {
     let daemon = serve(json!({}));
     let prompt = format!("{}\nSAY carried on", ask_line());

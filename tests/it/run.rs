@@ -106,6 +106,22 @@ fn a_headless_run_gets_none_of_it_and_is_told_to_proceed() {
 }
 
 #[test]
+fn stdout_carries_the_result_once_and_the_progress_goes_to_stderr() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let log = daemon.sandbox.path("fake.log");
+    let prompt = format!("SAY looking around\n{}\nSAY Using SQLite.", ask_line());
+    let out = hark_run(&daemon.sandbox, &log, &["--", &prompt], "");
+    let shown = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{shown}");
+    // `out=$(hark run …)` gets the result, once: the agent's last text and
+    // its result event are the same words.
+    assert_eq!(stdout(&out), "Using SQLite.\n");
+    assert!(shown.contains("looking around\n"), "{shown}");
+    assert!(shown.contains("? asks the operator"), "{shown}");
+    assert!(!shown.contains("Using SQLite."), "shown once: {shown}");
+}
+
+#[test]
 fn a_timed_out_ask_reaches_the_agent_as_an_error_it_continues_past() {
     let daemon = serve(json!({}));
     let log = daemon.sandbox.path("fake.log");

@@ -1,5 +1,6 @@
-//! One turn of the agent: its process, and its `stream-json` output shown
-//! as progress (Codex's `--json`: [`super::codex`]).
+//! One turn of the agent: its process, and its `stream-json` output shown:
+//! progress on stderr, the result on stdout, once (Codex's `--json`:
+//! [`super::codex`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -27,6 +28,44 @@ pub struct Turn {
     pub stopped: bool,
     /// It paused on this tool use (a question parked), to be resumed.
     pub deferred: Option<String>,
+    /// The agent's latest text, held until what follows says whether it
+    /// is the result (stdout) or progress (stderr): the final text and the
+    /// result are the same words, which stdout carries once.
+    held: Option<String>,
+}
+
+impl Turn {
+    /// Holds the agent's latest text, showing the one held before it as
+    /// progress.
+    pub(super) fn hold(&mut self, text: &str) {
+        self.release();
+        self.held = Some(text.to_owned());
+    }
+
+    /// Shows the held text as progress: something else came after it.
+    pub(super) fn release(&mut self) {
+        if let Some(text) = self.held.take() {
+            eprintln!("{text}");
+        }
+    }
+
+    /// Prints `result` on stdout, the one place it goes; held text that
+    /// says the same is not shown again.
+    pub(super) fn print_result(&mut self, result: &str) {
+        if self.held.as_deref() == Some(result) {
+            self.held = None;
+        }
+        self.release();
+        println!("{result}");
+    }
+
+    /// Prints the held text on stdout, as the result (Codex's last message
+    /// of a completed turn).
+    pub(super) fn print_held(&mut self) {
+        if let Some(text) = self.held.take() {
+            println!("{text}");
+        }
+    }
 }
 
 /// The servers in the user's own `--mcp-config` values (files or JSON).
@@ -149,6 +188,9 @@ pub async fn run_agent(
             }
         }
     }
+    // Text no result followed (the agent failed, or was stopped) was
+    // progress.
+    turn.release();
     // Reaped before the run goes on or ends: no agent outlives its run.
     let confined = !confine.prefix.is_empty();
     let status = end_group(&mut child, tree, confined)
@@ -276,9 +318,11 @@ async fn end_group(
     child.wait().await
 }
 
-/// Prints one stream-json event as progress (raw lines pass through).
+/// Shows one stream-json event: the result on stdout, progress on stderr
+/// (raw lines pass through to stdout).
 fn show(line: &str, turn: &mut Turn) {
     let Ok(event) = serde_json::from_str::<Value>(line) else {
+        turn.release();
         println!("{line}");
         return;
     };
@@ -289,8 +333,9 @@ fn show(line: &str, turn: &mut Turn) {
         Some("assistant") => {
             for block in event["message"]["content"].as_array().into_iter().flatten() {
                 match block["type"].as_str() {
-                    Some("text") => println!("{}", block["text"].as_str().unwrap_or_default()),
+                    Some("text") => turn.hold(block["text"].as_str().unwrap_or_default()),
                     Some("tool_use") if block["name"] == ASK_TOOL => {
+                        turn.release();
                         for q in block["input"]["questions"].as_array().into_iter().flatten() {
                             eprintln!(
                                 "  ? asks the operator: [{}] {}",
@@ -300,6 +345,7 @@ fn show(line: &str, turn: &mut Turn) {
                         }
                     }
                     Some("tool_use") => {
+                        turn.release();
                         eprintln!("  → {}", block["name"].as_str().unwrap_or("a tool"))
                     }
                     _ => {}
@@ -313,18 +359,23 @@ fn show(line: &str, turn: &mut Turn) {
                         Value::String(s) => s.clone(),
                         other => other.to_string(),
                     };
+                    turn.release();
                     eprintln!("  ! {}", text.lines().next().unwrap_or_default());
                 }
             }
         }
         Some("result") if event["stop_reason"] == "tool_deferred" => {
             turn.deferred = event["deferred_tool_use"]["id"].as_str().map(str::to_owned);
+            turn.release();
             eprintln!("hark: the agent is paused: nobody has answered its question yet");
         }
         Some("result") => {
-            if let Some(result) = event["result"].as_str() {
-                println!("{result}");
-                turn.result = Some(result.to_owned());
+            match event["result"].as_str() {
+                Some(result) => {
+                    turn.print_result(result);
+                    turn.result = Some(result.to_owned());
+                }
+                None => turn.release(),
             }
             // The total so far of this process: a run that prints a second
             // result (a background sub-agent notified the agent after its

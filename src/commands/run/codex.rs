@@ -1,5 +1,6 @@
-//! One turn of Codex: its `codex exec --json` events shown as progress, as
-//! `stream-json` is for Claude Code ([`super::agent`]). The events, as
+//! One turn of Codex: its `codex exec --json` events shown as progress, and
+//! its last message as the result, as `stream-json` is for Claude Code
+//! ([`super::agent`]). The events, as
 //! Codex 0.171.0 prints them: `thread.started {thread_id}`, `turn.started`,
 //! `item.started` / `item.completed {item: {type, …}}` (`agent_message`,
 //! `reasoning`, `command_execution`, `file_change`, `mcp_tool_call`,
@@ -12,18 +13,35 @@ use hark_core::agent::SERVER;
 
 use super::agent::Turn;
 
-/// Prints one `--json` event as progress (raw lines pass through).
+/// Shows one `--json` event: the turn's last message (its result) on
+/// stdout once the turn completes, progress on stderr (raw lines pass
+/// through to stdout).
 pub fn show(line: &str, turn: &mut Turn) {
     let Ok(event) = serde_json::from_str::<Value>(line) else {
+        turn.release();
         println!("{line}");
         return;
     };
     let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    // A message is held until what follows it says whether it was the
+    // last: anything shown after it makes it progress.
+    let item = &event["item"];
+    let after_it = match event["type"].as_str() {
+        Some("item.started" | "item.completed") => {
+            !matches!(item["type"].as_str(), Some("agent_message" | "reasoning"))
+        }
+        Some("turn.failed" | "error") => true,
+        _ => false,
+    };
+    if after_it {
+        turn.release();
+    }
     match event["type"].as_str() {
         Some("thread.started") => turn.session = event["thread_id"].as_str().map(str::to_owned),
-        Some("item.started") => started(&event["item"]),
-        Some("item.completed") => completed(&event["item"], turn),
+        Some("item.started") => started(item),
+        Some("item.completed") => completed(item, turn),
         Some("turn.completed") => {
+            turn.print_held();
             let usage = &event["usage"];
             let tokens = |k: &str| usage[k].as_u64().unwrap_or(0);
             eprintln!(
@@ -75,7 +93,7 @@ fn completed(item: &Value, turn: &mut Turn) {
     match item["type"].as_str() {
         Some("agent_message") => {
             let message = item["text"].as_str().unwrap_or_default();
-            println!("{message}");
+            turn.hold(message);
             turn.result = Some(message.to_owned());
         }
         Some("file_change") => {
