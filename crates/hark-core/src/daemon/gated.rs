@@ -4,15 +4,15 @@
 //! (which parks like a question, for a run that can be resumed). Every
 //! verdict is written to the audit trail.
 
-use crate::platform::WriteHalf;
-
 use crate::bridge::deadline::SocketReader;
-use crate::bridge::wire::{Caller, ServerFrame, write_frame};
-use crate::daemon::listener::{Daemon, wait_for_operator};
+use crate::bridge::wire::{Caller, ServerFrame};
 use crate::daemon::parked;
+use crate::daemon::state::Daemon;
+use crate::daemon::waiting::{tell, wait_for_operator};
 use crate::gate::policy::Class;
 use crate::model::approval::DecidedBy;
 use crate::model::item::Outcome;
+use crate::platform::WriteHalf;
 use crate::trace;
 
 /// The write-mode gate: a read-only step or a call an earlier grant covers
@@ -34,7 +34,7 @@ pub(super) async fn approve(
                 scope: None,
                 by: DecidedBy::Policy,
             };
-            let _ = write_frame(&mut writer, &decided).await;
+            tell(&mut writer, &decided).await;
             return;
         }
         Class::Write(approval) => approval,
@@ -51,7 +51,7 @@ pub(super) async fn approve(
             scope: Some(scope),
             by: DecidedBy::Grant,
         };
-        let _ = write_frame(&mut writer, &decided).await;
+        tell(&mut writer, &decided).await;
         return;
     }
     // The same tool use again (a paused read-only run resumed): the

@@ -1,42 +1,35 @@
 //! The listener: serves ask calls on a unix socket and puts them in
 //! front of the operator through the [`OperatorPrompter`].
 //!
+//! [`OperatorPrompter`]: crate::prompter::OperatorPrompter
+//!
 //! Shaped `run(listener, daemon, shutdown)` like mini-redis, so a test binds
 //! a socket in a temp dir and spawns the server. The same listener serves the
 //! app's well-known socket and per-call sockets.
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
 use tokio::io::BufReader;
 use tokio::task::JoinSet;
 
 use crate::bridge::deadline::{Deadlined, SocketReader};
 use crate::bridge::socket::peer_is_owner;
 use crate::bridge::wire::{
-    Caller, ClientFrame, ErrorCode, FrameError, ServerFrame, WireError, read_frame, write_frame,
+    Caller, ClientFrame, ErrorCode, FrameError, ServerFrame, WireError, read_frame,
 };
-use crate::config::Config;
-use crate::daemon::dispatcher::Dispatcher;
-use crate::daemon::peers::Agents;
+use crate::daemon::peers::Watch;
+use crate::daemon::waiting::{tell, wait_for_operator};
 use crate::daemon::{gated, operator, parked};
-use crate::gate::grants::Grants;
-use crate::gate::policy::Policy;
-use crate::model::approval::Approval;
-use crate::model::ids::{Clock, Ids};
-use crate::model::item::{Item, Outcome, Parking, Surface};
-use crate::model::resolve::Picks;
-use crate::model::schema::AskRequest;
-use crate::model::validate::{Rules, validate};
+use crate::model::item::{Outcome, SubAgent, Surface};
+use crate::model::validate::validate;
 use crate::platform::{self, Listener, Stream, WriteHalf};
-use crate::prompter::{OperatorPrompter, Unanswered};
-use crate::registry::{Pending, Registry, Reply, Waited};
+use crate::registry::Registry;
 
-/// The longest wait a call may ask for (a day).
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+pub use crate::daemon::state::{Daemon, Gate, MAX_TIMEOUT};
+
 /// The pause before accepting again after `accept` failed.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// How long a shutting-down listener waits for connections to deliver their
@@ -58,52 +51,6 @@ pub const FRAME_DEADLINE: Duration = Duration::from_secs(10);
 /// asking many questions in parallel, too few for one process to take every
 /// file handle the daemon has.
 pub const PER_PROCESS: usize = 256;
-
-/// What a listener needs to serve calls.
-#[derive(Clone)]
-pub struct Daemon {
-    pub registry: Registry,
-    pub prompter: Arc<dyn OperatorPrompter>,
-    /// The wait when a call names none.
-    pub default_timeout: Duration,
-    pub rules: Rules,
-    /// The write-mode gate's policy and the grants given so far.
-    pub gate: Arc<Gate>,
-    /// Starts the runs the operator dispatches through this daemon.
-    pub dispatcher: Dispatcher,
-    /// Where new items' ids come from.
-    pub ids: Ids,
-    /// What new items are stamped with.
-    pub clock: Clock,
-    /// The agents waiting on the operator and the runs it dispatched: no
-    /// operator frame is taken from inside one (shared with the dispatcher).
-    pub agents: Agents,
-}
-
-/// The write-mode gate, as the daemon keeps it.
-#[derive(Debug, Default)]
-pub struct Gate {
-    pub policy: Policy,
-    pub grants: Grants,
-}
-
-impl Gate {
-    pub fn new(policy: Policy) -> Gate {
-        Gate {
-            policy,
-            grants: Grants::default(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Daemon {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Daemon")
-            .field("default_timeout", &self.default_timeout)
-            .field("rules", &self.rules)
-            .finish_non_exhaustive()
-    }
-}
 
 /// Serves connections until `shutdown` completes, then cancels every pending
 /// item (each waiting agent gets its error at once) and drains.
@@ -192,46 +139,70 @@ async fn refuse_crowd(stream: Stream) -> Option<i32> {
         ErrorCode::Unavailable,
         format!("this process holds {PER_PROCESS} connections to hark already; close some first"),
     );
-    let _ = write_frame(&mut writer, &ServerFrame::Error(refusal)).await;
+    refuse(&mut writer, refusal).await;
     None
 }
 
+/// Serves one connection: a peer that is not the socket's owner, or whose
+/// first frame is late, malformed or not its to make, hears why and is hung
+/// up on; any other has its frame served.
 async fn serve_connection(stream: Stream, daemon: Daemon) {
-    match peer_is_owner(&stream) {
-        Ok(true) => {}
-        Ok(false) | Err(_) => {
-            let user = platform::peer_user(&stream).ok();
-            tracing::warn!(?user, "refused a connection from another user");
-            let (_, mut writer) = platform::split(stream);
-            let refusal = WireError::new(ErrorCode::Forbidden, "this socket serves its owner only");
-            let _ = write_frame(&mut writer, &ServerFrame::Error(refusal)).await;
-            return;
-        }
+    if !matches!(peer_is_owner(&stream), Ok(true)) {
+        let user = platform::peer_user(&stream).ok();
+        tracing::warn!(?user, "refused a connection from another user");
+        let (_, mut writer) = platform::split(stream);
+        let refusal = WireError::new(ErrorCode::Forbidden, "this socket serves its owner only");
+        return refuse(&mut writer, refusal).await;
     }
     let peer = platform::peer_pid(&stream);
     let (reader, mut writer) = platform::split(stream);
     let mut reader = BufReader::new(Deadlined::new(reader, FRAME_DEADLINE));
+    let mut frame = match first_frame(&mut reader).await {
+        Ok(Some(frame)) => frame,
+        Ok(None) => return,
+        Err(refusal) => return refuse(&mut writer, refusal).await,
+    };
+    // An asker is watched while its call is served; an operator frame from
+    // inside an agent that is watched is refused.
+    let asking = match daemon.agents.admit(peer, &frame) {
+        Ok(asking) => asking,
+        Err(refusal) => {
+            tracing::warn!(?peer, "{refusal}");
+            return refuse(&mut writer, refusal.into()).await;
+        }
+    };
+    // Confined is the daemon's word, never the client's: only a run that
+    // reported itself, confined, from the very process asking.
+    if let Some(caller) = frame.caller_mut() {
+        caller.asker.confined = daemon.agents.vouches(peer, caller.run_id.as_ref());
+    }
+    serve_frame(frame, &daemon, peer, asking, reader, writer).await;
+}
+
+/// The connection's first frame; `Ok(None)` when the peer hung up (or its
+/// connection failed) first, and the refusal to tell it when the frame came
+/// late or unfinished, too large, or is not a hark frame.
+async fn first_frame(reader: &mut SocketReader) -> Result<Option<ClientFrame>, WireError> {
     let mut buf = Vec::new();
-    let first = match tokio::time::timeout(FIRST_FRAME, read_frame(&mut reader, &mut buf)).await {
+    let first = match tokio::time::timeout(FIRST_FRAME, read_frame(reader, &mut buf)).await {
         Ok(read) if !matches!(read, Err(FrameError::Stalled(_))) => read,
         // Nothing whole in time, or a first frame begun and left unfinished.
         _ => {
             tracing::debug!("a connection sent no whole frame in time");
-            let late = WireError::new(
+            return Err(WireError::new(
                 ErrorCode::BadFrame,
                 format!(
                     "no whole frame arrived within {} s of connecting",
                     FIRST_FRAME.as_secs()
                 ),
-            );
-            let _ = write_frame(&mut writer, &ServerFrame::Error(late)).await;
-            return;
+            ));
         }
     };
-    let frame = match first {
+    match first {
         Ok(true) => serde_json::from_slice::<ClientFrame>(&buf)
+            .map(Some)
             .map_err(|e| WireError::new(ErrorCode::BadFrame, format!("not a hark frame: {e}"))),
-        Ok(false) => return,
+        Ok(false) => Ok(None),
         Err(FrameError::TooLarge) => Err(WireError::new(
             ErrorCode::FrameTooLarge,
             format!(
@@ -241,73 +212,43 @@ async fn serve_connection(stream: Stream, daemon: Daemon) {
         )),
         Err(e) => {
             tracing::debug!("connection dropped: {e}");
-            return;
+            Ok(None)
         }
-    };
-    let frame = match frame {
-        Ok(frame) => frame,
-        Err(refusal) => {
-            let _ = write_frame(&mut writer, &ServerFrame::Error(refusal)).await;
-            return;
-        }
-    };
-    // An asker is watched while its call is served; an operator frame from
-    // inside an agent that is watched is refused.
-    let asking = match daemon.agents.admit(peer, &frame) {
-        Ok(asking) => asking,
-        Err(refusal) => {
-            tracing::warn!(?peer, "{refusal}");
-            let _ = write_frame(&mut writer, &ServerFrame::Error(refusal.into())).await;
-            return;
-        }
-    };
-    // Confined is the daemon's word, never the client's: only a run that
-    // reported itself, confined, from the very process asking.
-    let mut frame = frame;
-    if let Some(caller) = frame.caller_mut() {
-        caller.asker.confined = daemon.agents.vouches(peer, caller.run_id.as_ref());
     }
+}
+
+/// Serves an admitted frame. An ask, an approval, an await and a
+/// subscription hold the connection until they are done; every other frame
+/// gets one answer. `asking` watches an asker while its call is served.
+async fn serve_frame(
+    frame: ClientFrame,
+    daemon: &Daemon,
+    peer: Option<i32>,
+    asking: Option<Watch>,
+    reader: SocketReader,
+    mut writer: WriteHalf,
+) {
     let answer = match frame {
-        ClientFrame::Ask { caller, request } => match validate(&request, daemon.rules) {
-            Ok(request) => {
-                // The same tool use again (the resumed agent's hook, then its
-                // call): the item it asked, not a new one.
-                if let Some(found) = parked::find(&daemon, &caller) {
-                    return parked::serve_again(found, &daemon, &caller, reader, writer).await;
-                }
-                let item = daemon.new_item(caller, request, None);
-                let pending = daemon.registry.open(item);
-                // Settled: the asker's tools may act as the operator again
-                // by the time it hears the outcome.
-                let stop_watching = move |_: &Outcome| drop(asking);
-                wait_for_operator(pending, &daemon, reader, writer, stop_watching).await;
-                return;
-            }
-            Err(issues) => {
-                let mut refusal = WireError::new(ErrorCode::Invalid, "the ask call is malformed");
-                refusal.issues = issues;
-                ServerFrame::Error(refusal)
-            }
-        },
+        ClientFrame::Ask { caller, request } => {
+            return ask(daemon, caller, &request, asking, reader, writer).await;
+        }
         ClientFrame::Approve {
             caller,
             tool_name,
             input,
-        } => return gated::approve(&daemon, caller, &tool_name, &input, reader, writer).await,
-        ClientFrame::Cancel => {
-            ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "nothing to cancel"))
-        }
+        } => return gated::approve(daemon, caller, &tool_name, &input, reader, writer).await,
         ClientFrame::Await {
             tool_use_id,
             session_id,
-        } => {
-            return parked::await_settled(&daemon, &tool_use_id, &session_id, writer).await;
-        }
+        } => return parked::await_settled(daemon, &tool_use_id, &session_id, writer).await,
         ClientFrame::Subscribe => {
             return daemon
                 .agents
                 .follow(&daemon.registry, peer, reader, writer)
                 .await;
+        }
+        ClientFrame::Cancel => {
+            ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "nothing to cancel"))
         }
         // A reply on the socket is the command line's, or the studio's.
         ClientFrame::Reply { id, reply, via } => operator::reply(
@@ -319,19 +260,9 @@ async fn serve_connection(stream: Stream, daemon: Daemon) {
         ClientFrame::List { filter } => operator::list(&daemon.registry, &filter),
         ClientFrame::Get { id } => operator::get(&daemon.registry, id),
         ClientFrame::ClearSettled => operator::clear_settled(&daemon.registry),
-        ClientFrame::SubAgent { caller, sub_agent } => match &caller.tool_use_id {
-            Some(tool_use_id) => {
-                let session = caller.session();
-                daemon
-                    .registry
-                    .note_sub_agent(tool_use_id, &session, sub_agent);
-                ServerFrame::Recorded
-            }
-            None => ServerFrame::Error(WireError::new(
-                ErrorCode::BadFrame,
-                "sub_agent names the tool call it makes: tool_use_id",
-            )),
-        },
+        ClientFrame::SubAgent { caller, sub_agent } => {
+            note_sub_agent(&daemon.registry, &caller, sub_agent)
+        }
         run @ (ClientFrame::RunStarted { .. } | ClientFrame::RunFinished { .. }) => {
             operator::record_run(&daemon.registry, run)
         }
@@ -347,184 +278,56 @@ async fn serve_connection(stream: Stream, daemon: Daemon) {
             Err(e) => ServerFrame::Error(e.into()),
         },
     };
-    let _ = write_frame(&mut writer, &answer).await;
+    tell(&mut writer, &answer).await;
 }
 
-impl Daemon {
-    /// A daemon with `registry` that puts items to `prompter`, set as
-    /// `config` says: its bounded wait, its rules, its write policy and how
-    /// many run logs it keeps. The runs it dispatches report to `socket` and
-    /// log under `logs`. New ids are random and items are stamped with the
-    /// system clock.
-    pub fn new(
-        registry: Registry,
-        prompter: Arc<dyn OperatorPrompter>,
-        config: &Config,
-        socket: PathBuf,
-        logs: PathBuf,
-    ) -> Daemon {
-        let agents = Agents::default();
-        Daemon {
-            dispatcher: Dispatcher {
-                hark: Dispatcher::sibling_hark(),
-                socket,
-                logs,
-                registry: registry.clone(),
-                own_env: Vec::new(),
-                log_limit: config.run_log_limit,
-                ids: Ids::random(),
-                agents: agents.clone(),
-            },
-            agents,
-            registry,
-            prompter,
-            default_timeout: config.ask_timeout(),
-            rules: config.rules(),
-            gate: Arc::new(Gate::new(config.approvals.clone())),
-            ids: Ids::random(),
-            clock: Clock::system(),
-        }
-    }
-
-    /// A new pending item for `caller`'s request.
-    pub(super) fn new_item(
-        &self,
-        caller: Caller,
-        request: AskRequest,
-        approval: Option<Approval>,
-    ) -> Item {
-        let session_id = caller.session();
-        let mut asker = caller.asker;
-        if let Some(tool_use_id) = &caller.tool_use_id {
-            asker.sub_agent = self.registry.take_sub_agent(tool_use_id, &session_id);
-        }
-        Item {
-            id: self.ids.item(),
-            session_id,
-            run_id: caller.run_id,
-            asker,
-            request,
-            approval,
-            created_at: self.clock.now(),
-            timeout: effective_timeout(caller.timeout_secs, self.default_timeout),
-            parking: caller
-                .tool_use_id
-                .map(|tool_use_id| Parking {
-                    tool_use_id,
-                    parked_at: None,
-                    transcript: caller.transcript,
-                })
-                .filter(|_| caller.parks),
-        }
-    }
-}
-
-/// The call's wait: its own when valid, else the default; never above [`MAX_TIMEOUT`].
-pub(super) fn effective_timeout(requested: Option<f64>, default: Duration) -> Duration {
-    requested
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(|s| Duration::from_secs_f64(s.min(MAX_TIMEOUT.as_secs_f64())))
-        .unwrap_or(default)
-}
-
-/// Races the prompter, the registry (timeouts, other surfaces) and the peer
-/// (cancel or hang-up) until the item settles, then reports the outcome
-/// (and returns it; `None` when the peer hung up first). `before_telling`
-/// takes the outcome before the peer is told.
-pub(super) async fn wait_for_operator(
-    mut pending: Pending,
+/// Serves an ask call: a malformed one is refused; the same tool use asking
+/// again (the resumed agent's hook, then its call) is served the item it
+/// asked, not a new one; else a new item waits on the operator, with the
+/// asker watched until it settles.
+async fn ask(
     daemon: &Daemon,
-    mut reader: SocketReader,
+    caller: Caller,
+    request: &Value,
+    asking: Option<Watch>,
+    reader: SocketReader,
     mut writer: WriteHalf,
-    before_telling: impl FnOnce(&Outcome),
-) -> Option<Outcome> {
-    let id = pending.item.id;
-    let accepted = ServerFrame::Accepted {
-        id,
-        timeout_ms: u64::try_from(pending.item.timeout.as_millis()).unwrap_or(u64::MAX),
-    };
-    if write_frame(&mut writer, &accepted).await.is_err() {
-        return None; // dropping `pending` cancels the item
-    }
-    let mut prompt = daemon
-        .prompter
-        .ask(&pending.item.session_id, pending.item.clone());
-    let mut prompting = true;
-    let mut buf = Vec::new();
-    let outcome = loop {
-        tokio::select! {
-            waited = pending.wait() => match waited {
-                Waited::Settled(outcome) => break outcome,
-                Waited::Parked => {
-                    let _ = write_frame(&mut writer, &ServerFrame::Parked { id }).await;
-                    if prompting {
-                        parked::keep_prompting(daemon, pending.item.clone(), prompt);
-                    }
-                    return None;
-                }
-            },
-            answered = &mut prompt, if prompting => {
-                prompting = false;
-                apply(&daemon.registry, daemon.prompter.surface(), &pending.item, answered);
-            }
-            frame = read_frame(&mut reader, &mut buf) => match frame {
-                Ok(true) if serde_json::from_slice::<ClientFrame>(&buf).ok() == Some(ClientFrame::Cancel) => {
-                    daemon.registry.cancel(id, "the agent cancelled the call");
-                }
-                Ok(true) => {}
-                // A frame left unfinished: the asker is stuck, so its item
-                // is cancelled now rather than left to its timeout.
-                Err(FrameError::Stalled(stalled)) => {
-                    daemon.registry.cancel(id, &format!("the agent's connection stalled: {stalled}"));
-                    return None;
-                }
-                // Hang-up: nobody is listening any more.
-                Ok(false) | Err(_) => return None,
-            },
+) {
+    let request = match validate(request, daemon.rules) {
+        Ok(request) => request,
+        Err(issues) => {
+            let mut refusal = WireError::new(ErrorCode::Invalid, "the ask call is malformed");
+            refusal.issues = issues;
+            return refuse(&mut writer, refusal).await;
         }
     };
-    // What the outcome grants holds before the asker hears of it: its next
-    // call may come at once.
-    before_telling(&outcome);
-    let settled = ServerFrame::Settled {
-        id,
-        outcome: outcome.clone(),
-    };
-    let _ = write_frame(&mut writer, &settled).await;
-    Some(outcome)
+    if let Some(found) = parked::find(daemon, &caller) {
+        return parked::serve_again(found, daemon, &caller, reader, writer).await;
+    }
+    let item = daemon.new_item(caller, request, None);
+    let pending = daemon.registry.open(item);
+    // Settled: the asker's tools may act as the operator again by the time
+    // it hears the outcome.
+    let stop_watching = move |_: &Outcome| drop(asking);
+    wait_for_operator(pending, daemon, reader, writer, stop_watching).await;
 }
 
-/// Hands what the prompter returned to the registry, which resolves it.
-pub(super) fn apply(
-    registry: &Registry,
-    surface: Surface,
-    item: &Item,
-    answered: Result<Picks, Unanswered>,
-) {
-    let id = item.id;
-    let result = match answered {
-        Ok(picks) => match Reply::from_picks(item, picks) {
-            Some(reply) => registry.reply(id, reply, surface).map(|_| ()),
-            None => {
-                tracing::warn!(question_id = %id, "the prompter picked no verdict for the approval");
-                Ok(())
-            }
-        },
-        Err(Unanswered::Skipped) if item.approval.is_some() => {
-            registry.reply(id, Reply::Deny, surface).map(|_| ())
+/// Notes the sub-agent `caller`'s tool call is made in, for the item that
+/// call asks next.
+fn note_sub_agent(registry: &Registry, caller: &Caller, sub_agent: SubAgent) -> ServerFrame {
+    match &caller.tool_use_id {
+        Some(tool_use_id) => {
+            registry.note_sub_agent(tool_use_id, &caller.session(), sub_agent);
+            ServerFrame::Recorded
         }
-        Err(Unanswered::Skipped) => registry.reply(id, Reply::Skip, surface).map(|_| ()),
-        Err(Unanswered::Cancelled(reason)) => {
-            registry.cancel(id, &reason);
-            Ok(())
-        }
-        Err(Unanswered::NoOperator) => {
-            registry.settle_as(id, Outcome::NoOperator);
-            Ok(())
-        }
-    };
-    if let Err(e) = result {
-        // The item stays pending: another surface may still answer, or it times out.
-        tracing::warn!(question_id = %id, "the prompter's reply was refused: {e}");
+        None => ServerFrame::Error(WireError::new(
+            ErrorCode::BadFrame,
+            "sub_agent names the tool call it makes: tool_use_id",
+        )),
     }
+}
+
+/// Tells the peer why it is refused; the connection ends after.
+async fn refuse(writer: &mut WriteHalf, refusal: WireError) {
+    tell(writer, &ServerFrame::Error(refusal)).await;
 }

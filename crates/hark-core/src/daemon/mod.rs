@@ -5,6 +5,12 @@
 //! [`ancestry`]), the runs the daemon starts ([`dispatcher`]) or resumes
 //! ([`resumer`]: parked runs whose `hark run` is gone), and putting
 //! it all together for `hark serve` and the desktop app ([`serve`]).
+//!
+//! Calls go one way: the listener hands an approval to the write-mode gate
+//! ([`gated`]) and a tool use asking again to [`parked`]; both of them, and
+//! the listener's new asks, wait on the operator through one race
+//! (`waiting`), and everything serves calls with the [`state`] the daemon
+//! was made with.
 
 pub mod ancestry;
 pub mod dispatcher;
@@ -15,3 +21,5 @@ pub mod parked;
 pub mod peers;
 pub mod resumer;
 pub mod serve;
+pub mod state;
+mod waiting;

@@ -1,17 +1,16 @@
 //! Serving the items that park (see [`crate::registry`]'s parking): the
 //! same tool use asking again, the paused run waiting for the outcome, and
-//! the operator's prompt kept up while no asker waits.
+//! the parked items put to the operator again after a restart.
 
-use std::sync::Arc;
-
-use crate::platform::WriteHalf;
+use std::time::Duration;
 
 use crate::bridge::deadline::SocketReader;
-use crate::bridge::wire::{Caller, ErrorCode, ServerFrame, WireError, write_frame};
-use crate::daemon::listener::{Daemon, apply, effective_timeout};
+use crate::bridge::wire::{Caller, ErrorCode, ServerFrame, WireError, read_frame, write_frame};
+use crate::daemon::state::{Daemon, effective_timeout};
+use crate::daemon::waiting::{accepted, keep_prompting, millis, tell};
 use crate::model::ids::SessionId;
-use crate::model::item::{Item, Outcome};
-use crate::prompter::PromptFuture;
+use crate::model::item::Outcome;
+use crate::platform::WriteHalf;
 use crate::registry::Found;
 
 /// The item the caller's tool use asked already, if it names one.
@@ -38,17 +37,16 @@ pub(super) async fn serve_again(
     mut writer: WriteHalf,
 ) {
     let (id, timeout) = match &found {
-        Found::Settled { id, .. } => (*id, std::time::Duration::ZERO),
+        Found::Settled { id, .. } => (*id, Duration::ZERO),
         Found::Pending(item) => (
             item.id,
             effective_timeout(caller.timeout_secs, daemon.default_timeout),
         ),
     };
-    let accepted = ServerFrame::Accepted {
-        id,
-        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-    };
-    if write_frame(&mut writer, &accepted).await.is_err() {
+    if write_frame(&mut writer, &accepted(id, timeout))
+        .await
+        .is_err()
+    {
         return;
     }
     let outcome = match found {
@@ -61,7 +59,7 @@ pub(super) async fn serve_again(
             let hung_up = async move {
                 let mut reader = reader;
                 let mut buf = Vec::new();
-                while let Ok(true) = crate::bridge::wire::read_frame(&mut reader, &mut buf).await {}
+                while let Ok(true) = read_frame(&mut reader, &mut buf).await {}
             };
             tokio::select! {
                 settled = watched => match settled {
@@ -75,18 +73,18 @@ pub(super) async fn serve_again(
                         ServerFrame::Settled {
                             id,
                             outcome: Outcome::TimedOut {
-                                after_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                                after_ms: millis(timeout),
                             },
                         }
                     };
-                    let _ = write_frame(&mut writer, &frame).await;
+                    tell(&mut writer, &frame).await;
                     return;
                 }
                 () = hung_up => return,
             }
         }
     };
-    let _ = write_frame(&mut writer, &ServerFrame::Settled { id, outcome }).await;
+    tell(&mut writer, &ServerFrame::Settled { id, outcome }).await;
 }
 
 /// Waits for the item `tool_use_id` asked in `session` to settle, and
@@ -115,24 +113,7 @@ pub(super) async fn await_settled(
         )),
         Err(e) => ServerFrame::Error(WireError::new(ErrorCode::Unavailable, e.to_string())),
     };
-    let _ = write_frame(&mut writer, &frame).await;
-}
-
-/// Keeps the operator's prompt of an item that parked up until the item
-/// settles (the prompter's answer settles it; a settlement elsewhere drops
-/// the prompt, which withdraws it).
-pub(super) fn keep_prompting(daemon: &Daemon, item: Arc<Item>, prompt: PromptFuture) {
-    let Some(watched) = daemon.registry.watch(item.id) else {
-        return;
-    };
-    let registry = daemon.registry.clone();
-    let surface = daemon.prompter.surface();
-    tokio::spawn(async move {
-        tokio::select! {
-            answered = prompt => apply(&registry, surface, &item, answered),
-            _ = watched => {}
-        }
-    });
+    tell(&mut writer, &frame).await;
 }
 
 /// Puts every parked item (restored after a restart) in front of the

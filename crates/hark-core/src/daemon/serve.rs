@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::bridge::relay::RunDir;
 use crate::bridge::socket::{self, SocketError};
 use crate::config::{Config, ConfigError};
-use crate::daemon::listener::Daemon;
+use crate::daemon::state::Daemon;
 use crate::model::ids::Clock;
 use crate::prompter::OperatorPrompter;
 use crate::registry::Registry;
