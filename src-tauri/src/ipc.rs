@@ -281,6 +281,7 @@ pub fn typescript() -> String {
         ItemState::decl(&cfg),
         ItemView::decl(&cfg),
         RunStatus::decl(&cfg),
+        hark_core::model::run::Confinement::decl(&cfg),
         RunView::decl(&cfg),
         SessionView::decl(&cfg),
         Pick::decl(&cfg),

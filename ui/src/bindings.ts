@@ -27,7 +27,13 @@ client?: string | null,
 /**
  * Set when a sub-agent of the agent asked (its host's hook said so).
  */
-sub_agent?: SubAgent | null, };
+sub_agent?: SubAgent | null, 
+/**
+ * The agent runs confined by `hark run`: the daemon sets it (a run
+ * that reported itself confined, asking from its own process), never
+ * the client.
+ */
+confined?: boolean, };
 
 export type SubAgent = { id: string, 
 /**
@@ -56,6 +62,11 @@ run: string | null,
  * `sub-agent general-purpose of run 1a2b3c4d`, for a sub-agent.
  */
 sub_agent: string | null, 
+/**
+ * Whether the agent runs confined by `hark run`; the line says when
+ * it does not (`· not confined`).
+ */
+confined: boolean, 
 /**
  * All of it in one line, as every surface shows it: `claude in hark ·
  * session nested · run 1a2b3c4d` (a sub-agent's label takes the
@@ -171,6 +182,8 @@ attribution: Attribution, };
 
 export type RunStatus = "running" | "waiting" | "parked" | "finished" | "failed";
 
+export type Confinement = { "state": "confined", by: string, } | { "state": "unavailable", reason: string, } | { "state": "off" };
+
 export type RunView = { id: RunId, session_id: SessionId, 
 /**
  * The agent command line.
@@ -187,7 +200,11 @@ result: string | null,
 /**
  * What the run cost, as the agent reported it.
  */
-cost_usd: number | null, };
+cost_usd: number | null, 
+/**
+ * Where its agent ran: confined, or not and why.
+ */
+confinement: Confinement | null, };
 
 export type SessionView = { session_id: SessionId, 
 /**
@@ -312,6 +329,11 @@ timeout_secs?: number,
  * Every write asks the operator first (`hark run --read-only`).
  */
 read_only: boolean, 
+/**
+ * Start the agent unconfined (`hark run --no-confine`); the run is
+ * labelled so everywhere.
+ */
+no_confine?: boolean, 
 /**
  * Authored questions asked before the agent starts (the JSON of
  * `hark run --intake FILE`).

@@ -197,7 +197,8 @@ const refresh = coalesced(async () => {
     const result = run.result ? clip(run.result, 200) : '';
     const time = document.createElement('span');
     time.append(ago(run.created_ms, view.now_ms, 'started '), `, took ${roughly(took)}${exit}${cost}`);
-    const tr = row(run.status.toUpperCase(), command, `session ${run.session_id}${run.cwd ? ` in ${run.cwd}` : ''}`,
+    const tr = row(run.status.toUpperCase(), command,
+      `session ${run.session_id}${run.cwd ? ` in ${run.cwd}` : ''}${confinement(run.confinement)}`,
       time, `${run.items} asked, ${run.pending} waiting`, result,
       button('Output', () => showOutput(run.id)));
     tr.dataset.id = run.id;
@@ -207,6 +208,19 @@ const refresh = coalesced(async () => {
   applyFilter();
   select(state.selected);
 });
+
+/**
+ * Where a run's agent ran, as its row says it (the same words as `hark runs`).
+ * @param {import('./bindings').Confinement | null} c
+ */
+function confinement(c) {
+  if (!c) return '';
+  switch (c.state) {
+    case 'confined': return ` · confined (${c.by})`;
+    case 'unavailable': return ` · not confined: ${c.reason}`;
+    default: return ' · not confined (turned off)';
+  }
+}
 
 /** The sections, in tab order. */
 const SECTIONS = ['waiting', 'history', 'sessions', 'runs', 'new-run'];

@@ -87,7 +87,33 @@ pub struct Config {
     pub on_timeout: OnTimeout,
     /// Where what `hark run` starts runs: hark's socket, store and config
     /// out of its reach, and whether the display and the session bus stay.
-    pub confine: crate::confine::Options,
+    pub confine: Confine,
+}
+
+/// The `[confine]` part of the config.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Confine {
+    /// Confine what hark starts (`hark run --no-confine` turns it off for
+    /// one run).
+    pub enabled: bool,
+    /// Leave the X or Wayland display reachable inside (an agent that
+    /// drives a browser it shows): it can then send the app synthetic input.
+    pub display: bool,
+    /// Leave the session bus reachable inside (a keyring's Secret Service,
+    /// a credential helper on D-Bus): it can then drive the notification
+    /// server's own controls (`dunstctl action`), which press hark's buttons.
+    pub session_bus: bool,
+}
+
+impl Default for Confine {
+    fn default() -> Confine {
+        Confine {
+            enabled: true,
+            display: false,
+            session_bus: false,
+        }
+    }
 }
 
 /// What happens to a dispatched run's question nobody answers in time.
@@ -174,7 +200,7 @@ impl Default for Config {
             notifications: Notifications::default(),
             approvals: Policy::default(),
             on_timeout: OnTimeout::default(),
-            confine: crate::confine::Options::default(),
+            confine: Confine::default(),
         }
     }
 }

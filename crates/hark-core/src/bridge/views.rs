@@ -152,7 +152,7 @@ pub struct RunView {
     pub cost_usd: Option<f64>,
     /// Where its agent ran: confined, or not and why.
     #[serde(default)]
-    pub confinement: Option<crate::confine::Confinement>,
+    pub confinement: Option<crate::model::run::Confinement>,
     /// Some of its text was clipped for a listing (each cut is marked
     /// `…[clipped, SIZE]`); the store keeps it whole.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -26,66 +26,13 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
 
 pub mod bwrap;
 pub mod seatbelt;
 
-/// How a run's agent is confined, as its record and every surface show it.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum Confinement {
-    /// hark's socket, store and config do not exist for the agent; `by`
-    /// names the mechanism (`bubblewrap`, `seatbelt`, `job object`).
-    Confined { by: String },
-    /// Confinement was wanted but this machine cannot give it.
-    Unavailable { reason: String },
-    /// The operator turned it off (`--no-confine`, `[confine] enabled =
-    /// false`).
-    Off,
-}
+pub use crate::model::run::Confinement;
 
-impl Confinement {
-    pub fn is_confined(&self) -> bool {
-        matches!(self, Confinement::Confined { .. })
-    }
-
-    /// One line for people: `confined (bubblewrap)`, `not confined: …`.
-    pub fn label(&self) -> String {
-        match self {
-            Confinement::Confined { by } => format!("confined ({by})"),
-            Confinement::Unavailable { reason } => format!("not confined: {reason}"),
-            Confinement::Off => "not confined (turned off)".to_owned(),
-        }
-    }
-}
-
-/// The `[confine]` part of the config.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// Confine what hark starts (`hark run --no-confine` turns it off for
-    /// one run).
-    pub enabled: bool,
-    /// Leave the X or Wayland display reachable inside (an agent that
-    /// drives a browser it shows): it can then send the app synthetic input.
-    pub display: bool,
-    /// Leave the session bus reachable inside (a keyring's Secret Service,
-    /// a credential helper on D-Bus): it can then drive the notification
-    /// server's own controls (`dunstctl action`), which press hark's buttons.
-    pub session_bus: bool,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            enabled: true,
-            display: false,
-            session_bus: false,
-        }
-    }
-}
+pub use crate::config::Confine as Options;
 
 /// What the agent's world is made of.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -33,5 +33,35 @@ pub struct RunStart {
     pub pid: u32,
     /// Where its agent runs (none from a `hark run` older than confinement).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confinement: Option<crate::confine::Confinement>,
+    pub confinement: Option<Confinement>,
+}
+
+/// How a run's agent is confined, as its record and every surface show it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Confinement {
+    /// hark's socket, store and config do not exist for the agent; `by`
+    /// names the mechanism (`bubblewrap`, `seatbelt`, `job object`).
+    Confined { by: String },
+    /// Confinement was wanted but this machine cannot give it.
+    Unavailable { reason: String },
+    /// The operator turned it off (`--no-confine`, `[confine] enabled =
+    /// false`).
+    Off,
+}
+
+impl Confinement {
+    pub fn is_confined(&self) -> bool {
+        matches!(self, Confinement::Confined { .. })
+    }
+
+    /// One line for people: `confined (bubblewrap)`, `not confined: …`.
+    pub fn label(&self) -> String {
+        match self {
+            Confinement::Confined { by } => format!("confined ({by})"),
+            Confinement::Unavailable { reason } => format!("not confined: {reason}"),
+            Confinement::Off => "not confined (turned off)".to_owned(),
+        }
+    }
 }

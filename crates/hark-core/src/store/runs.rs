@@ -3,9 +3,8 @@
 use rusqlite::{named_params, params};
 
 use super::{Store, StoreError, process_alive, sql_count};
-use crate::confine::Confinement;
 use crate::model::ids::{RunId, SessionId};
-use crate::model::run::{RunStart, RunStatus};
+use crate::model::run::{Confinement, RunStart, RunStatus};
 use crate::text::clip;
 
 /// A run that ended and is not among the newest `:keep` runs.
