@@ -79,6 +79,9 @@ pub async fn run(options: AskArgs) -> ExitStatus {
             return ExitStatus::Failure;
         }
     };
+    // The wait is sent only when it was given here: otherwise the daemon's
+    // own (its --ask-timeout, else its config) applies. The config's is how
+    // long to wait for an operator to start.
     let timeout = options.timeout.unwrap_or_else(|| config.ask_timeout());
     let frame = ClientFrame::Ask {
         caller: Caller {
@@ -89,7 +92,7 @@ pub async fn run(options: AskArgs) -> ExitStatus {
             )),
             run_id: None,
             asker: Asker::this_process("hark ask"),
-            timeout_secs: Some(timeout.as_secs_f64()),
+            timeout_secs: options.timeout.map(|t| t.as_secs_f64()),
             ..Caller::default()
         },
         request,

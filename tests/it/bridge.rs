@@ -202,6 +202,71 @@ async fn the_per_call_timeout_overrides_the_daemon_default() {
     agent.cancel().await.unwrap();
 }
 
+/// How long a question waits: the wait its asker was given (`hark ask
+/// --timeout`, `HARK_ASK_TIMEOUT` from whoever started the agent) stands;
+/// an asker given none leaves it to the daemon, whose `--ask-timeout` wins
+/// over the config the two share.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_asker_given_no_timeout_leaves_the_wait_to_the_daemons_ask_timeout() {
+    let sandbox = sandbox();
+    std::fs::write(sandbox.config(), "ask_timeout_secs = 300\n").unwrap();
+    let daemon = serve_in(&sandbox, json!({}), &["--ask-timeout", "1"]);
+    let file = sandbox.path("q.json");
+    std::fs::write(&file, questions(&[db()]).to_string()).unwrap();
+    let hark_ask = |session: &str, extra: &[&str]| {
+        sandbox
+            .hark(["ask", "--session", session, "--file"])
+            .arg(&file)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let filed_with = |session: &str| {
+        daemon
+            .log
+            .wait_event("operator.question.asked", &[("session_id", session)])["timeout_ms"]
+            .clone()
+    };
+
+    let plain = hark_ask("plain", &[]);
+    assert_eq!(
+        filed_with("plain"),
+        1000,
+        "the daemon's --ask-timeout, not the client's config"
+    );
+    let out = plain.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["outcome"], "timed_out");
+
+    let given = hark_ask("given", &["--timeout", "0.5"]);
+    assert_eq!(filed_with("given"), 500, "the asker's own --timeout");
+    assert_eq!(given.wait_with_output().unwrap().status.code(), Some(3));
+
+    let plain_agent = agent(&sandbox, &[("HARK_SESSION_ID", "mcp-plain")]).await;
+    let result = ask(&plain_agent, questions(&[db()])).await;
+    assert_eq!(
+        text(&result),
+        format!("{NOT_ANSWERED} (timed out after 1 s; no default was applied)")
+    );
+    assert_eq!(filed_with("mcp-plain"), 1000);
+    plain_agent.cancel().await.unwrap();
+
+    let given_agent = agent(
+        &sandbox,
+        &[
+            ("HARK_SESSION_ID", "mcp-given"),
+            ("HARK_ASK_TIMEOUT", "0.5"),
+        ],
+    )
+    .await;
+    ask(&given_agent, questions(&[db()])).await;
+    assert_eq!(filed_with("mcp-given"), 500);
+    given_agent.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn no_operator_running_is_an_error_at_once() {
     let agent = agent(&sandbox(), &[]).await;

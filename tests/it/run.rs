@@ -60,7 +60,9 @@ fn an_attached_run_gets_the_bridge_and_the_answer_reaches_the_agent() {
         "a per-call socket, not the app's"
     );
     assert_eq!(run["env"]["HARK_SESSION_ID"], "attached");
-    assert_eq!(run["env"]["MCP_TOOL_TIMEOUT"], "360000");
+    // Given no --timeout, the run leaves the wait to the daemon and cuts
+    // above the longest it gives (24 h).
+    assert_eq!(run["env"]["MCP_TOOL_TIMEOUT"], "86460000");
     assert_eq!(
         run["env"]["FAKE_MARKER"], "inherited",
         "the caller's environment is inherited"
@@ -119,6 +121,61 @@ fn stdout_carries_the_result_once_and_the_progress_goes_to_stderr() {
     assert!(shown.contains("looking around\n"), "{shown}");
     assert!(shown.contains("? asks the operator"), "{shown}");
     assert!(!shown.contains("Using SQLite."), "shown once: {shown}");
+}
+
+/// A run given no --timeout leaves the wait to the daemon (its
+/// --ask-timeout over the config they share); one given a --timeout has it.
+#[test]
+fn a_run_given_no_timeout_leaves_the_wait_to_the_daemons_ask_timeout() {
+    let sandbox = sandbox();
+    std::fs::write(sandbox.config(), "ask_timeout_secs = 300\n").unwrap();
+    let daemon = serve_in(&sandbox, json!({}), &["--ask-timeout", "1"]);
+    let prompt = format!("{}\nSAY carried on", ask_line());
+    let run = |session: &str, extra: &[&str]| {
+        let log = sandbox.path(format!("{session}.log"));
+        let child = sandbox
+            .hark(["run", "--session", session, "--on-timeout", "proceed"])
+            .args(extra)
+            .arg("--agent")
+            .arg(fake_claude())
+            .args(["--", &prompt])
+            .env("FAKE_CLAUDE_LOG", &log)
+            .env("HARK_ASK_TIMEOUT", "7")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let asked = daemon
+            .log
+            .wait_event("operator.question.asked", &[("session_id", session)]);
+        (child, asked["timeout_ms"].clone(), log)
+    };
+
+    let (child, filed_with, log) = run("plain", &[]);
+    assert_eq!(
+        filed_with, 1000,
+        "the daemon's --ask-timeout, not the run's config"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("timed out after 1 s"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let agent = &invocations(&log)[0];
+    assert!(
+        agent["env"]["HARK_ASK_TIMEOUT"].is_null(),
+        "neither the config's wait nor an inherited one: {agent}"
+    );
+    assert_eq!(agent["env"]["MCP_TOOL_TIMEOUT"], "86460000");
+
+    let (child, filed_with, log) = run("given", &["--timeout", "0.5"]);
+    assert_eq!(filed_with, 500, "the run's own --timeout");
+    assert!(child.wait_with_output().unwrap().status.success());
+    let agent = &invocations(&log)[0];
+    assert_eq!(agent["env"]["HARK_ASK_TIMEOUT"], "0.5");
+    assert_eq!(agent["env"]["MCP_TOOL_TIMEOUT"], "60500");
 }
 
 #[test]

@@ -136,13 +136,16 @@ pub async fn run_agent(
         None => Command::new(&program),
     };
     // In `env` when it is given (a resumed run's: the one it started with),
-    // else in this process's; and with hark's variables. Its stdin is
-    // closed: `codex exec` reads it to its end before it starts.
+    // else in this process's; and with hark's variables, of which the
+    // bounded wait is this run's to give or leave to the daemon, never one
+    // inherited. Its stdin is closed: `codex exec` reads it to its end
+    // before it starts.
     if let Some(env) = env {
         command.env_clear().envs(env);
     }
     command
         .args(&composed.args)
+        .env_remove(hark_core::env::ASK_TIMEOUT)
         .envs(&composed.env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

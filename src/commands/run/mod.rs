@@ -33,6 +33,7 @@ use hark_core::bridge::socket;
 use hark_core::bridge::wire::ClientFrame;
 use hark_core::config::{Config, OnTimeout};
 use hark_core::confine::{self, Confinement};
+use hark_core::daemon::listener::MAX_TIMEOUT;
 use hark_core::gate::intake::{Given, Intake, When};
 use hark_core::model::ids::{Ids, RunId, SessionId};
 use hark_core::model::run::RunStart;
@@ -253,9 +254,12 @@ impl Setup {
                 socket: relay.socket.clone(),
                 mcp_config,
                 session_id: session.clone(),
-                ask_timeout: args.timeout.unwrap_or_else(|| config.ask_timeout()),
+                // Only a wait given here is sent: without one the
+                // daemon's own applies, which can be as long as it allows.
+                ask_timeout: args.timeout,
+                longest_wait: args.timeout.unwrap_or(MAX_TIMEOUT),
                 park_hook: (parks(args, config)
-                    && kind_parks(kind, args, config)
+                    && kind_parks(kind, args)
                     && wrap_parks(wrapped.as_ref()))
                 .then(|| hark_core::agent::hooks::hook_command(&hark)),
             };
@@ -412,15 +416,16 @@ fn wrap_parks(wrapped: Option<&UserCommand>) -> bool {
 }
 
 /// Whether an agent of this kind can park; says why not.
-fn kind_parks(kind: AgentKind, args: &RunArgs, config: &Config) -> bool {
+fn kind_parks(kind: AgentKind, args: &RunArgs) -> bool {
     if kind == AgentKind::Claude {
         return true;
     }
+    let wait = match args.timeout {
+        Some(timeout) => format!("{} s", timeout.as_secs_f64()),
+        None => "the operator's bounded wait".to_owned(),
+    };
     eprintln!(
-        "hark: Codex has no hook that pauses a call, so a question nobody answers within {} s times out and the agent proceeds on its own",
-        args.timeout
-            .unwrap_or_else(|| config.ask_timeout())
-            .as_secs()
+        "hark: Codex has no hook that pauses a call, so a question nobody answers within {wait} times out and the agent proceeds on its own"
     );
     false
 }

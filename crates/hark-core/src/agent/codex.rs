@@ -187,7 +187,7 @@ pub fn compose(
     };
     let mut added = Vec::new();
     if let Some(bridge) = attached {
-        for value in overrides(&bridge.hark, bridge.ask_timeout) {
+        for value in overrides(&bridge.hark, bridge.longest_wait) {
             added.extend(["-c".to_owned(), value]);
         }
     }

@@ -158,8 +158,14 @@ pub struct Attached {
     /// The MCP config file naming `hark mcp-operator-ask` (0600, removed after the run).
     pub mcp_config: PathBuf,
     pub session_id: SessionId,
-    /// The bounded wait for each question of this run.
-    pub ask_timeout: Duration,
+    /// The bounded wait this run was given (`hark run --timeout`), which
+    /// its MCP server and hook send with each question. Without one the
+    /// daemon's own applies (its `--ask-timeout`, else its config).
+    pub ask_timeout: Option<Duration>,
+    /// The longest a question of this run can wait: `ask_timeout`, else
+    /// the longest the daemon gives any. The agent's own cuts of a call
+    /// go above it, so hark's answer, not the agent's timeout, ends it.
+    pub longest_wait: Duration,
     /// The park hook's command line ([`hooks::hook_command`]), when a
     /// question nobody answers in time parks the agent rather than lets it
     /// proceed.
@@ -333,9 +339,10 @@ impl UserCommand {
 /// the model reads.
 pub const CUT_MARGIN: Duration = Duration::from_secs(60);
 
-/// The variables hark's MCP server reads to reach the run's operator.
+/// The variables hark's MCP server reads to reach the run's operator;
+/// the bounded wait only when the run was given one.
 fn bridge_env(bridge: &Attached) -> BTreeMap<String, String> {
-    BTreeMap::from([
+    let mut env = BTreeMap::from([
         (
             crate::env::ASK_SOCK.to_owned(),
             bridge.socket.display().to_string(),
@@ -344,11 +351,14 @@ fn bridge_env(bridge: &Attached) -> BTreeMap<String, String> {
             crate::env::SESSION_ID.to_owned(),
             bridge.session_id.to_string(),
         ),
-        (
+    ]);
+    if let Some(timeout) = bridge.ask_timeout {
+        env.insert(
             crate::env::ASK_TIMEOUT.to_owned(),
-            bridge.ask_timeout.as_secs_f64().to_string(),
-        ),
-    ])
+            timeout.as_secs_f64().to_string(),
+        );
+    }
+    env
 }
 
 /// Composes the command line of an agent of this kind (see [`compose`]
@@ -410,7 +420,7 @@ pub fn compose(
             user.mcp_configs = vec![bridge.mcp_config.display().to_string()];
             let mut env = bridge_env(bridge);
             // Above the bounded wait, so the CLI never cuts the call first.
-            let cutoff = bridge.ask_timeout + CUT_MARGIN;
+            let cutoff = bridge.longest_wait + CUT_MARGIN;
             env.insert(
                 "MCP_TOOL_TIMEOUT".to_owned(),
                 cutoff.as_millis().to_string(),
@@ -457,7 +467,7 @@ pub fn compose(
                 .and_then(|s| serde_json::from_str(&s).ok())
                 .unwrap_or(Value::Null)
         });
-        let timeout = attached.map_or(Duration::ZERO, |a| a.ask_timeout);
+        let timeout = attached.map_or(Duration::ZERO, |a| a.longest_wait);
         ours = Some(hooks::with_park_hook(
             base,
             command,

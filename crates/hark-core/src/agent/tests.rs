@@ -56,7 +56,8 @@ fn attached() -> Attached {
         socket: "/run/h/ask.sock".into(),
         mcp_config: "/run/h/mcp.json".into(),
         session_id: "s1".into(),
-        ask_timeout: Duration::from_secs(300),
+        ask_timeout: Some(Duration::from_secs(300)),
+        longest_wait: Duration::from_secs(300),
         park_hook: None,
     }
 }
@@ -91,6 +92,37 @@ fn attached_runs_get_the_tool_the_socket_and_the_clause() {
     );
     assert!(c.args.contains(&"--verbose".to_owned()));
     assert!(!c.args.iter().any(|a| a.contains("permission-prompt-tool")));
+    assert_eq!(c.env["HARK_ASK_TIMEOUT"], "300");
+}
+
+#[test]
+fn a_run_given_no_wait_leaves_it_to_the_daemon_and_cuts_above_the_longest() {
+    let bridge = Attached {
+        ask_timeout: None,
+        longest_wait: Duration::from_secs(86_400),
+        ..attached()
+    };
+    let c = compose(
+        base_command(Path::new("claude"), Some("fix it"), None),
+        Verb::Task,
+        Some(&bridge),
+        None,
+    );
+    assert!(!c.env.contains_key("HARK_ASK_TIMEOUT"), "{:?}", c.env);
+    assert_eq!(c.env["MCP_TOOL_TIMEOUT"], "86460000");
+    let c = codex::compose(
+        codex::base_command(Path::new("codex"), Some("fix it"), None),
+        Verb::Task,
+        Some(&bridge),
+        false,
+    );
+    assert!(!c.env.contains_key("HARK_ASK_TIMEOUT"), "{:?}", c.env);
+    assert!(
+        c.args
+            .contains(&"mcp_servers.operator.tool_timeout_sec=86460".to_owned()),
+        "{:?}",
+        c.args
+    );
 }
 
 #[test]
