@@ -2,7 +2,8 @@
 //! with a `hint:` where something is missing — is a daemon serving and
 //! where, is its socket private, is there a notification server and does it
 //! take action buttons, is there a tray, which agents are on PATH and at
-//! which versions, is the store sound.
+//! which versions, can `hark run` confine them, can a read-only run start,
+//! is the store sound.
 //!
 //! The desktop checks speak to the session's D-Bus (zbus, as the app does)
 //! and to the X server (x11rb) themselves, rather than through tools that
@@ -128,6 +129,7 @@ pub fn run() -> Result<ExitStatus, Failed> {
     }
     findings.extend(found);
     findings.push(confinement(&config));
+    findings.push(read_only_runs());
     findings.push(store(health));
     for finding in &findings {
         finding.print();
@@ -207,6 +209,48 @@ fn confinement(config: &Config) -> Finding {
             "install bubblewrap (apt install bubblewrap)",
         ),
     }
+}
+
+/// Whether a read-only run can start here: it turns on Claude Code's own
+/// Bash sandbox, which refuses to start without its programs (Codex's
+/// read-only sandbox is Codex's own).
+fn read_only_runs() -> Finding {
+    use hark_core::agent::sandbox::{NEEDS, missing};
+    let what = "read-only runs";
+    if NEEDS.is_empty() {
+        return match cfg!(target_os = "macos") {
+            true => Finding::ok(
+                what,
+                "Claude Code's Bash sandbox uses macOS's own (sandbox-exec)",
+            ),
+            false => Finding::not(
+                Verdict::Note,
+                what,
+                "not checked on this system: the Bash sandbox `hark run --read-only` turns on in Claude Code is bubblewrap on Linux, sandbox-exec on macOS",
+                "Codex's read-only sandbox is its own",
+            ),
+        };
+    }
+    let missing = missing();
+    if missing.is_empty() {
+        return Finding::ok(
+            what,
+            format!(
+                "{} are on PATH, as Claude Code's Bash sandbox needs",
+                NEEDS.join(" and ")
+            ),
+        );
+    }
+    Finding::not(
+        Verdict::Missing,
+        what,
+        format!(
+            "a read-only Claude run cannot start: its Bash sandbox needs {}, and there is no {} on PATH",
+            NEEDS.join(" and "),
+            missing.join(" or ")
+        ),
+        "apt install bubblewrap socat",
+    )
 }
 
 /// Whether a daemon answers on the socket, and its store's health.

@@ -11,11 +11,13 @@ use hark_harness::desktop::{Session, TrayHost};
 use serde_json::json;
 
 /// A directory holding `claude` and `codex` that print their versions,
-/// and the system's `bwrap` (confinement's).
+/// and the system's `bwrap` (confinement's, and with `socat` the Bash
+/// sandbox's of a read-only run).
 fn agents_on_path() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let bwrap = on_path("bwrap");
-    std::os::unix::fs::symlink(bwrap, dir.path().join("bwrap")).unwrap();
+    for program in ["bwrap", "socat"] {
+        std::os::unix::fs::symlink(on_path(program), dir.path().join(program)).unwrap();
+    }
     for (name, version) in [
         ("claude", "2.1.332 (Claude Code)"),
         ("codex", "codex-cli 0.171.0"),
@@ -50,7 +52,10 @@ fn line<'a>(report: &'a str, what: &str) -> (&'a str, Option<&'a str>) {
     let lines: Vec<&str> = report.lines().collect();
     let at = lines
         .iter()
-        .position(|l| l.split_whitespace().nth(1) == Some(&format!("{what}:")))
+        .position(|l| {
+            l.split_once(' ')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with(&format!("{what}:")))
+        })
         .unwrap_or_else(|| panic!("no {what} line in:\n{report}"));
     let hint = lines
         .get(at + 1)
@@ -79,6 +84,7 @@ async fn a_healthy_setup_is_all_ok() {
         "claude",
         "codex",
         "confinement",
+        "read-only runs",
         "store",
     ] {
         let (said, hint) = line(&report, what);
@@ -116,6 +122,35 @@ async fn a_healthy_setup_is_all_ok() {
             .contains("confined by bubblewrap"),
         "{report}"
     );
+    assert!(
+        line(&report, "read-only runs")
+            .0
+            .contains("bwrap and socat are on PATH"),
+        "{report}"
+    );
+}
+
+#[test]
+fn read_only_runs_without_socat_are_missing_beside_a_working_confinement() {
+    let sandbox = sandbox();
+    let bwrap_only = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(on_path("bwrap"), bwrap_only.path().join("bwrap")).unwrap();
+    let out = doctor(&sandbox, bwrap_only.path(), false);
+    let report = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(
+        line(&report, "confinement").0.starts_with("ok "),
+        "{report}"
+    );
+    let (said, hint) = line(&report, "read-only runs");
+    assert!(
+        said.starts_with("missing ") && said.contains("there is no socat on PATH"),
+        "{report}"
+    );
+    assert_eq!(
+        hint.map(str::trim),
+        Some("hint: apt install bubblewrap socat")
+    );
 }
 
 #[test]
@@ -135,6 +170,7 @@ fn each_missing_piece_is_named_with_a_hint() {
         ("tray", "add a tray"),
         ("agents", "npm install"),
         ("confinement", "apt install bubblewrap"),
+        ("read-only runs", "apt install bubblewrap socat"),
     ] {
         let (said, found) = line(&report, what);
         assert!(said.starts_with("missing "), "{said}\n{report}");

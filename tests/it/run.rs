@@ -178,6 +178,73 @@ fn a_run_given_no_timeout_leaves_the_wait_to_the_daemons_ask_timeout() {
     assert_eq!(agent["env"]["MCP_TOOL_TIMEOUT"], "60500");
 }
 
+/// A read-only run turns on Claude Code's Bash sandbox, which refuses to
+/// start without bwrap and socat: hark says so before starting the agent.
+#[test]
+fn a_read_only_run_without_bwrap_or_socat_is_refused_before_the_agent_starts() {
+    let nobody = sandbox();
+    let bin = hark_harness::scratch();
+    let cases: [(&str, &[&str], &str); 2] = [
+        ("neither", &[], "there is no bwrap or socat on PATH"),
+        ("no-socat", &["bwrap"], "there is no socat on PATH"),
+    ];
+    for (case, present, said) in cases {
+        let path = bin.path().join(case);
+        std::fs::create_dir(&path).unwrap();
+        for program in present {
+            let installed = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+                .map(|dir| dir.join(program))
+                .find(|p| p.exists())
+                .unwrap_or_else(|| {
+                    panic!("{program} is not installed (scripts/setup installs it)")
+                });
+            std::os::unix::fs::symlink(installed, path.join(program)).unwrap();
+        }
+        let log = nobody.path(format!("{case}.log"));
+        let out = nobody
+            .hark(["run", "--read-only", "--agent"])
+            .arg(fake_claude())
+            .args(["--", "SAY read it all"])
+            .env("FAKE_CLAUDE_LOG", &log)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{case}: {shown}");
+        assert!(
+            shown.contains(
+                "--read-only turns on Claude Code's Bash sandbox, which needs bwrap and socat"
+            ) && shown.contains(said),
+            "{case}: {shown}"
+        );
+        assert!(
+            shown.contains("hint: apt install bubblewrap socat"),
+            "{case}: {shown}"
+        );
+        assert!(
+            invocations(&log).is_empty(),
+            "{case}: the agent did not start"
+        );
+        assert_eq!(stdout(&out), "", "{case}");
+    }
+    // Codex's read-only sandbox is its own: nothing of Claude Code's is asked for.
+    let codex = bin.path().join("codex");
+    std::os::unix::fs::symlink(bin_dir().join("fake-codex"), &codex).unwrap();
+    let out = nobody
+        .hark(["run", "--read-only", "--agent"])
+        .arg(&codex)
+        .args(["--", "SAY read it all"])
+        .env("PATH", bin.path().join("neither"))
+        .env("CODEX_HOME", nobody.path("codex-home"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn a_timed_out_ask_reaches_the_agent_as_an_error_it_continues_past() {
     let daemon = serve(json!({}));

@@ -75,6 +75,14 @@ pub enum RunError {
     },
     #[error("the questions cannot be sent: {0}")]
     Encode(serde_json::Error),
+    /// A read-only Claude run turns on Claude Code's Bash sandbox, which
+    /// refuses to start without these.
+    #[error(
+        "--read-only turns on Claude Code's Bash sandbox, which needs {}: there is no {} on PATH",
+        hark_core::agent::sandbox::NEEDS.join(" and "),
+        .missing.join(" or ")
+    )]
+    NoSandbox { missing: Vec<&'static str> },
 }
 
 impl RunError {
@@ -92,6 +100,7 @@ impl RunError {
                 Some("install Claude Code (or the Codex CLI), or name the agent with --agent PATH")
             }
             RunError::NotExec(_) => Some("hark run --wrap -- codex exec [flags] \"PROMPT\""),
+            RunError::NoSandbox { .. } => Some("apt install bubblewrap socat"),
             _ => None,
         }
     }

@@ -224,6 +224,15 @@ impl Setup {
             Some(program) => AgentKind::of_program(program.as_ref()),
             None => AgentKind::of_program(&agent),
         });
+        // A read-only run turns on Claude Code's Bash sandbox, which would
+        // refuse to start without its programs: say so before starting it
+        // (Codex's read-only sandbox is its own).
+        if args.read_only && kind == AgentKind::Claude {
+            let missing = hark_core::agent::sandbox::missing();
+            if !missing.is_empty() {
+                return Err(RunError::NoSandbox { missing });
+            }
+        }
         let mut wrapped = match (args.wrap, kind) {
             (false, _) => None,
             (true, AgentKind::Claude) => Some(UserCommand::parse(&args.words)?),

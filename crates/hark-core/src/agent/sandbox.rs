@@ -35,6 +35,26 @@ pub const READ_ONLY_SANDBOX: [(&str, bool); 4] = [
     ("allowNestedUserNamespaces", false),
 ];
 
+/// The programs Claude Code's Bash sandbox needs on `PATH` here: on Linux
+/// bubblewrap and socat (its network proxy); macOS's sandbox is the
+/// system's own. With [`READ_ONLY_SANDBOX`]'s `failIfUnavailable` the CLI
+/// refuses to start without them ("sandbox required but unavailable"), so
+/// a read-only run checks for them first.
+pub const NEEDS: &[&str] = if cfg!(target_os = "linux") {
+    &["bwrap", "socat"]
+} else {
+    &[]
+};
+
+/// Those of [`NEEDS`] that are not on `PATH`.
+pub fn missing() -> Vec<&'static str> {
+    NEEDS
+        .iter()
+        .copied()
+        .filter(|program| crate::platform::find_program(Path::new(program)).is_none())
+        .collect()
+}
+
 /// The `--settings` of a read-only run: the user's own settings (`{}` when
 /// they gave none) with [`READ_ONLY_SANDBOX`] pinned over theirs, the
 /// filesystem isolation kept on, and no `excludedCommands` (nothing leaves
