@@ -294,8 +294,18 @@ impl Setup {
             .map(|(relay, _)| relay.dir.path())
             .chain(headless_gate.iter().map(|(dir, _)| dir.path()))
             .collect();
+        // The agent's own program too, should it live in a temp directory.
+        let mut operator = confine::Session::current();
+        let program = match (&wrapped, args.words.first()) {
+            (Some(_), Some(first)) => PathBuf::from(first),
+            _ => agent.clone(),
+        };
+        operator.programs.extend(
+            hark_core::platform::find_program(&program)
+                .and_then(|p| p.parent().map(std::path::Path::to_path_buf)),
+        );
         let confine = confine::plan(
-            &confine::Session::current(),
+            &operator,
             &cwd,
             &run_dirs,
             &config.confine,

@@ -26,7 +26,6 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-
 pub mod bwrap;
 pub mod seatbelt;
 
@@ -81,6 +80,10 @@ pub struct Session {
     pub xauthority: Option<PathBuf>,
     /// `SSH_AUTH_SOCK`.
     pub ssh_agent: Option<PathBuf>,
+    /// The directories of the programs the run starts (`hark` itself, for
+    /// the agent's MCP server and hook; the agent), kept even where they
+    /// lie in a private temp directory.
+    pub programs: Vec<PathBuf>,
 }
 
 impl Session {
@@ -98,6 +101,11 @@ impl Session {
             bus: var("DBUS_SESSION_BUS_ADDRESS").and_then(|v| v.into_string().ok()),
             xauthority: var("XAUTHORITY").map(PathBuf::from),
             ssh_agent: var("SSH_AUTH_SOCK").map(PathBuf::from),
+            programs: std::env::current_exe()
+                .ok()
+                .and_then(|exe| exe.parent().map(Path::to_path_buf))
+                .into_iter()
+                .collect(),
         }
     }
 }
@@ -111,6 +119,7 @@ impl Places {
         places.keep.extend(session.home.clone());
         places.keep.extend(run_dirs.iter().map(|d| d.to_path_buf()));
         places.keep.extend(session.ssh_agent.clone());
+        places.keep.extend(session.programs.iter().cloned());
         places.private.push(PathBuf::from("/tmp"));
         if session.temp_dir != Path::new("/tmp") {
             places.private.push(session.temp_dir.clone());

@@ -14,6 +14,7 @@ fn session() -> Session {
         bus: Some("unix:path=/run/user/1000/bus,guid=1".into()),
         xauthority: Some("/run/user/1000/gdm/Xauthority".into()),
         ssh_agent: Some("/tmp/ssh-x/agent.1".into()),
+        programs: vec!["/tmp/build/target/debug".into()],
     }
 }
 
@@ -54,6 +55,11 @@ fn hark_s_own_directories_are_hidden_and_the_config_is_read_only() {
     );
     assert!(places.keep.contains(&PathBuf::from("/tmp/hark-run-1-ab")));
     assert!(places.keep.contains(&PathBuf::from("/tmp/ssh-x/agent.1")));
+    assert!(
+        places
+            .keep
+            .contains(&PathBuf::from("/tmp/build/target/debug"))
+    );
     assert_eq!(places.private, [PathBuf::from("/tmp")]);
     for var in [
         "DISPLAY",
@@ -162,7 +168,10 @@ fn the_command_line_hides_pins_and_keeps_in_order() {
         assert!(text.contains(&flag.to_owned()), "{flag}");
     }
     assert_eq!(text.last().map(String::as_str), Some("--"));
-    assert!(text.windows(2).any(|w| w[0] == "--cap-drop" && w[1] == "ALL"));
+    assert!(
+        text.windows(2)
+            .any(|w| w[0] == "--cap-drop" && w[1] == "ALL")
+    );
     assert!(
         !text
             .windows(2)
@@ -205,6 +214,7 @@ fn what_lies_in_a_private_temp_dir_needs_no_hiding_unless_it_is_kept() {
         bus: None,
         xauthority: None,
         ssh_agent: None,
+        programs: Vec::new(),
     };
     let places = Places::of(
         &session,
