@@ -181,6 +181,74 @@ fn stdout_carries_codexs_last_message_once_and_the_others_go_to_stderr() {
     assert!(!shown.contains("Using SQLite."), "shown once: {shown}");
 }
 
+/// Codex refuses to work outside a git repository: hark passes the
+/// refusal on with what to do, and never adds `--skip-git-repo-check`
+/// itself.
+#[test]
+fn codex_outside_a_git_repository_is_refused_with_a_hint_and_no_flag_added() {
+    let nobody = sandbox();
+    let outside = hark_harness::scratch();
+    let dir = outside.path().to_str().unwrap();
+    let out = codex_run(&nobody, &["--cwd", dir, "--", "SAY hello"]);
+    let shown = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "Codex's status: {shown}");
+    assert!(
+        shown.contains(
+            "Not inside a trusted directory and --skip-git-repo-check was not specified."
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("hark: Codex works only inside a git repository")
+            && shown.contains("hint: run it in the project's repository")
+            && shown.contains("hark run --wrap -- codex exec --skip-git-repo-check"),
+        "{shown}"
+    );
+    assert_eq!(stdout(&out), "");
+    let (runs, _) = logged(&nobody);
+    assert!(
+        !argv(&runs[0]).contains(&"--skip-git-repo-check"),
+        "{}",
+        runs[0]
+    );
+
+    // In a repository it works, and nothing is hinted.
+    let project = outside.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .arg(&project)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let out = codex_run(
+        &nobody,
+        &["--cwd", project.to_str().unwrap(), "--", "SAY hello"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hello\n");
+    assert!(!stderr(&out).contains("hint:"), "{}", stderr(&out));
+
+    // The flag is the user's to give, through --wrap.
+    let codex = codex(&nobody);
+    let out = codex_run(
+        &nobody,
+        &[
+            "--cwd",
+            dir,
+            "--wrap",
+            "--",
+            codex.to_str().unwrap(),
+            "exec",
+            "--skip-git-repo-check",
+            "--json",
+            "SAY hello",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hello\n");
+}
+
 #[test]
 fn a_question_nobody_answers_reaches_codex_as_harks_text_before_its_own_cut() {
     let daemon = serve(json!({}));

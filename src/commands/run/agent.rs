@@ -204,6 +204,11 @@ pub async fn run_agent(
         None => exit_code(status),
     };
     turn.stopped = stopped_by.is_some();
+    if kind == AgentKind::Codex
+        && let Some(dir) = cwd.cloned().or_else(|| std::env::current_dir().ok())
+    {
+        super::codex::explain_untrusted(&composed.args, &dir, &turn);
+    }
     Ok(turn)
 }
 

@@ -7,11 +7,59 @@
 //! `web_search`, `error`), `turn.completed {usage}`, `turn.failed {error}`
 //! and `error {message}`.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::Value;
 
 use hark_core::agent::SERVER;
 
 use super::agent::Turn;
+
+/// After a turn: when Codex ended as it does outside a git repository
+/// ("Not inside a trusted directory and --skip-git-repo-check was not
+/// specified", exit status 1, before any event), says what that means and
+/// what to do. hark never adds the flag itself: the check is Codex's guard
+/// against working in the wrong directory, and lifting it is the user's
+/// call.
+pub fn explain_untrusted(args: &[String], cwd: &Path, turn: &Turn) {
+    let Some(dir) = untrusted(args, cwd, turn) else {
+        return;
+    };
+    eprintln!(
+        "hark: Codex works only inside a git repository (its \"trusted directory\"), and {} is in none",
+        dir.display()
+    );
+    eprintln!(
+        "hint: run it in the project's repository (cd there, or --cwd DIR); to run Codex outside one, pass the flag yourself: hark run --wrap -- codex exec --skip-git-repo-check \"PROMPT\""
+    );
+}
+
+/// The directory Codex refused, if the turn ended as that refusal does:
+/// it failed before it started a thread, it was not given
+/// `--skip-git-repo-check`, and the directory it checks (`-C DIR`, else the
+/// one it ran in) is in no git repository.
+fn untrusted(args: &[String], cwd: &Path, turn: &Turn) -> Option<PathBuf> {
+    if turn.status == 0 || turn.session.is_some() {
+        return None;
+    }
+    let mut dir = cwd.to_path_buf();
+    // Its options; what follows `--` is the prompt.
+    let mut words = args.iter().take_while(|a| *a != "--");
+    while let Some(word) = words.next() {
+        let named = match word.as_str() {
+            "--skip-git-repo-check" => return None,
+            "-C" | "--cd" => words.next().map(String::as_str),
+            other => other
+                .strip_prefix("--cd=")
+                .or_else(|| other.strip_prefix("-C").filter(|d| !d.is_empty())),
+        };
+        if let Some(named) = named {
+            dir = cwd.join(named);
+        }
+    }
+    let in_repository = dir.ancestors().any(|d| d.join(".git").exists());
+    (!in_repository).then_some(dir)
+}
 
 /// Shows one `--json` event: the turn's last message (its result) on
 /// stdout once the turn completes, progress on stderr (raw lines pass

@@ -9,6 +9,10 @@
 //!   `-m`/`--model`, `-C`/`--cd DIR`, `--skip-git-repo-check`,
 //!   `--full-auto`, `--dangerously-bypass-approvals-and-sandbox`; any other
 //!   flag is refused as clap refuses it (exit status 2);
+//! - refuses to run outside a git repository (the directory `-C` names,
+//!   else its own) unless given `--skip-git-repo-check`, as Codex does:
+//!   "Not inside a trusted directory and --skip-git-repo-check was not
+//!   specified." on stderr, nothing on stdout, exit status 1;
 //! - reads its stdin to the end before it starts, as `codex exec` does (so a
 //!   stdin left open hangs it);
 //! - starts the MCP servers the overrides name (`mcp_servers.NAME.command`,
@@ -73,6 +77,9 @@ struct Args {
     json: bool,
     config: toml::Table,
     sandbox: Option<String>,
+    /// `-C DIR`: where it works, and whose repository it checks.
+    cd: Option<String>,
+    skip_git_repo_check: bool,
     resume: Option<String>,
     prompt: Option<String>,
 }
@@ -150,17 +157,15 @@ fn parse(argv: &[String]) -> Result<Args, String> {
                 ));
             }
             args.sandbox = Some(value);
-        } else if let Some(value) = value_of(&["-m", "--model", "-C", "--cd"]) {
+        } else if let Some(value) = value_of(&["-C", "--cd"]) {
+            args.cd = Some(value?);
+        } else if let Some(value) = value_of(&["-m", "--model"]) {
             value?;
         } else if arg == "--json" {
             args.json = true;
-        } else if [
-            "--skip-git-repo-check",
-            "--full-auto",
-            "--dangerously-bypass-approvals-and-sandbox",
-        ]
-        .contains(&arg)
-        {
+        } else if arg == "--skip-git-repo-check" {
+            args.skip_git_repo_check = true;
+        } else if ["--full-auto", "--dangerously-bypass-approvals-and-sandbox"].contains(&arg) {
         } else if arg.starts_with('-') && arg.len() > 1 {
             return Err(format!("error: unexpected argument '{arg}' found"));
         } else if !exec && (arg == "exec" || arg == "e") {
@@ -482,6 +487,10 @@ async fn main() -> ExitCode {
     eprintln!("Reading additional input from stdin...");
     let mut stdin = String::new();
     let _ = std::io::stdin().read_to_string(&mut stdin);
+    if !args.skip_git_repo_check && !in_git_repository(args.cd.as_deref()) {
+        eprintln!("{UNTRUSTED}");
+        return ExitCode::from(1);
+    }
     let thread = match &args.resume {
         Some(id) if !thread_file(id).exists() => {
             eprintln!("Error: no saved thread {id}");
@@ -525,6 +534,25 @@ async fn main() -> ExitCode {
         let _ = mcp.client.cancel().await;
     }
     ExitCode::from(run.status)
+}
+
+/// What Codex says outside a git repository without
+/// `--skip-git-repo-check`, before any event, and exits 1 (as seen with
+/// the real CLI in issue 28; not yet in docs/agents/codex.md).
+const UNTRUSTED: &str =
+    "Not inside a trusted directory and --skip-git-repo-check was not specified.";
+
+/// Whether `cd` (else the working directory) is inside a git repository:
+/// it or a directory above it has a `.git`.
+fn in_git_repository(cd: Option<&str>) -> bool {
+    let Ok(here) = std::env::current_dir() else {
+        return false;
+    };
+    let dir = match cd {
+        Some(cd) => here.join(cd),
+        None => here,
+    };
+    dir.ancestors().any(|d| d.join(".git").exists())
 }
 
 /// The thread id of a run not resumed: unique on this machine even where
