@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::support::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const QUESTION: &str = "Delete the staging database?";
 
@@ -220,7 +220,7 @@ fn detached_helpers_of_a_confined_agent_can_neither_list_answer_nor_read_the_ope
     }
     let config = std::fs::read_to_string(daemon.sandbox.config()).unwrap_or_default();
     assert!(!config.contains("[confine]"), "{config}");
-    let runs = runs_json(&daemon.sandbox);
+    let runs = crate::run::runs(&daemon);
     assert_eq!(
         runs[0]["confinement"],
         json!({"state": "confined", "by": "bubblewrap"})
@@ -249,7 +249,7 @@ fn unconfined_the_same_helpers_reach_the_operators_side_and_the_run_says_so() {
         .map(|(who, _)| who)
         .collect();
     assert_eq!(answered.len(), 1, "exactly one helper won: {all:?}");
-    let runs = runs_json(&daemon.sandbox);
+    let runs = crate::run::runs(&daemon);
     assert_eq!(runs[0]["confinement"], json!({"state": "off"}));
     let listing = stdout(&hark(&daemon.sandbox, &["runs"]));
     assert!(listing.contains("not confined (turned off)"), "{listing}");
@@ -293,9 +293,4 @@ fn a_confined_agent_sees_its_own_socket_and_private_temp_and_still_asks() {
         "the run's own socket is there: {text}"
     );
     assert!(text.contains("display= bus= confined=bubblewrap"), "{text}");
-}
-
-/// `hark runs --json`.
-fn runs_json(sandbox: &Sandbox) -> Vec<Value> {
-    serde_json::from_slice(&succeed(sandbox, &["runs", "--json"]).stdout).unwrap()
 }

@@ -579,7 +579,7 @@ fn a_nested_sub_agents_question_arrives_through_the_same_run() {
 }
 
 /// `hark runs --json` against the daemon, parsed.
-fn runs(daemon: &Daemon) -> Vec<Value> {
+pub(crate) fn runs(daemon: &Daemon) -> Vec<Value> {
     let out = hark(&daemon.sandbox, &["runs", "--json"]);
     assert!(
         out.status.success(),

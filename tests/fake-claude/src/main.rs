@@ -66,6 +66,8 @@
 //!   environment it received, one JSON line per run.
 
 mod hooks;
+#[path = "../../fake-common/identity.rs"]
+mod identity;
 mod saved;
 
 use std::collections::BTreeMap;
@@ -74,6 +76,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use hooks::{Decision, Outcome, PreToolUse};
+use identity::identity;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientRequest, Request, RequestMetaObject, ServerResult,
 };
@@ -292,23 +295,6 @@ fn record(argv: &[String]) {
 fn default_session() -> String {
     let me = identity(std::process::id());
     format!("fake-session-{}-{}", me["pid"], me["start"])
-}
-
-/// This process as the tests can find it from outside a confinement's PID
-/// namespace: its pid there, the namespace, and its start (clock ticks
-/// since boot, the same inside and out).
-fn identity(pid: u32) -> Value {
-    let ns = std::fs::read_link(format!("/proc/{pid}/ns/pid"))
-        .map(|l| l.display().to_string())
-        .unwrap_or_default();
-    let start = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let after = s.rsplit_once(')')?.1.to_owned();
-            after.split_whitespace().nth(19)?.parse::<u64>().ok()
-        })
-        .unwrap_or_default();
-    json!({"pid": pid, "pid_ns": ns, "start": start})
 }
 
 type Server = RunningService<RoleClient, ()>;
