@@ -193,4 +193,34 @@ mod tests {
         assert_eq!(turn.session.as_deref(), Some("01a2-thread"));
         assert_eq!(turn.result.as_deref(), Some("Using SQLite."));
     }
+
+    #[test]
+    fn a_refusal_outside_git_is_told_by_the_flags_and_the_directory_checked() {
+        let words = |s: &[&str]| s.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        let nowhere = Path::new("/nonexistent-hark-dir");
+        let mut turn = Turn::default();
+        turn.status = 1;
+        let plain = words(&["exec", "--json", "--", "SAY --skip-git-repo-check"]);
+        assert_eq!(untrusted(&plain, nowhere, &turn).as_deref(), Some(nowhere));
+        for cd in [
+            &["-C", "sub"][..],
+            &["-Csub"],
+            &["--cd=sub"],
+            &["--cd", "sub"],
+        ] {
+            let args = words(&[&["exec"], cd, &["--json"]].concat());
+            assert_eq!(
+                untrusted(&args, nowhere, &turn),
+                Some(nowhere.join("sub")),
+                "{cd:?}"
+            );
+        }
+        let skipped = words(&["exec", "--skip-git-repo-check", "--json"]);
+        assert_eq!(untrusted(&skipped, nowhere, &turn), None);
+        turn.session = Some("a-thread".to_owned());
+        assert_eq!(untrusted(&plain, nowhere, &turn), None, "it had started");
+        turn.session = None;
+        turn.status = 0;
+        assert_eq!(untrusted(&plain, nowhere, &turn), None, "it succeeded");
+    }
 }
