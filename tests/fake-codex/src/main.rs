@@ -54,6 +54,10 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
+#[path = "../../fake-common/identity.rs"]
+mod identity;
+use identity::identity;
+
 /// What Codex passes an MCP server of its own environment (measured).
 const SERVER_ENV: &[&str] = &[
     "HOME",
@@ -560,21 +564,4 @@ fn in_git_repository(cd: Option<&str>) -> bool {
 fn default_thread() -> String {
     let me = identity(std::process::id());
     format!("fake-thread-{}-{}", me["pid"], me["start"])
-}
-
-/// This process as the tests can find it from outside a confinement's PID
-/// namespace: its pid there, the namespace, and its start (clock ticks
-/// since boot, the same inside and out).
-fn identity(pid: u32) -> Value {
-    let ns = std::fs::read_link(format!("/proc/{pid}/ns/pid"))
-        .map(|l| l.display().to_string())
-        .unwrap_or_default();
-    let start = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let after = s.rsplit_once(')')?.1.to_owned();
-            after.split_whitespace().nth(19)?.parse::<u64>().ok()
-        })
-        .unwrap_or_default();
-    json!({"pid": pid, "pid_ns": ns, "start": start})
 }
