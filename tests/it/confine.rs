@@ -220,6 +220,14 @@ fn detached_helpers_of_a_confined_agent_can_neither_list_answer_nor_read_the_ope
     }
     let config = std::fs::read_to_string(daemon.sandbox.config()).unwrap_or_default();
     assert!(!config.contains("[confine]"), "{config}");
+    // Named but missing, it was made empty and owner-only to be bound
+    // read-only (not left as a mount point of bubblewrap's).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(daemon.sandbox.config())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
     let runs = crate::run::runs(&daemon);
     assert_eq!(
         runs[0]["confinement"],

@@ -345,6 +345,9 @@ impl Setup {
         Some(ReadOnly {
             mcp_config,
             cwd: self.cwd.clone(),
+            nested_as_root: self.confine.confinement.is_confined()
+                && cfg!(target_os = "linux")
+                && hark_core::platform::is_root(),
         })
     }
 

@@ -227,6 +227,11 @@ pub struct ReadOnly {
     /// operator approves; with nobody attached to approve one it is made
     /// read-only too.
     pub cwd: PathBuf,
+    /// The agent runs as root inside hark's confinement, where bubblewrap
+    /// covers parts of `/proc` and the kernel then refuses Claude Code's own
+    /// sandbox a fresh procfs: it must reuse the run's (see
+    /// [`sandbox::read_only_settings`]).
+    pub nested_as_root: bool,
 }
 
 /// A command line to run: program, arguments, and environment added to the
@@ -451,11 +456,15 @@ pub fn compose(
                 .settings
                 .take()
                 .and_then(|s| serde_json::from_str(&s).ok());
-            ours = Some(sandbox::read_only_settings(
+            let mut settings = sandbox::read_only_settings(
                 theirs.unwrap_or(Value::Null),
                 &read_only.cwd,
                 attached.is_some(),
-            ));
+            );
+            if read_only.nested_as_root {
+                sandbox::nest_as_root(&mut settings);
+            }
+            ours = Some(settings);
             format!("{clause} {READ_ONLY_CLAUSE}")
         }
         None => clause,

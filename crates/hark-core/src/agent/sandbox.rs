@@ -90,6 +90,19 @@ pub fn read_only_settings(user: Value, cwd: &Path, attached: bool) -> Value {
     Value::Object(settings)
 }
 
+/// Inside hark's confinement, as root: Claude Code's sandbox reuses the
+/// run's procfs (`enableWeakerNestedSandbox`) instead of mounting its own,
+/// which the kernel refuses there because bubblewrap, for root, covers
+/// `/proc/irq` and `/proc/bus` with read-only mounts (measured: every Bash
+/// call failed with "Can't mount proc on /newroot/proc"). What that procfs
+/// shows is hark's sandbox alone, the run's own processes; measured, every
+/// `/proc/PID/root` outside Claude Code's sandbox was "Permission denied".
+pub fn nest_as_root(settings: &mut Value) {
+    if let Value::Object(map) = settings {
+        object_at(map, "sandbox").insert("enableWeakerNestedSandbox".to_owned(), Value::Bool(true));
+    }
+}
+
 /// The object under `key`, made an empty one if it is missing or not one.
 pub(super) fn object_at<'a>(
     map: &'a mut Map<String, Value>,

@@ -47,6 +47,7 @@ fn read_only(config: &str) -> ReadOnly {
     ReadOnly {
         mcp_config: config.into(),
         cwd: "/work/project".into(),
+        nested_as_root: false,
     }
 }
 
@@ -470,5 +471,32 @@ fn the_kind_is_read_from_the_program_name() {
             .unwrap_err()
             .to_string()
             .contains("claude or codex")
+    );
+}
+
+#[test]
+fn a_read_only_run_nested_as_root_reuses_the_runs_procfs() {
+    let mut ro = read_only("/tmp/hark-run-1/mcp.json");
+    let settings = |ro: &ReadOnly| {
+        let composed = compose(
+            base_command(Path::new("claude"), Some("x"), None),
+            Verb::Task,
+            Some(&attached()),
+            Some(ro),
+        );
+        let settings = flag(&composed.args, "--settings");
+        serde_json::from_str::<serde_json::Value>(settings[0]).unwrap()
+    };
+    assert!(
+        settings(&ro)["sandbox"]
+            .get("enableWeakerNestedSandbox")
+            .is_none()
+    );
+    ro.nested_as_root = true;
+    let nested = settings(&ro);
+    assert_eq!(nested["sandbox"]["enableWeakerNestedSandbox"], true);
+    assert_eq!(
+        nested["sandbox"]["enabled"], true,
+        "the sandbox itself stays on"
     );
 }

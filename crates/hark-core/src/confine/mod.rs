@@ -273,6 +273,27 @@ pub fn plan(
             });
         }
     }
+    // A config named but not there yet is made, empty and owner-only (the
+    // defaults), so that it can be bound read-only; else the mount point
+    // bubblewrap makes would be left in its place, and the agent could not
+    // be kept from writing one.
+    for file in places
+        .read_only
+        .iter()
+        .filter(|p| !places.own_dirs.contains(p))
+    {
+        if file.symlink_metadata().is_err() {
+            let made = crate::platform::private_file(
+                std::fs::OpenOptions::new().write(true).create_new(true),
+            )
+            .open(file);
+            if let Err(e) = made {
+                return Plan::without(Confinement::Unavailable {
+                    reason: format!("cannot make {} to keep it read-only: {e}", file.display()),
+                });
+            }
+        }
+    }
     if let Some(empty) = &places.empty
         && let Err(e) = make_empty(empty)
     {
@@ -330,7 +351,7 @@ pub fn available() -> Result<PathBuf, String> {
     // may make one; Ubuntu's own for bwrap is an extra profile, not loaded
     // by default.
     if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() == Some("1")
-        && !rustix::process::geteuid().is_root()
+        && !crate::platform::is_root()
         && !Path::new("/etc/apparmor.d/bwrap-userns-restrict").exists()
     {
         return Err("AppArmor restricts unprivileged user namespaces here and no profile lets bwrap make one (copy /usr/share/apparmor/extra-profiles/bwrap-userns-restrict into /etc/apparmor.d and reload AppArmor)".to_owned());

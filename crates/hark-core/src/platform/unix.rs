@@ -77,6 +77,11 @@ pub fn is_running(pid: i32) -> bool {
     }
 }
 
+/// Whether this process runs as root (its effective uid 0).
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
 /// Whether process `pid` sees the same pids as this one: false for one in
 /// another PID namespace (a confined agent), whose word for a pid means
 /// another process here. Where the system cannot tell, true.
