@@ -190,7 +190,8 @@ pub struct AskArgs {
     /// The questions, `{"questions":[…]}` as AskUserQuestion takes them (`-` for stdin).
     #[arg(long, value_name = "Q.json")]
     pub file: PathBuf,
-    /// Seconds to wait for the answer.
+    /// Seconds the operator has to answer; without it, the daemon's own
+    /// wait (`hark serve --ask-timeout`, else its config) applies.
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     pub timeout: Option<Duration>,
     /// Return `not_answered` at once when no operator is attached.
