@@ -5,8 +5,8 @@
 //! store and a paused run's file, widen the config and reach the X display.
 //! The agent's own ask and the operator's answer still work.
 
+use std::io::Write;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use crate::support::*;
 use serde_json::json;
@@ -23,12 +23,11 @@ fn delete_question() -> String {
 
 /// What each helper tries (uncovering the socket directory by `umount`
 /// first, which a sandbox keeping root's capabilities would allow), one line of `NAME STATUS` per attempt in
-/// `$HOME/attack/WHO.status`, once the test has written the item's id to
-/// `$HOME/attack/go` (so that it tries while the question waits).
+/// `$HOME/attack/WHO.status`, once the test has sent the item's id on the
+/// fifo `$HOME/attack/go` (so that it tries while the question waits).
 const ATTACK: &str = r#"
 out="$HOME/attack/$1"
-while [ ! -s "$HOME/attack/go" ]; do sleep 0.02; done
-id=$(cat "$HOME/attack/go")
+read -r id < "$HOME/attack/go"
 try() { name=$1; shift; "$@" > "$out.$name" 2>&1; echo "$name $?" >> "$out.status"; }
 try inbox "$HARK_UNDER_TEST" inbox --json
 try answer "$HARK_UNDER_TEST" answer "$id" --pick "Delete it"
@@ -38,7 +37,7 @@ try store cat "$TARGET_STORE"
 try paused cat "$TARGET_PAUSED"
 try config sh -c 'printf "\n[confine]\nenabled = false\n" >> "$TARGET_CONFIG"'
 if [ -n "$TARGET_DISPLAY" ]; then try display xdpyinfo -display "$TARGET_DISPLAY"; fi
-touch "$out.done"
+echo "done $1" >> "$HOME/attack/done"
 "#;
 
 /// The ways a tool's shell leaves its process tree.
@@ -56,19 +55,6 @@ const DETACHED: [(&str, &str); 3] = [
         "bash -c 'nohup sh \"$HOME/attack.sh\" nohup </dev/null >/dev/null 2>&1 & disown'",
     ),
 ];
-
-/// Waits (bounded) for `path` to exist.
-fn wait_for_file(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn results(home: &Path, who: &str) -> Vec<(String, i32)> {
     let text = std::fs::read_to_string(home.join(format!("attack/{who}.status"))).unwrap();
@@ -98,6 +84,10 @@ fn attacked_run(extra: &[&str], ways: &[(&'static str, &'static str)]) -> Attack
     let home = sandbox.path("home");
     std::fs::create_dir_all(home.join("attack")).unwrap();
     std::fs::write(home.join("attack.sh"), ATTACK).unwrap();
+    // Each helper says it is done on a fifo the test follows.
+    let done = Lines::follow("the helpers", crate::tree::fifo(&home.join("attack/done")));
+    // And waits on one for the item's id, a line for each.
+    let mut go = crate::tree::fifo(&home.join("attack/go"));
     // A parked run's file, as the data directory holds them.
     let paused = sandbox.data_dir().join("paused");
     std::fs::create_dir_all(&paused).unwrap();
@@ -130,9 +120,11 @@ fn attacked_run(extra: &[&str], ways: &[(&'static str, &'static str)]) -> Attack
         .find(|i| i["session_id"] == "attacked")
         .map(|i| i["id"].as_str().unwrap().to_owned())
         .unwrap();
-    std::fs::write(home.join("attack/go"), &id).unwrap();
+    for _ in ways {
+        writeln!(go, "{id}").unwrap();
+    }
     for (who, _) in ways {
-        wait_for_file(&home.join(format!("attack/{who}.done")));
+        done.wait_for(&format!("helper {who}"), |l| l == format!("done {who}"));
     }
     // The helpers have had their go; the operator answers now (unless one
     // of them already did).

@@ -35,7 +35,7 @@ done
 "#;
 
 /// A fifo both ends of which the test holds, so neither side blocks opening it.
-fn fifo(path: &Path) -> File {
+pub(crate) fn fifo(path: &Path) -> File {
     let made = std::process::Command::new("mkfifo")
         .arg(path)
         .status()

@@ -223,9 +223,8 @@ const GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// go on, unwatched, after the turn.
 ///
 /// Confined, the child is bubblewrap and the agent is in a session of its
-/// own inside (`--new-session`): it is its own group's leader, the first
-/// child of the sandbox's init, and gets the SIGTERM; ending bubblewrap then
-/// ends the whole PID namespace, and the run waits until that is done.
+/// own inside (`--new-session`): its group gets the SIGTERM, and past the
+/// grace the sandbox's init the SIGKILL, which ends the PID namespace whole.
 #[cfg(unix)]
 async fn end_group(
     child: &mut Child,
@@ -239,19 +238,33 @@ async fn end_group(
     };
     let pid = |id: u32| i32::try_from(id).ok().and_then(Pid::from_raw);
     let group = pid(id);
-    // The sandbox's init, and the agent, its child.
+    // Confined: the sandbox's init, and the agent, its child, in a session
+    // and group of its own. The agent's group is told to end; bubblewrap
+    // exits once its init has, and the kernel ends a PID namespace whole
+    // before its init is gone, so waiting for bubblewrap waits for all of it.
     let init = confined
         .then(|| hark_core::platform::children(id).first().copied())
         .flatten();
-    let agent = init.and_then(|init| hark_core::platform::children(init).first().copied());
-    for group in [group, agent.and_then(pid)].into_iter().flatten() {
-        let _ = kill_process_group(group, Signal::TERM);
+    let agent_group = init
+        .and_then(|init| hark_core::platform::children(init).first().copied())
+        .and_then(pid);
+    // (An agent already gone leaves its init ending: nothing to tell.)
+    let told = if init.is_some() { agent_group } else { group };
+    if let Some(told) = told {
+        let _ = kill_process_group(told, Signal::TERM);
     }
     let status = match tokio::time::timeout(GRACE, child.wait()).await {
         Ok(status) => status,
         Err(_) => {
-            if let Some(group) = group {
-                let _ = kill_process_group(group, Signal::KILL);
+            // Killing the init ends the namespace; else the group.
+            match (init.and_then(pid), group) {
+                (Some(init), _) => {
+                    let _ = rustix::process::kill_process(init, Signal::KILL);
+                }
+                (None, Some(group)) => {
+                    let _ = kill_process_group(group, Signal::KILL);
+                }
+                (None, None) => {}
             }
             child.wait().await
         }
@@ -259,15 +272,6 @@ async fn end_group(
     // ESRCH when nothing of the group is left, which is the usual case.
     if let Some(group) = group {
         let _ = kill_process_group(group, Signal::KILL);
-    }
-    // The namespace's last processes are killed by the kernel as its init
-    // dies, just after bubblewrap: wait for that (a dead init has taken
-    // them all), bounded.
-    if let Some(init) = init.and_then(|i| i32::try_from(i).ok()) {
-        let deadline = tokio::time::Instant::now() + GRACE;
-        while hark_core::platform::is_running(init) && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
     }
     status
 }

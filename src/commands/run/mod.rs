@@ -2,8 +2,10 @@
 //! attached when an operator is, shows its progress from
 //! `--output-format stream-json`, and exits with its exit status.
 //!
-//! - this module: the run from start to end — what it needs before the
-//!   first turn ([`Setup`]), the turn loop, its record in the store;
+//! - this module: the run from start to end — the turn loop, its record in
+//!   the store;
+//! - [`setup`]: what it needs before the first turn ([`Setup`]): the
+//!   agent, the relay to the operator, the confinement, the record;
 //! - [`agent`]: one turn of the agent process and its stream ([`codex`]:
 //!   Codex's events);
 //! - [`operator`]: what the run asks the operator itself (the intake, a
@@ -19,29 +21,23 @@ mod detach;
 mod error;
 mod operator;
 mod paused;
+mod setup;
 mod signals;
 
 pub use error::RunError;
 pub use paused::resume;
 
-use std::path::PathBuf;
-
-use hark_core::agent::{AgentKind, Attached, ReadOnly, UserCommand, Verb};
-use hark_core::bridge::client;
-use hark_core::bridge::relay::{Relay, RunDir};
-use hark_core::bridge::socket;
+use hark_core::agent::{AgentKind, Verb};
+use hark_core::bridge::relay::RunDir;
 use hark_core::bridge::wire::ClientFrame;
-use hark_core::config::{Config, OnTimeout};
-use hark_core::confine::{self, Confinement};
-use hark_core::daemon::listener::MAX_TIMEOUT;
+use hark_core::config::Config;
 use hark_core::gate::intake::{Given, Intake, When};
-use hark_core::model::ids::{Ids, RunId, SessionId};
-use hark_core::model::run::RunStart;
 
+use setup::Setup;
 use signals::unless_stopped;
 pub use signals::{Received, StopSignals};
 
-use crate::cli::{OnTimeoutArg, RunArgs};
+use crate::cli::RunArgs;
 use crate::exit::ExitStatus;
 
 /// Why the agent did not start, or the run stopped.
@@ -148,318 +144,6 @@ fn given(intake: &Intake, words: &[String]) -> Result<Given, RunError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     intake.given(pairs).map_err(RunError::Given)
-}
-
-/// Everything a run needs before its first turn. Dropping it removes the
-/// run's socket and config files.
-struct Setup {
-    run_id: RunId,
-    session: SessionId,
-    /// The daemon dispatched this run: it has no terminal, so a
-    /// conversation asks in the app.
-    dispatched: bool,
-    app_socket: PathBuf,
-    /// The relay to the operator and what the agent is given of it, when
-    /// one is attached.
-    bridge: Option<(Relay, Attached)>,
-    /// A read-only run with nobody attached still gets `approve`, to be
-    /// told why each write is denied.
-    headless_gate: Option<(RunDir, PathBuf)>,
-    /// The agent command.
-    agent: PathBuf,
-    /// Which CLI it is.
-    kind: AgentKind,
-    /// With `--wrap`, the user's own command line, read once.
-    wrapped: Option<UserCommand>,
-    /// Where the agent works, absolute: a read-only run's sandbox names it.
-    cwd: PathBuf,
-    /// Where the agent runs: out of the operator's reach, unless it cannot
-    /// be or was not wanted.
-    confine: confine::Plan,
-}
-
-impl Setup {
-    /// `resumed` names a paused run this one takes over.
-    async fn new(
-        args: &RunArgs,
-        config: &Config,
-        resumed: Option<RunId>,
-    ) -> Result<Setup, RunError> {
-        let app_socket = socket::app_socket_path()?;
-        let attached = hark_core::platform::connect(&app_socket).await.is_ok();
-        // A run the daemon dispatched comes with its id (the daemon already
-        // told its caller).
-        let dispatched_id = std::env::var(hark_core::env::RUN_ID)
-            .ok()
-            .and_then(|id| id.parse::<RunId>().ok());
-        // A resumed run with no terminal (the daemon's) converses in the app.
-        let dispatched = dispatched_id.is_some() || (resumed.is_some() && !paused::has_terminal());
-        let run_id = resumed
-            .or(dispatched_id)
-            .unwrap_or_else(|| Ids::random().run());
-        let session = SessionId::from(
-            args.session
-                .clone()
-                .unwrap_or_else(|| format!("run-{}", run_id.short())),
-        );
-        // The kind named, else the one the command's name says; the
-        // command named, else the kind's own (`claude`, `codex`) on PATH.
-        let named_kind = args.agent_kind.or(config.agent_kind);
-        // A kind asked for here takes the config's command only if it is
-        // that kind's (the New run form's Codex, over a configured claude).
-        let configured = config.agent_command.clone().filter(|command| {
-            args.agent_kind.is_none_or(|kind| {
-                config
-                    .agent_kind
-                    .unwrap_or_else(|| AgentKind::of_program(command))
-                    == kind
-            })
-        });
-        let agent = args
-            .agent
-            .clone()
-            .or(configured)
-            .unwrap_or_else(|| PathBuf::from(named_kind.unwrap_or_default().name()));
-        let kind = named_kind.unwrap_or_else(|| match args.words.first().filter(|_| args.wrap) {
-            Some(program) => AgentKind::of_program(program.as_ref()),
-            None => AgentKind::of_program(&agent),
-        });
-        // A read-only run turns on Claude Code's Bash sandbox, which would
-        // refuse to start without its programs: say so before starting it
-        // (Codex's read-only sandbox is its own).
-        if args.read_only && kind == AgentKind::Claude {
-            let missing = hark_core::agent::sandbox::missing();
-            if !missing.is_empty() {
-                return Err(RunError::NoSandbox { missing });
-            }
-        }
-        let mut wrapped = match (args.wrap, kind) {
-            (false, _) => None,
-            (true, AgentKind::Claude) => Some(UserCommand::parse(&args.words)?),
-            (true, AgentKind::Codex) => {
-                let user = UserCommand::verbatim(&args.words)?;
-                hark_core::agent::codex::check_wrapped(&user)?;
-                Some(user)
-            }
-        };
-        // hark merges its own settings (a read-only run's sandbox, the park
-        // hook) into the user's, which it reads once.
-        if let Some(settings) = wrapped.as_mut().and_then(|w| w.settings.as_mut()) {
-            *settings = agent::existing_settings(settings)?;
-        }
-        let user_configs = wrapped.as_ref().map_or(&[][..], |u| &u.mcp_configs[..]);
-        let servers = agent::existing_servers(user_configs)?;
-        let hark = std::env::current_exe().map_err(RunError::ThisHark)?;
-        let config_json = hark_core::agent::mcp_config(&hark, servers, args.read_only).to_string();
-        let write_config = |dir: &RunDir| {
-            dir.write_private("mcp.json", config_json.as_bytes())
-                .map_err(RunError::WriteConfig)
-        };
-        let bridge = if attached {
-            let relay = Relay::start(app_socket.clone(), run_id, session.clone())?;
-            let mcp_config = write_config(&relay.dir)?;
-            let attach = Attached {
-                hark: hark.clone(),
-                socket: relay.socket.clone(),
-                mcp_config,
-                session_id: session.clone(),
-                // Only a wait given here is sent: without one the
-                // daemon's own applies, which can be as long as it allows.
-                ask_timeout: args.timeout,
-                longest_wait: args.timeout.unwrap_or(MAX_TIMEOUT),
-                park_hook: (parks(args, config)
-                    && kind_parks(kind, args)
-                    && wrap_parks(wrapped.as_ref()))
-                .then(|| hark_core::agent::hooks::hook_command(&hark)),
-            };
-            Some((relay, attach))
-        } else {
-            None
-        };
-        // Codex's writes are held by its own sandbox, with no `approve`.
-        let headless_gate = if bridge.is_none() && args.read_only && kind == AgentKind::Claude {
-            let dir = RunDir::create()?;
-            let config = write_config(&dir)?;
-            Some((dir, config))
-        } else {
-            None
-        };
-        let cwd = match &args.cwd {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir().map_err(RunError::Cwd)?,
-        };
-        let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
-        let run_dirs: Vec<&std::path::Path> = bridge
-            .iter()
-            .map(|(relay, _)| relay.dir.path())
-            .chain(headless_gate.iter().map(|(dir, _)| dir.path()))
-            .collect();
-        // The agent's own program too, should it live in a temp directory.
-        let mut operator = confine::Session::current();
-        let program = match (&wrapped, args.words.first()) {
-            (Some(_), Some(first)) => PathBuf::from(first),
-            _ => agent.clone(),
-        };
-        operator.programs.extend(
-            hark_core::platform::find_program(&program)
-                .and_then(|p| p.parent().map(std::path::Path::to_path_buf)),
-        );
-        let confine = confine::plan(
-            &operator,
-            &cwd,
-            &run_dirs,
-            &config.confine,
-            !args.no_confine,
-        );
-        Ok(Setup {
-            run_id,
-            session,
-            dispatched,
-            app_socket,
-            bridge,
-            headless_gate,
-            agent,
-            kind,
-            wrapped,
-            cwd,
-            confine,
-        })
-    }
-
-    fn attach(&self) -> Option<&Attached> {
-        self.bridge.as_ref().map(|(_, attach)| attach)
-    }
-
-    /// The MCP config carrying `approve` and the directory the agent works
-    /// in, for a read-only run.
-    fn read_only(&self, args: &RunArgs) -> Option<ReadOnly> {
-        if !args.read_only {
-            return None;
-        }
-        let mcp_config = match (&self.bridge, &self.headless_gate) {
-            (Some((_, attach)), _) => attach.mcp_config.clone(),
-            (None, Some((_, config))) => config.clone(),
-            // Codex's sandbox needs no MCP config.
-            (None, None) => PathBuf::new(),
-        };
-        Some(ReadOnly {
-            mcp_config,
-            cwd: self.cwd.clone(),
-            nested_as_root: self.confine.confinement.is_confined()
-                && cfg!(target_os = "linux")
-                && hark_core::platform::is_root(),
-        })
-    }
-
-    /// The run's own socket, through which it asks the operator.
-    fn run_socket(&self) -> Option<PathBuf> {
-        self.bridge.as_ref().map(|(relay, _)| relay.socket.clone())
-    }
-
-    /// Says on stderr what this run is and who can answer it.
-    fn announce(&self, args: &RunArgs) {
-        let codex = self.kind == AgentKind::Codex;
-        eprintln!(
-            "hark: run {} ({}), {}",
-            self.run_id.short(),
-            self.session,
-            match (self.bridge.is_some(), args.read_only) {
-                (true, false) => "the operator is attached: the agent can ask",
-                (true, true) if codex => {
-                    "read-only in Codex's sandbox, which refuses every write; the operator is attached: the agent can ask"
-                }
-                (true, true) => "read-only: the operator is attached to approve writes",
-                (false, false) => "no operator attached: the agent proceeds on its own",
-                (false, true) if codex => {
-                    "read-only in Codex's sandbox with no operator attached: every write is refused"
-                }
-                (false, true) => "read-only with no operator attached: every write is denied",
-            }
-        );
-        match &self.confine.confinement {
-            Confinement::Confined { by } => eprintln!(
-                "hark: confined by {by}: hark's socket, store and config do not exist for the agent"
-            ),
-            Confinement::Unavailable { reason } => eprintln!(
-                "hark: NOT CONFINED: {reason}; the agent can reach hark's socket, store and config (hint: `hark doctor`)"
-            ),
-            Confinement::Off => eprintln!(
-                "hark: not confined (turned off): the agent can reach hark's socket, store and config"
-            ),
-        }
-    }
-
-    /// Records a run frame in the operator's store, so the app and `hark
-    /// runs` show it (only when an operator is attached).
-    async fn record(&self, frame: ClientFrame) {
-        if self.bridge.is_none() {
-            return;
-        }
-        if let Err(e) = client::request(&self.app_socket, &frame).await {
-            tracing::debug!("the run was not recorded: {e}");
-        }
-    }
-
-    /// The run as `hark run` announces it to the store.
-    fn start_record(&self, args: &RunArgs) -> RunStart {
-        let command = match (args.wrap, self.kind) {
-            (true, _) => args.words.join(" "),
-            (false, AgentKind::Claude) => {
-                format!("{} -p {}", self.agent.display(), args.words.join(" "))
-            }
-            (false, AgentKind::Codex) => {
-                format!("{} exec {}", self.agent.display(), args.words.join(" "))
-            }
-        };
-        let cwd = args.cwd.clone().or_else(|| std::env::current_dir().ok());
-        RunStart {
-            id: self.run_id,
-            session_id: self.session.clone(),
-            command,
-            cwd: cwd.map(|d| d.display().to_string()),
-            pid: std::process::id(),
-            confinement: Some(self.confine.confinement.clone()),
-        }
-    }
-}
-
-/// Whether a `--wrap` run's command line can park (a run of hark's own
-/// command line can); says why not.
-fn wrap_parks(wrapped: Option<&UserCommand>) -> bool {
-    match wrapped.map(UserCommand::parkable) {
-        None | Some(Ok(())) => true,
-        Some(Err(why)) => {
-            eprintln!(
-                "hark: this command line cannot be paused and resumed ({why}); a question nobody answers in time times out instead of parking"
-            );
-            false
-        }
-    }
-}
-
-/// Whether an agent of this kind can park; says why not.
-fn kind_parks(kind: AgentKind, args: &RunArgs) -> bool {
-    if kind == AgentKind::Claude {
-        return true;
-    }
-    let wait = match args.timeout {
-        Some(timeout) => format!("{} s", timeout.as_secs_f64()),
-        None => "the operator's bounded wait".to_owned(),
-    };
-    eprintln!(
-        "hark: Codex has no hook that pauses a call, so a question nobody answers within {wait} times out and the agent proceeds on its own"
-    );
-    false
-}
-
-/// Whether a question nobody answers in time parks the agent (the flag,
-/// else the config).
-fn parks(args: &RunArgs, config: &Config) -> bool {
-    match args.on_timeout {
-        Some(OnTimeoutArg::Park) => true,
-        Some(OnTimeoutArg::Proceed) => false,
-        None => config.on_timeout == OnTimeout::Park,
-    }
 }
 
 /// What the run's record keeps of its output: the last result, the cost

@@ -263,7 +263,11 @@ pub fn plan(
     }
     let program = match available() {
         Ok(program) => program,
-        Err(reason) => return Plan::without(Confinement::Unavailable { reason }),
+        Err(why) => {
+            return Plan::without(Confinement::Unavailable {
+                reason: why.to_string(),
+            });
+        }
     };
     let places = Places::of(session, cwd, run_dirs, options);
     for dir in &places.own_dirs {
@@ -331,21 +335,42 @@ fn make_empty(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Why this machine cannot confine what hark starts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    #[error("bubblewrap is not installed (apt install bubblewrap)")]
+    NoBwrap,
+    #[error(
+        "this system does not allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone or user.max_user_namespaces)"
+    )]
+    NoUserNamespaces,
+    #[error(
+        "AppArmor restricts unprivileged user namespaces here and no profile lets bwrap make one (copy /usr/share/apparmor/extra-profiles/bwrap-userns-restrict into /etc/apparmor.d and reload AppArmor)"
+    )]
+    AppArmor,
+    #[error("sandbox-exec is missing")]
+    NoSandboxExec,
+    #[error(
+        "on this platform hark's files are not hidden from the agent (it is held in a job object, which the daemon refuses operator requests from)"
+    )]
+    Platform,
+}
+
 /// The mechanism's program, or why this machine has none.
 #[cfg(target_os = "linux")]
-pub fn available() -> Result<PathBuf, String> {
+pub fn available() -> Result<PathBuf, Unavailable> {
     let read = |path: &str| {
         std::fs::read_to_string(path)
             .map(|v| v.trim().to_owned())
             .ok()
     };
-    let program = crate::platform::find_program(Path::new(bwrap::PROGRAM))
-        .ok_or_else(|| "bubblewrap is not installed (apt install bubblewrap)".to_owned())?;
+    let program =
+        crate::platform::find_program(Path::new(bwrap::PROGRAM)).ok_or(Unavailable::NoBwrap)?;
     // Debian's and older kernels' switch, and the namespace limit.
     if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0")
         || read("/proc/sys/user/max_user_namespaces").as_deref() == Some("0")
     {
-        return Err("this system does not allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone or user.max_user_namespaces)".to_owned());
+        return Err(Unavailable::NoUserNamespaces);
     }
     // Ubuntu 23.10+: only programs with an AppArmor profile that allows it
     // may make one; Ubuntu's own for bwrap is an extra profile, not loaded
@@ -354,18 +379,18 @@ pub fn available() -> Result<PathBuf, String> {
         && !crate::platform::is_root()
         && !Path::new("/etc/apparmor.d/bwrap-userns-restrict").exists()
     {
-        return Err("AppArmor restricts unprivileged user namespaces here and no profile lets bwrap make one (copy /usr/share/apparmor/extra-profiles/bwrap-userns-restrict into /etc/apparmor.d and reload AppArmor)".to_owned());
+        return Err(Unavailable::AppArmor);
     }
     Ok(program)
 }
 
 /// The mechanism's program, or why this machine has none.
 #[cfg(target_os = "macos")]
-pub fn available() -> Result<PathBuf, String> {
+pub fn available() -> Result<PathBuf, Unavailable> {
     let program = PathBuf::from(seatbelt::PROGRAM);
     match program.exists() {
         true => Ok(program),
-        false => Err("sandbox-exec is missing".to_owned()),
+        false => Err(Unavailable::NoSandboxExec),
     }
 }
 
@@ -373,8 +398,8 @@ pub fn available() -> Result<PathBuf, String> {
 /// agent: it is held in its job object, which it cannot leave, and the
 /// daemon refuses the job's members as it refuses an agent's tree.
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-pub fn available() -> Result<PathBuf, String> {
-    Err("on this platform hark's files are not hidden from the agent (it is held in a job object, which the daemon refuses operator requests from)".to_owned())
+pub fn available() -> Result<PathBuf, Unavailable> {
+    Err(Unavailable::Platform)
 }
 
 #[cfg(test)]

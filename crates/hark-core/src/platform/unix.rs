@@ -63,20 +63,6 @@ pub fn children(pid: u32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-/// Whether process `pid` is running: there, and not a zombie (a dead
-/// process not yet reaped). Read from `/proc`; without it, whether it
-/// exists.
-pub fn is_running(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X"),
-        Err(_) if Path::new("/proc/self/stat").exists() => false,
-        Err(_) => process_exists(pid),
-    }
-}
-
 /// Whether this process runs as root (its effective uid 0).
 pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
