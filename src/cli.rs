@@ -87,6 +87,32 @@ pub enum Command {
     /// Print the MCP config that points an agent at this hark:
     /// `claude -p … --mcp-config "$(hark mcp-config)" --allowedTools mcp__operator__ask`.
     McpConfig(McpConfigArgs),
+    /// Log in to another host with this operator reachable from it: `ssh -R`
+    /// forwards a socket there to this daemon's socket for that host, so
+    /// agents there ask you here, and their items say which host asked.
+    /// That socket takes questions only: nothing there can answer or list.
+    Ssh(SshArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SshArgs {
+    /// What items from there are named (default: DESTINATION's host name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Where the socket appears on the remote host, an absolute path
+    /// (default: `$XDG_RUNTIME_DIR/hark/hark.sock` there, where hark looks
+    /// by itself, else `$HOME/.hark/hark.sock`, asked of the remote first).
+    #[arg(long, value_name = "PATH")]
+    pub remote_socket: Option<String>,
+    /// One argument for ssh, before the destination; repeat it for more
+    /// (`--ssh-arg=-p --ssh-arg=2222`, `--ssh-arg=-F --ssh-arg=FILE`).
+    #[arg(long = "ssh-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub ssh_args: Vec<String>,
+    /// The host to reach, as ssh takes it (`devbox`, `me@devbox`).
+    pub destination: String,
+    /// A command to run there instead of a login shell.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Default, Args)]

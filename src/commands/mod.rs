@@ -12,6 +12,7 @@ pub mod mcp;
 pub mod query;
 pub mod run;
 pub mod serve;
+pub mod ssh;
 pub mod store_health;
 
 use std::path::PathBuf;
@@ -83,6 +84,7 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::Hook(args) => mcp::hook(args),
         Command::McpStudio => mcp::studio(),
         Command::McpConfig(args) => mcp::config(args),
+        Command::Ssh(args) => Ok(runtime()?.block_on(ssh::run(args))),
         Command::Ask(args) => Ok(runtime()?.block_on(ask::run(args))),
         Command::Run(args) => Ok(runtime()?.block_on(run::run(args))),
         Command::Resume(args) => Ok(runtime()?.block_on(run::resume(args))),

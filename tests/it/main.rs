@@ -57,6 +57,7 @@ mod intake;
 mod listings;
 mod parking;
 mod run;
+mod ssh;
 mod store;
 mod studio;
 mod support;

@@ -33,7 +33,12 @@ sub_agent?: SubAgent | null,
  * that reported itself confined, asking from its own process), never
  * the client.
  */
-confined?: boolean, };
+confined?: boolean, 
+/**
+ * The host it asked from, when that is not this machine: the daemon
+ * sets it from the host's socket the call came in on, never the client.
+ */
+host?: string, };
 
 export type SubAgent = { id: string, 
 /**
@@ -62,6 +67,10 @@ run: string | null,
  * `sub-agent general-purpose of run 1a2b3c4d`, for a sub-agent.
  */
 sub_agent: string | null, 
+/**
+ * The host it asked from, when that is not this machine.
+ */
+host: string | null, 
 /**
  * Whether the agent runs confined by `hark run`; the line says when
  * it does not (`· not confined`).

@@ -551,6 +551,7 @@ impl McpSettings {
                 client: None,
                 sub_agent: None,
                 confined: false,
+                host: None,
             },
         })
     }

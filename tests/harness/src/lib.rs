@@ -13,6 +13,8 @@
 //! - `daemon`: `hark serve` with a scripted operator, in a sandbox.
 //! - `desktop`: the private session bus, its `dbus-monitor`, dunst, and a
 //!   tray host; `monitor` reads what the monitor prints.
+//! - `sshd`: a real OpenSSH server on 127.0.0.1, for agents on a host
+//!   reached over SSH.
 //! - `report`: an error with its causes, as a benchmark or a test prints it.
 //!
 //! Each module that can fail has its own error enum (`SandboxError`,
@@ -27,6 +29,7 @@ pub mod monitor;
 pub mod process;
 pub mod report;
 pub mod sandbox;
+pub mod sshd;
 
 pub use daemon::{Daemon, DaemonError};
 pub use desktop::{DesktopError, Session, TrayHost};

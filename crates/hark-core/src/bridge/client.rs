@@ -96,7 +96,7 @@ impl Call {
     /// Like [`Call::start`], for a frame the server may also decide at once.
     pub async fn start_any(socket: &Path, frame: &ClientFrame) -> Result<Started, ClientError> {
         let mut feed = Feed::open(socket, frame).await?;
-        match feed.next().await? {
+        match feed.first(socket).await? {
             ServerFrame::Accepted { id, timeout_ms } => Ok(Started::Pending(Call {
                 id,
                 timeout: Duration::from_millis(timeout_ms),
@@ -140,7 +140,7 @@ impl Call {
 /// Sends one operator frame (reply, list, clear) and returns the answer.
 pub async fn request(socket: &Path, frame: &ClientFrame) -> Result<ServerFrame, ClientError> {
     let mut feed = Feed::open(socket, frame).await?;
-    feed.next().await
+    feed.first(socket).await
 }
 
 /// A connection that sent one frame and reads the frames that come back:
@@ -188,12 +188,48 @@ impl Feed {
         let stream = connect(socket).await?;
         let (reader, mut writer) = platform::split(stream);
         let mut reader = BufReader::new(reader);
-        send(&mut reader, &mut writer, frame).await?;
+        send(&mut reader, &mut writer, frame)
+            .await
+            .map_err(|e| nobody_behind(socket, e))?;
         Ok(Feed { reader, writer })
     }
 
     pub async fn next(&mut self) -> Result<ServerFrame, ClientError> {
         next_frame(&mut self.reader).await
+    }
+
+    /// The server's first frame. A connection dropped before anything
+    /// came back had no operator behind it: what a socket forwarded by
+    /// `ssh -R` gives while the daemon it leads to is down (the remote end
+    /// accepts, then closes or resets).
+    pub async fn first(&mut self, socket: &Path) -> Result<ServerFrame, ClientError> {
+        self.next().await.map_err(|e| nobody_behind(socket, e))
+    }
+}
+
+/// `e` as "no operator is reachable" when the connection ended before the
+/// server said anything.
+fn nobody_behind(socket: &Path, e: ClientError) -> ClientError {
+    let source = match e {
+        ClientError::Closed => io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the connection closed before anything was answered",
+        ),
+        ClientError::Frame(FrameError::Io(source))
+            if matches!(
+                source.kind(),
+                io::ErrorKind::ConnectionReset
+                    | io::ErrorKind::BrokenPipe
+                    | io::ErrorKind::UnexpectedEof
+            ) =>
+        {
+            source
+        }
+        other => return other,
+    };
+    ClientError::Unreachable {
+        path: socket.to_owned(),
+        source,
     }
 }
 

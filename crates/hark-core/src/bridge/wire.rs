@@ -151,6 +151,9 @@ pub enum ClientFrame {
     },
     /// How the daemon is doing: whether its store takes writes.
     Status,
+    /// Opens (or finds) the socket agents on another host ask through,
+    /// forwarded there by `ssh -R`; answered by `host_socket`.
+    HostSocket { host: String },
 }
 
 /// Who asks, for which run, and how long they wait: the fields an `ask`
@@ -329,6 +332,8 @@ pub enum ServerFrame {
     Dispatched(Dispatched),
     /// The answer to `status`: the store's health (`None` without a store).
     Status { store: Option<StoreHealth> },
+    /// The answer to `host_socket`: where that host's socket is.
+    HostSocket { path: std::path::PathBuf },
     /// The frame was refused; nothing changed.
     Error(WireError),
 }

@@ -16,10 +16,11 @@ use tokio::io::BufReader;
 use tokio::task::JoinSet;
 
 use crate::bridge::deadline::{Deadlined, SocketReader};
-use crate::bridge::socket::peer_is_owner;
+use crate::bridge::socket::{SocketFile, peer_is_owner};
 use crate::bridge::wire::{
     Caller, ClientFrame, ErrorCode, FrameError, ServerFrame, WireError, read_frame,
 };
+use crate::daemon::hosts::{HostName, HostSocketError, Origin};
 use crate::daemon::peers::Watch;
 use crate::daemon::waiting::{tell, wait_for_operator};
 use crate::daemon::{gated, operator, parked};
@@ -55,10 +56,41 @@ pub const PER_PROCESS: usize = 256;
 /// Serves connections until `shutdown` completes, then cancels every pending
 /// item (each waiting agent gets its error at once) and drains.
 pub async fn run(listener: Listener, daemon: Daemon, shutdown: impl Future<Output = ()>) {
+    let mut connections = accept(listener, &daemon, Origin::Local, shutdown).await;
+    daemon.hosts.stop();
+    daemon.registry.shutdown("hark is shutting down");
+    drain(&mut connections).await;
+}
+
+/// Serves a host's socket until the daemon stops, then removes it.
+async fn serve_host(listener: Listener, file: SocketFile, daemon: Daemon, host: HostName) {
+    let stopped = daemon.hosts.stopped();
+    let mut connections = accept(listener, &daemon, Origin::Host(host), stopped).await;
+    drop(file);
+    drain(&mut connections).await;
+}
+
+/// Gives the connections still served a moment to deliver their
+/// cancellations.
+async fn drain(connections: &mut JoinSet<Option<i32>>) {
+    let _ = tokio::time::timeout(DRAIN, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+}
+
+/// Accepts connections from `origin` until `stop` completes, serving each
+/// on its own task; returns those still being served.
+async fn accept(
+    listener: Listener,
+    daemon: &Daemon,
+    origin: Origin,
+    stop: impl Future<Output = ()>,
+) -> JoinSet<Option<i32>> {
     let mut connections = JoinSet::new();
     let mut held = Held::default();
     let mut accept_failing = false;
-    tokio::pin!(shutdown);
+    tokio::pin!(stop);
     loop {
         tokio::select! {
             accepted = platform::accept(&listener) => match accepted {
@@ -71,8 +103,9 @@ pub async fn run(listener: Listener, daemon: Daemon, shutdown: impl Future<Outpu
                         continue;
                     }
                     let daemon = daemon.clone();
+                    let origin = origin.clone();
                     connections.spawn(async move {
-                        serve_connection(stream, daemon).await;
+                        serve_connection(stream, daemon, origin).await;
                         pid
                     });
                 }
@@ -92,15 +125,10 @@ pub async fn run(listener: Listener, daemon: Daemon, shutdown: impl Future<Outpu
                     held.give_back(pid);
                 }
             }
-            () = &mut shutdown => break,
+            () = &mut stop => break,
         }
     }
-    drop(listener);
-    daemon.registry.shutdown("hark is shutting down");
-    let _ = tokio::time::timeout(DRAIN, async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await;
+    connections
 }
 
 /// The connections each process holds, by pid (a peer whose pid the
@@ -144,9 +172,10 @@ async fn refuse_crowd(stream: Stream) -> Option<i32> {
 }
 
 /// Serves one connection: a peer that is not the socket's owner, or whose
-/// first frame is late, malformed or not its to make, hears why and is hung
-/// up on; any other has its frame served.
-async fn serve_connection(stream: Stream, daemon: Daemon) {
+/// first frame is late, malformed or not its to make (an operator frame on a
+/// host's socket, or from inside an agent), hears why and is hung up on; any
+/// other has its frame served.
+async fn serve_connection(stream: Stream, daemon: Daemon, origin: Origin) {
     if !matches!(peer_is_owner(&stream), Ok(true)) {
         let user = platform::peer_user(&stream).ok();
         tracing::warn!(?user, "refused a connection from another user");
@@ -162,6 +191,10 @@ async fn serve_connection(stream: Stream, daemon: Daemon) {
         Ok(None) => return,
         Err(refusal) => return refuse(&mut writer, refusal).await,
     };
+    if let Err(refusal) = from_origin(&mut frame, &origin) {
+        tracing::warn!(host = ?origin.host(), "{}", refusal.message);
+        return refuse(&mut writer, refusal).await;
+    }
     // An asker is watched while its call is served; an operator frame from
     // inside an agent that is watched is refused.
     let asking = match daemon.agents.admit(peer, &frame) {
@@ -177,6 +210,28 @@ async fn serve_connection(stream: Stream, daemon: Daemon) {
         caller.asker.confined = daemon.agents.vouches(peer, caller.run_id.as_ref());
     }
     serve_frame(frame, &daemon, peer, asking, reader, writer).await;
+}
+
+/// Takes `frame` as `origin` may send it: the host it asked from is the
+/// daemon's word, and a remote process id names nothing here; an operator
+/// frame from a host's socket is refused.
+fn from_origin(frame: &mut ClientFrame, origin: &Origin) -> Result<(), WireError> {
+    if !origin.admits(frame) {
+        let host = origin.host().map(HostName::as_str).unwrap_or_default();
+        return Err(WireError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "this is {host}'s socket: it takes its agents' questions, not the operator's answers or listings; answer on the operator's machine"
+            ),
+        ));
+    }
+    if let Some(caller) = frame.caller_mut() {
+        caller.asker.host = origin.host().map(ToString::to_string);
+        if caller.asker.host.is_some() {
+            caller.asker.pid = None;
+        }
+    }
+    Ok(())
 }
 
 /// The connection's first frame; `Ok(None)` when the peer hung up (or its
@@ -277,6 +332,7 @@ async fn serve_frame(
             Ok(dispatched) => ServerFrame::Dispatched(dispatched),
             Err(e) => ServerFrame::Error(e.into()),
         },
+        ClientFrame::HostSocket { host } => open_host(daemon, &host),
     };
     tell(&mut writer, &answer).await;
 }
@@ -310,6 +366,25 @@ async fn ask(
     // it hears the outcome.
     let stop_watching = move |_: &Outcome| drop(asking);
     wait_for_operator(pending, daemon, reader, writer, stop_watching).await;
+}
+
+/// Opens `host`'s socket, served until the daemon stops, or finds it open.
+fn open_host(daemon: &Daemon, host: &str) -> ServerFrame {
+    match daemon.hosts.open(host) {
+        Ok(opened) => {
+            if let Some((listener, file)) = opened.bound {
+                tracing::info!(host = %opened.name, socket = %opened.path.display(), "serving a host's socket");
+                tokio::spawn(serve_host(listener, file, daemon.clone(), opened.name));
+            }
+            ServerFrame::HostSocket { path: opened.path }
+        }
+        Err(HostSocketError::Name(e)) => {
+            ServerFrame::Error(WireError::new(ErrorCode::Invalid, e.to_string()))
+        }
+        Err(HostSocketError::Socket(e)) => {
+            ServerFrame::Error(WireError::new(ErrorCode::Unavailable, e.to_string()))
+        }
+    }
 }
 
 /// Notes the sub-agent `caller`'s tool call is made in, for the item that

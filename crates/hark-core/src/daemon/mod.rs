@@ -15,6 +15,7 @@
 pub mod ancestry;
 pub mod dispatcher;
 pub mod gated;
+pub mod hosts;
 pub mod listener;
 pub mod operator;
 pub mod parked;

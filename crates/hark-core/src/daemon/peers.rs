@@ -147,7 +147,8 @@ pub fn is_operator(frame: &ClientFrame) -> bool {
         | ClientFrame::ClearSettled
         | ClientFrame::Dispatch { .. }
         | ClientFrame::ListRuns { .. }
-        | ClientFrame::ListSessions { .. } => true,
+        | ClientFrame::ListSessions { .. }
+        | ClientFrame::HostSocket { .. } => true,
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::bridge::wire::Caller;
 use crate::config::Config;
 use crate::daemon::dispatcher::Dispatcher;
+use crate::daemon::hosts::Hosts;
 use crate::daemon::peers::Agents;
 use crate::gate::grants::Grants;
 use crate::gate::policy::Policy;
@@ -43,6 +44,8 @@ pub struct Daemon {
     /// The agents waiting on the operator and the runs it dispatched: no
     /// operator frame is taken from inside one (shared with the dispatcher).
     pub agents: Agents,
+    /// The sockets other hosts' agents ask through.
+    pub hosts: Hosts,
 }
 
 /// The write-mode gate, as the daemon keeps it.
@@ -84,6 +87,7 @@ impl Daemon {
         logs: PathBuf,
     ) -> Daemon {
         let agents = Agents::default();
+        let hosts = Hosts::beside(&socket);
         Daemon {
             dispatcher: Dispatcher {
                 hark: Dispatcher::sibling_hark(),
@@ -96,6 +100,7 @@ impl Daemon {
                 agents: agents.clone(),
             },
             agents,
+            hosts,
             registry,
             prompter,
             default_timeout: config.ask_timeout(),

@@ -22,6 +22,8 @@ pub struct Attribution {
     pub run: Option<String>,
     /// `sub-agent general-purpose of run 1a2b3c4d`, for a sub-agent.
     pub sub_agent: Option<String>,
+    /// The host it asked from, when that is not this machine.
+    pub host: Option<String>,
     /// Whether the agent runs confined by `hark run`; the line says when
     /// it does not (`· not confined`).
     pub confined: bool,
@@ -52,6 +54,7 @@ impl Attribution {
                 .sub_agent
                 .as_ref()
                 .map(|s: &SubAgent| s.label(run, session)),
+            host: asker.host.clone(),
             confined: asker.confined,
             line: String::new(),
         };
@@ -62,10 +65,14 @@ impl Attribution {
     fn one_line(&self) -> String {
         let mut parts = Vec::new();
         let who = self.sub_agent.as_deref().unwrap_or(&self.agent);
-        parts.push(match &self.project {
+        let mut first = match &self.project {
             Some(project) => format!("{who} in {project}"),
             None => who.to_owned(),
-        });
+        };
+        if let Some(host) = &self.host {
+            first = format!("{first} on {host}");
+        }
+        parts.push(first);
         parts.push(format!("session {}", self.session));
         if let (Some(run), None) = (&self.run, &self.sub_agent) {
             parts.push(format!("run {run}"));
@@ -175,6 +182,14 @@ mod tests {
         assert_eq!(
             Attribution::of(&codex, &"nightly".into(), None).line,
             "codex in app · session nightly · not confined"
+        );
+        let remote = Asker {
+            host: Some("devbox".into()),
+            ..codex.clone()
+        };
+        assert_eq!(
+            Attribution::of(&remote, &"nightly".into(), None).line,
+            "codex in app on devbox · session nightly · not confined"
         );
         let script = asker("python3 ask.py", "/", None);
         assert_eq!(

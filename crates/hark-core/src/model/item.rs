@@ -36,6 +36,11 @@ pub struct Asker {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional))]
     pub confined: bool,
+    /// The host it asked from, when that is not this machine: the daemon
+    /// sets it from the host's socket the call came in on, never the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub host: Option<String>,
 }
 
 /// A sub-agent, as its host names it (Claude Code's `agent_id` and
@@ -71,6 +76,7 @@ impl Asker {
             client: None,
             sub_agent: None,
             confined: false,
+            host: None,
         }
     }
 }

@@ -24,6 +24,7 @@ fn item(session: &str) -> Item {
             client: None,
             sub_agent: None,
             confined: false,
+            host: None,
         },
         request: validate(
             &json!({"questions": [{"question": "Go?", "header": "Go", "multiSelect": false,

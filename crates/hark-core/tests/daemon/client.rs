@@ -80,19 +80,24 @@ async fn a_refused_call_is_refused_with_the_wire_error() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_server_that_hangs_up_breaks_the_call() {
+async fn a_server_that_hangs_up_before_a_word_is_no_operator() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("hark.sock");
     let listener = tokio::net::UnixListener::bind(&socket).unwrap();
-    // Takes the connection and closes it without a word.
+    // Takes the connection and closes it without a word, as the remote end
+    // of an `ssh -R` forward does while the daemon it leads to is down.
     let hang_up = tokio::spawn(async move {
         let (stream, _) = listener.accept().await.unwrap();
         drop(stream);
     });
     let started = Call::start(&socket, &ask("s1", db())).await;
+    let Err(e @ ClientError::Unreachable { .. }) = started else {
+        panic!("{started:?}");
+    };
     assert!(
-        matches!(started, Err(ClientError::Closed | ClientError::Frame(_))),
-        "{started:?}"
+        e.to_string()
+            .starts_with(&format!("no operator is reachable at {}", socket.display())),
+        "{e}"
     );
     hang_up.await.unwrap();
 }

@@ -27,6 +27,7 @@ fn item(request: AskRequest) -> Item {
             client: Some("claude-code 2.0".into()),
             sub_agent: None,
             confined: false,
+            host: None,
         },
         request,
         approval: None,
