@@ -157,6 +157,7 @@ fn confinement(config: &Config) -> Finding {
         &config.confine,
         true,
     );
+    let scope_note = plan.scope_note();
     let by = match plan.confinement {
         Confinement::Confined { by } => by,
         Confinement::Off => {
@@ -190,7 +191,8 @@ fn confinement(config: &Config) -> Finding {
         Ok(out) if out.status.success() => Finding::ok(
             what,
             format!(
-                "agents hark starts run confined by {by}: hark's socket, store and config do not exist for them"
+                "agents hark starts run confined by {by}: hark's socket, store and config do not exist for them{}",
+                scope_note
             ),
         ),
         Ok(out) => Finding::not(

@@ -2,7 +2,9 @@
 //! attacker would, with the fake agent's own Bash tool (`SHELL`) detaching
 //! helpers every way a shell can, each of which tries to list the inbox,
 //! answer the agent's own question, connect to the operator socket, read the
-//! store and a paused run's file, widen the config and reach the X display.
+//! store and a paused run's file, widen the config, reach the X display and
+//! connect to an abstract unix socket made outside the run (as an X server
+//! listens on `@/tmp/.X11-unix/X0`).
 //! The agent's own ask and the operator's answer still work.
 
 use std::io::Write;
@@ -36,6 +38,7 @@ try socket python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.
 try store cat "$TARGET_STORE"
 try paused cat "$TARGET_PAUSED"
 try config sh -c 'printf "\n[confine]\nenabled = false\n" >> "$TARGET_CONFIG"'
+try abstract python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect("\0" + sys.argv[1]); print("connected")' "$TARGET_ABSTRACT"
 if [ -n "$TARGET_DISPLAY" ]; then try display xdpyinfo -display "$TARGET_DISPLAY"; fi
 echo "done $1" >> "$HOME/attack/done"
 "#;
@@ -99,6 +102,13 @@ fn attacked_run(extra: &[&str], ways: &[(&'static str, &'static str)]) -> Attack
         .chain([delete_question()])
         .collect();
     let display = std::env::var("DISPLAY").unwrap_or_default();
+    // An abstract socket of the operator's side, as an X server's is.
+    let abstract_name = format!("hark-test-operator{}", sandbox.root().display());
+    let _outside = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name).unwrap();
+        std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+    };
     let mut run = sandbox.hark(["run", "--agent"]);
     run.arg(fake_claude())
         .args(extra)
@@ -109,6 +119,7 @@ fn attacked_run(extra: &[&str], ways: &[(&'static str, &'static str)]) -> Attack
         .env("TARGET_PAUSED", &decoy)
         .env("TARGET_CONFIG", sandbox.config())
         .env("TARGET_DISPLAY", &display)
+        .env("TARGET_ABSTRACT", &abstract_name)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let child = run.spawn().unwrap();
@@ -151,6 +162,7 @@ fn detached_helpers_of_a_confined_agent_can_neither_list_answer_nor_read_the_ope
         tried: all,
     } = attacked_run(&[], &DETACHED);
     assert!(err.contains("confined by bubblewrap"), "{err}");
+    assert!(err.contains("are out of reach (Landlock)"), "{err}");
     // The agent's own ask went through, and got the operator's answer.
     assert!(
         out.contains(r#"{"answers":{"Delete the staging database?":"Keep it"}}"#),
@@ -167,7 +179,7 @@ fn detached_helpers_of_a_confined_agent_can_neither_list_answer_nor_read_the_ope
         let names: Vec<&str> = tried.iter().map(|(n, _)| n.as_str()).collect();
         assert!(
             [
-                "inbox", "answer", "umount", "socket", "store", "paused", "config"
+                "inbox", "answer", "umount", "socket", "store", "paused", "config", "abstract"
             ]
             .iter()
             .all(|n| names.contains(n)),
@@ -195,6 +207,13 @@ fn detached_helpers_of_a_confined_agent_can_neither_list_answer_nor_read_the_ope
                 .any(|why| said(who, "config").contains(why)),
             "{}",
             said(who, "config")
+        );
+        // Landlock's scope, not a missing listener: the same connect
+        // works unconfined (below).
+        assert!(
+            said(who, "abstract").contains("PermissionError"),
+            "{}",
+            said(who, "abstract")
         );
         if tried.iter().any(|(n, _)| n == "display") {
             assert!(
@@ -249,6 +268,10 @@ fn unconfined_the_same_helpers_reach_the_operators_side_and_the_run_says_so() {
         .map(|(who, _)| who)
         .collect();
     assert_eq!(answered.len(), 1, "exactly one helper won: {all:?}");
+    let reached = all
+        .iter()
+        .any(|(_, tried)| tried.iter().any(|(n, c)| n == "abstract" && *c == 0));
+    assert!(reached, "unconfined, the abstract socket answers: {all:?}");
     let runs = crate::run::runs(&daemon);
     assert_eq!(runs[0]["confinement"], json!({"state": "off"}));
     let listing = stdout(&hark(&daemon.sandbox, &["runs"]));

@@ -159,10 +159,11 @@ pub async fn run_agent(
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
     }
-    let mut child = command.spawn().map_err(|source| RunError::Spawn {
-        program: composed.program.clone(),
-        source,
-    })?;
+    let mut child =
+        hark_core::confine::spawn(confine, command).map_err(|source| RunError::Spawn {
+            program: composed.program.clone(),
+            source,
+        })?;
     let tree = hold(&child);
     let stdout = child
         .stdout

@@ -246,7 +246,8 @@ impl Setup {
         );
         match &self.confine.confinement {
             Confinement::Confined { by } => eprintln!(
-                "hark: confined by {by}: hark's socket, store and config do not exist for the agent"
+                "hark: confined by {by}: hark's socket, store and config do not exist for the agent{}",
+                self.confine.scope_note()
             ),
             Confinement::Unavailable { reason } => eprintln!(
                 "hark: NOT CONFINED: {reason}; the agent can reach hark's socket, store and config (hint: `hark doctor`)"

@@ -27,6 +27,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 pub mod bwrap;
+#[cfg(target_os = "linux")]
+pub mod landlock;
 pub mod seatbelt;
 
 pub use crate::model::run::Confinement;
@@ -234,6 +236,9 @@ fn wayland_sockets(runtime: &Path) -> Vec<PathBuf> {
 pub struct Plan {
     pub confinement: Confinement,
     pub prefix: Vec<OsString>,
+    /// The agent is started scoped out of abstract unix sockets made
+    /// outside the run, by Landlock (Linux 6.12+; see [`landlock`]).
+    pub scoped: bool,
 }
 
 impl Plan {
@@ -241,8 +246,37 @@ impl Plan {
         Plan {
             confinement,
             prefix: Vec::new(),
+            scoped: false,
         }
     }
+
+    /// What the agent cannot reach beyond hark's side, for the run's
+    /// message and `hark doctor`.
+    pub fn scope_note(&self) -> &'static str {
+        match (self.confinement.is_confined(), self.scoped) {
+            (true, true) => {
+                "; abstract unix sockets made outside the run (an X server's, a bus's) are out of reach (Landlock)"
+            }
+            (true, false) if cfg!(target_os = "linux") => {
+                "; abstract unix sockets (an X server's @/tmp/.X11-unix) stay reachable: this kernel has no Landlock scope (Linux 6.12+)"
+            }
+            _ => "",
+        }
+    }
+}
+
+/// Starts `command` (the plan's prefix, then the agent) as `plan` says:
+/// scoped by Landlock where it takes the scope. Runs on a tokio runtime.
+pub fn spawn(
+    plan: &Plan,
+    mut command: tokio::process::Command,
+) -> std::io::Result<tokio::process::Child> {
+    #[cfg(target_os = "linux")]
+    if plan.scoped {
+        return landlock::spawn_scoped(command, &tokio::runtime::Handle::current());
+    }
+    let _ = plan;
+    command.spawn()
 }
 
 /// Plans the confinement of an agent working in `cwd` whose run's own
@@ -318,6 +352,10 @@ pub fn plan(
     Plan {
         confinement: Confinement::Confined { by: by.to_owned() },
         prefix,
+        #[cfg(target_os = "linux")]
+        scoped: landlock::available().is_ok(),
+        #[cfg(not(target_os = "linux"))]
+        scoped: false,
     }
 }
 
