@@ -85,7 +85,9 @@ impl Parked {
             };
             let held = Paused::of_user()
                 .map_err(ResumeError::from)
-                .and_then(|paused| Ok(paused.hold(&run)?));
+                // As it is: "it resumes when the operator answers" is said
+                // of a run taken over, not of this one.
+                .and_then(|paused| paused.hold(&run).map_err(ResumeError::File));
             match held {
                 Ok(held) => Some(held),
                 Err(e) => {
