@@ -3,13 +3,12 @@
 //! it is.
 
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use hark_core::agent::{AgentKind, Verb};
 use hark_core::model::approval::Scope;
-
-use crate::commands::serve::PrompterChoice;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -182,6 +181,30 @@ pub struct HookArgs {
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum HookEvent {
     PreToolUse,
+}
+
+/// Who answers: `terminal` or `script:PATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrompterChoice {
+    Terminal,
+    Script(PathBuf),
+}
+
+/// A `--prompter` that is neither.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown prompter {0:?}: use `terminal` or `script:PATH`")]
+pub struct UnknownPrompter(String);
+
+impl FromStr for PrompterChoice {
+    type Err = UnknownPrompter;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.split_once(':') {
+            None if s == "terminal" => Ok(PrompterChoice::Terminal),
+            Some(("script", path)) if !path.is_empty() => Ok(PrompterChoice::Script(path.into())),
+            _ => Err(UnknownPrompter(s.to_owned())),
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -203,6 +203,8 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), AppError> {
         release_after: std::time::Duration::from_secs(prepared.config.window_release_secs),
         theme: prepared.config.theme,
     });
+    // What is pending, for the window to be released only when nothing is.
+    app.manage(registry.clone());
     tauri::async_runtime::spawn(notifier.clone().listen(app.clone()));
     let stop = Arc::new(Notify::new());
     let (stopped_tx, stopped_rx) = oneshot::channel();

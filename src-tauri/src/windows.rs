@@ -18,6 +18,7 @@
 
 use std::sync::Mutex;
 
+use hark_core::registry::Registry;
 use serde::Serialize;
 use tauri::{
     AppHandle, Emitter, LogicalSize, Manager, Runtime, WebviewUrl, WebviewWindow,
@@ -189,8 +190,8 @@ fn hide_window<R: Runtime>(window: &WebviewWindow<R>) {
         tokio::time::sleep(after).await;
         let still_hidden = window.state::<Shown>().state().changes == hidden;
         let idle = window
-            .try_state::<std::sync::Arc<crate::shell::Shell>>()
-            .is_some_and(|shell| shell.registry.pending().is_empty());
+            .try_state::<Registry>()
+            .is_some_and(|registry| registry.pending().is_empty());
         if !(still_hidden && idle) {
             return;
         }

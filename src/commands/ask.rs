@@ -37,17 +37,27 @@ fn print(value: Value) {
     println!("{value}");
 }
 
+/// Why the questions file gives no JSON.
+#[derive(Debug, thiserror::Error)]
+enum Unreadable {
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    #[error("not JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
 /// The questions file, read and checked; an invalid one is reported as
 /// `{"outcome":"invalid",…}`.
 fn questions(file: &Path, config: &Config) -> Result<Value, ExitStatus> {
-    let request: Value = match read_input(file)
-        .map_err(|e| e.to_string())
-        .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("not JSON: {e}")))
-    {
+    let read = read_input(file)
+        .map_err(Unreadable::from)
+        .and_then(|t| Ok(serde_json::from_str(&t)?));
+    let request: Value = match read {
         Ok(v) => v,
         Err(e) => {
             eprintln!("hark: cannot read {}: {e}", file.display());
-            print(json!({"outcome": "invalid", "issues": [{"path": "", "message": e}]}));
+            let message = e.to_string();
+            print(json!({"outcome": "invalid", "issues": [{"path": "", "message": message}]}));
             return Err(ExitStatus::Refused);
         }
     };

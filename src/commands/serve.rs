@@ -1,8 +1,6 @@
 //! `hark serve`: the headless daemon. It owns the app socket, the registry
 //! and a terminal or scripted prompter, until SIGINT/SIGTERM.
 
-use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use hark_core::daemon::{listener, serve};
@@ -11,34 +9,10 @@ use hark_core::prompter::script::ScriptedPrompter;
 use hark_core::trace::LogFormat;
 use tracing::level_filters::LevelFilter;
 
-use crate::cli::{LogFormatArg, ServeArgs};
+use crate::cli::{LogFormatArg, PrompterChoice, ServeArgs};
 use crate::commands::{Failed, runtime};
 use crate::exit::ExitStatus;
 use crate::terminal::TerminalPrompter;
-
-/// Who answers: `terminal` or `script:PATH`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PrompterChoice {
-    Terminal,
-    Script(PathBuf),
-}
-
-/// A `--prompter` that is neither.
-#[derive(Debug, thiserror::Error)]
-#[error("unknown prompter {0:?}: use `terminal` or `script:PATH`")]
-pub struct UnknownPrompter(String);
-
-impl FromStr for PrompterChoice {
-    type Err = UnknownPrompter;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.split_once(':') {
-            None if s == "terminal" => Ok(PrompterChoice::Terminal),
-            Some(("script", path)) if !path.is_empty() => Ok(PrompterChoice::Script(path.into())),
-            _ => Err(UnknownPrompter(s.to_owned())),
-        }
-    }
-}
 
 /// Runs the daemon until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {

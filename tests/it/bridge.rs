@@ -581,6 +581,19 @@ fn hark_ask_reports_outcomes_with_exit_codes() {
     let out: Value = serde_json::from_slice(&invalid.stdout).unwrap();
     assert_eq!(out["outcome"], "invalid");
     assert_eq!(out["issues"][0]["path"], "questions");
+
+    std::fs::write(&file, "questions: none").unwrap();
+    let not_json = run(&daemon.sandbox, &[]);
+    assert_eq!(not_json.status.code(), Some(2));
+    let out: Value = serde_json::from_slice(&not_json.stdout).unwrap();
+    assert_eq!(out["outcome"], "invalid");
+    let message = out["issues"][0]["message"].as_str().unwrap();
+    assert!(message.starts_with("not JSON: "), "{out}");
+    let said = String::from_utf8_lossy(&not_json.stderr);
+    assert!(
+        said.contains("cannot read") && said.contains(message),
+        "{said}"
+    );
 }
 
 #[test]

@@ -39,6 +39,9 @@
 //! - `confine`: what `hark run` starts cannot reach the operator's side at
 //!   all: helpers its tools detach (`setsid -f`, a double fork, `nohup`)
 //!   try the socket, the store, a paused run's file, the config, the display.
+//! - `layout`: not a run but a reading: every product crate's sources keep
+//!   the layout (typed errors, short functions and files, no module cycle;
+//!   the core prints nothing).
 //! - `support`: what they share beyond the harness: the build under test,
 //!   sandboxes and daemons, MCP clients, the questions, the fake agent's
 //!   record; `support::desktop` drives the app through WebDriver.
@@ -54,6 +57,7 @@ mod forged;
 mod inbox;
 mod install;
 mod intake;
+mod layout;
 mod listings;
 mod parking;
 mod run;

@@ -151,6 +151,22 @@ pub fn message(attribution: &str, questions: &[Question]) -> String {
     format!("{attribution} asks: {}", asked.join(" · "))
 }
 
+/// Why an accepted form's content does not read as the operator's picks:
+/// the property it is about, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PicksError {
+    #[error("{property} must be text")]
+    OtherNotText { property: String },
+    #[error("{property}: a label must be text")]
+    LabelNotText { property: String },
+    #[error("{property}: {label:?} is not one of its options")]
+    NotAnOption { property: String, label: String },
+    #[error("{property} must be true or false")]
+    NotABoolean { property: String },
+    #[error("{property}: the picks must be a list")]
+    NotAList { property: String },
+}
+
 /// The accepted form's content as the operator's picks. A question whose
 /// fields are all absent is left out (it takes its default); a label no
 /// option has, or a field of the wrong type, is refused.
@@ -158,71 +174,87 @@ pub fn picks(
     questions: &[Question],
     form: Form,
     content: &Map<String, Value>,
-) -> Result<Picks, String> {
+) -> Result<Picks, PicksError> {
     let mut picks = Picks::new();
     for (i, q) in questions.iter().enumerate() {
-        if let Some(text) = content.get(&other_key(i)) {
-            let text = text
-                .as_str()
-                .ok_or_else(|| format!("{} must be text", other_key(i)))?;
-            if !text.trim().is_empty() {
-                picks.insert(
-                    q.question.clone(),
-                    Pick::Text {
-                        text: text.to_owned(),
-                    },
-                );
-                continue;
-            }
-        }
-        let label_of = |value: &Value| -> Result<String, String> {
-            let label = value
-                .as_str()
-                .ok_or_else(|| format!("{}: a label must be text", key(i)))?;
-            q.options
-                .iter()
-                .any(|o| o.label == label)
-                .then(|| label.to_owned())
-                .ok_or_else(|| format!("{}: {label:?} is not one of its options", key(i)))
-        };
-        let pick = match (form, q.multi_select) {
-            (Form::Flat, true) => {
-                let mut chosen = Vec::new();
-                let mut any = false;
-                for (j, o) in q.options.iter().enumerate() {
-                    match content.get(&option_key(i, j)) {
-                        None => {}
-                        Some(Value::Bool(on)) => {
-                            any = true;
-                            if *on {
-                                chosen.push(o.label.clone());
-                            }
-                        }
-                        Some(_) => {
-                            return Err(format!("{} must be true or false", option_key(i, j)));
-                        }
-                    }
-                }
-                any.then_some(Pick::Labels(chosen))
-            }
-            (Form::Labelled, true) => match content.get(&key(i)) {
-                None => None,
-                Some(Value::Array(values)) => Some(Pick::Labels(
-                    values.iter().map(label_of).collect::<Result<_, _>>()?,
-                )),
-                Some(_) => return Err(format!("{}: the picks must be a list", key(i))),
-            },
-            (_, false) => content
-                .get(&key(i))
-                .map(label_of)
-                .transpose()?
-                .map(Pick::Label),
+        let pick = match other_text(i, content)? {
+            Some(text) => Some(Pick::Text { text }),
+            None => pick_of(i, q, form, content)?,
         };
         if let Some(pick) = pick {
             picks.insert(q.question.clone(), pick);
         }
     }
     Ok(picks)
+}
+
+/// Question `i`'s "Other" text, when the operator wrote one.
+fn other_text(i: usize, content: &Map<String, Value>) -> Result<Option<String>, PicksError> {
+    let Some(text) = content.get(&other_key(i)) else {
+        return Ok(None);
+    };
+    let text = text.as_str().ok_or_else(|| PicksError::OtherNotText {
+        property: other_key(i),
+    })?;
+    Ok((!text.trim().is_empty()).then(|| text.to_owned()))
+}
+
+/// Question `i`'s picked option (or options), `None` when its fields are
+/// all absent.
+fn pick_of(
+    i: usize,
+    q: &Question,
+    form: Form,
+    content: &Map<String, Value>,
+) -> Result<Option<Pick>, PicksError> {
+    let label_of = |value: &Value| -> Result<String, PicksError> {
+        let label = value
+            .as_str()
+            .ok_or_else(|| PicksError::LabelNotText { property: key(i) })?;
+        q.options
+            .iter()
+            .any(|o| o.label == label)
+            .then(|| label.to_owned())
+            .ok_or_else(|| PicksError::NotAnOption {
+                property: key(i),
+                label: label.to_owned(),
+            })
+    };
+    Ok(match (form, q.multi_select) {
+        (Form::Flat, true) => {
+            let mut chosen = Vec::new();
+            let mut any = false;
+            for (j, o) in q.options.iter().enumerate() {
+                match content.get(&option_key(i, j)) {
+                    None => {}
+                    Some(Value::Bool(on)) => {
+                        any = true;
+                        if *on {
+                            chosen.push(o.label.clone());
+                        }
+                    }
+                    Some(_) => {
+                        return Err(PicksError::NotABoolean {
+                            property: option_key(i, j),
+                        });
+                    }
+                }
+            }
+            any.then_some(Pick::Labels(chosen))
+        }
+        (Form::Labelled, true) => match content.get(&key(i)) {
+            None => None,
+            Some(Value::Array(values)) => Some(Pick::Labels(
+                values.iter().map(label_of).collect::<Result<_, _>>()?,
+            )),
+            Some(_) => return Err(PicksError::NotAList { property: key(i) }),
+        },
+        (_, false) => content
+            .get(&key(i))
+            .map(label_of)
+            .transpose()?
+            .map(Pick::Label),
+    })
 }
 
 #[cfg(test)]

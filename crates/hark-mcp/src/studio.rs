@@ -148,7 +148,7 @@ impl Studio {
         };
         let socket = match self.socket().await {
             Ok(socket) => socket,
-            Err(e) => return error_text(e).into(),
+            Err(e) => return error_text(e.to_string()).into(),
         };
         let socket = &socket;
         // Following first: no item of the run can come before.
@@ -336,8 +336,8 @@ impl Studio {
         {
             Ok(ServerFrame::Replied { .. }) => Ok(()),
             Ok(ServerFrame::Error(e)) => Err(Refused::Daemon(e)),
-            Ok(other) => Err(Refused::Other(format!("the daemon answered {other:?}"))),
-            Err(e) => Err(Refused::Other(e.to_string())),
+            Ok(other) => Err(Refused::Unexpected(Box::new(other))),
+            Err(e) => Err(Refused::Unreachable(e)),
         }
     }
 
@@ -373,7 +373,7 @@ impl Studio {
     async fn answer(&self, args: &Map<String, Value>, caller: &Caller) -> CallToolResponse {
         match reply_of(args) {
             Ok((id, reply)) => self.settle(id, reply, self.waiting_on(id), caller).await,
-            Err(e) => error_text(e).into(),
+            Err(e) => error_text(e.to_string()).into(),
         }
     }
 
@@ -387,7 +387,7 @@ impl Studio {
     ) -> CallToolResponse {
         let (id, said) = match ask::retried(state, responses) {
             Ok(retried) => retried,
-            Err(e) => return error_text(e).into(),
+            Err(e) => return error_text(e.to_string()).into(),
         };
         let Some(run) = self.waiting_on(id) else {
             return error_text(format!(

@@ -35,7 +35,7 @@ use zbus::names::{OwnedUniqueName, UniqueName};
 use zbus::zvariant::Value;
 use zbus::{Connection, MatchRule, Message, MessageStream};
 
-use super::{Backend, BoxFuture, Event, Note};
+use super::{Backend, BoxFuture, Event, Note, NotifyError};
 
 const SERVICE: &str = "org.freedesktop.Notifications";
 const PATH: &str = "/org/freedesktop/Notifications";
@@ -233,21 +233,24 @@ async fn follow(
 }
 
 impl Backend for FreeDesktop {
-    fn show<'a>(&'a self, note: &'a Note, replaces: u32) -> BoxFuture<'a, Result<u32, String>> {
-        Box::pin(async move { self.notify(note, replaces).await.map_err(|e| e.to_string()) })
+    fn show<'a>(
+        &'a self,
+        note: &'a Note,
+        replaces: u32,
+    ) -> BoxFuture<'a, Result<u32, NotifyError>> {
+        Box::pin(async move { Ok(self.notify(note, replaces).await?) })
     }
 
-    fn close(&self, id: u32) -> BoxFuture<'_, Result<(), String>> {
+    fn close(&self, id: u32) -> BoxFuture<'_, Result<(), NotifyError>> {
         Box::pin(async move {
-            let bus = self.bus().await.map_err(|e| e.to_string())?;
+            let bus = self.bus().await?;
             bus.call_method(Some(SERVICE), PATH, Some(SERVICE), "CloseNotification", &id)
-                .await
-                .map(drop)
-                .map_err(|e| e.to_string())
+                .await?;
+            Ok(())
         })
     }
 
-    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, String>> {
+    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, NotifyError>> {
         Box::pin(async move {
             let started = async {
                 let bus = self.bus().await?.clone();
@@ -257,7 +260,7 @@ impl Backend for FreeDesktop {
                 tracing::info!(owner = ?server.owner, "notification server");
                 zbus::Result::Ok((bus, owners, server))
             };
-            let (bus, owners, server) = started.await.map_err(|e| format!("session bus: {e}"))?;
+            let (bus, owners, server) = started.await.map_err(NotifyError::SessionBus)?;
             let (sender, events) = mpsc::unbounded_channel();
             tauri::async_runtime::spawn(follow(bus, owners, server, sender));
             Ok(events)

@@ -24,7 +24,7 @@ use objc2_user_notifications::{
 };
 use tokio::sync::mpsc;
 
-use super::{Backend, BoxFuture, Counted, Event, Note, OPEN};
+use super::{Backend, BoxFuture, Counted, Event, Note, NotifyError, OPEN};
 
 /// What the system sends for a click on the notification's body.
 const DEFAULT_ACTION: &str = "com.apple.UNNotificationDefaultActionIdentifier";
@@ -129,9 +129,9 @@ pub struct UserNotifications {
 }
 
 /// The center, where macOS gives this process one (an app bundle).
-fn center() -> Result<Retained<UNUserNotificationCenter>, String> {
+fn center() -> Result<Retained<UNUserNotificationCenter>, NotifyError> {
     if NSBundle::mainBundle().bundleIdentifier().is_none() {
-        return Err("macOS gives notifications only to an app bundle".to_owned());
+        return Err(NotifyError::NoAppBundle);
     }
     Ok(UNUserNotificationCenter::currentNotificationCenter())
 }
@@ -190,7 +190,11 @@ impl UserNotifications {
 }
 
 impl Backend for UserNotifications {
-    fn show<'a>(&'a self, note: &'a Note, _replaces: u32) -> BoxFuture<'a, Result<u32, String>> {
+    fn show<'a>(
+        &'a self,
+        note: &'a Note,
+        _replaces: u32,
+    ) -> BoxFuture<'a, Result<u32, NotifyError>> {
         let shown = center().map(|center| {
             self.start(&center);
             let id = self.counted.next_id();
@@ -225,7 +229,7 @@ impl Backend for UserNotifications {
         Box::pin(async move { shown })
     }
 
-    fn close(&self, id: u32) -> BoxFuture<'_, Result<(), String>> {
+    fn close(&self, id: u32) -> BoxFuture<'_, Result<(), NotifyError>> {
         let closed = center().map(|center| {
             let ids = NSArray::from_retained_slice(&[NSString::from_str(&id.to_string())]);
             center.removeDeliveredNotificationsWithIdentifiers(&ids);
@@ -237,7 +241,7 @@ impl Backend for UserNotifications {
         Box::pin(async move { closed })
     }
 
-    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, String>> {
+    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, NotifyError>> {
         let events = center().and_then(|_| self.counted.take_events());
         Box::pin(async move { events })
     }

@@ -69,14 +69,48 @@ pub enum Event {
     ServerGone,
 }
 
+/// Why a notification could not be shown, taken back, or followed: each
+/// platform's own reasons.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    /// The notification server refused the call, or the bus carrying it.
+    #[cfg(target_os = "linux")]
+    #[error(transparent)]
+    Bus(#[from] zbus::Error),
+    /// The server's signals cannot be followed.
+    #[cfg(target_os = "linux")]
+    #[error("session bus: {0}")]
+    SessionBus(zbus::Error),
+    #[cfg(any(windows, target_os = "macos"))]
+    #[error("the notifications' events are followed already")]
+    Followed,
+    #[cfg(target_os = "macos")]
+    #[error("macOS gives notifications only to an app bundle")]
+    NoAppBundle,
+    #[cfg(windows)]
+    #[error(transparent)]
+    Toast(#[from] tauri_winrt_notification::Error),
+    /// The thread that shows the toast did not come back.
+    #[cfg(windows)]
+    #[error(transparent)]
+    ToastThread(#[from] tokio::task::JoinError),
+    #[cfg(windows)]
+    #[error("a toast cannot be taken back")]
+    ToastStays,
+    #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
+    #[error("this platform has no notifications in hark yet")]
+    Unsupported,
+}
+
 /// A platform's notifications.
 pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Shows `note` in place of notification `replaces` (0: none); its id.
-    fn show<'a>(&'a self, note: &'a Note, replaces: u32) -> BoxFuture<'a, Result<u32, String>>;
+    fn show<'a>(&'a self, note: &'a Note, replaces: u32)
+    -> BoxFuture<'a, Result<u32, NotifyError>>;
     /// Takes notification `id` off the screen, where the platform can.
-    fn close(&self, id: u32) -> BoxFuture<'_, Result<(), String>>;
+    fn close(&self, id: u32) -> BoxFuture<'_, Result<(), NotifyError>>;
     /// The operator's clicks and the closes, for as long as the app runs.
-    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, String>>;
+    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, NotifyError>>;
 }
 
 /// What a backend keeps whose platform gives its notifications no ids
@@ -110,12 +144,12 @@ impl Counted {
     }
 
     /// The events, to the one listener.
-    fn take_events(&self) -> Result<mpsc::UnboundedReceiver<Event>, String> {
+    fn take_events(&self) -> Result<mpsc::UnboundedReceiver<Event>, NotifyError> {
         self.events
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
-            .ok_or_else(|| "the notifications' events are followed already".to_owned())
+            .ok_or(NotifyError::Followed)
     }
 }
 
@@ -138,16 +172,20 @@ struct Unsupported;
 
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 impl Backend for Unsupported {
-    fn show<'a>(&'a self, _note: &'a Note, _replaces: u32) -> BoxFuture<'a, Result<u32, String>> {
-        Box::pin(async { Err("this platform has no notifications in hark yet".to_owned()) })
+    fn show<'a>(
+        &'a self,
+        _note: &'a Note,
+        _replaces: u32,
+    ) -> BoxFuture<'a, Result<u32, NotifyError>> {
+        Box::pin(async { Err(NotifyError::Unsupported) })
     }
 
-    fn close(&self, _id: u32) -> BoxFuture<'_, Result<(), String>> {
+    fn close(&self, _id: u32) -> BoxFuture<'_, Result<(), NotifyError>> {
         Box::pin(async { Ok(()) })
     }
 
-    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, String>> {
-        Box::pin(async { Err("this platform has no notifications in hark yet".to_owned()) })
+    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, NotifyError>> {
+        Box::pin(async { Err(NotifyError::Unsupported) })
     }
 }
 
@@ -276,7 +314,7 @@ impl Notifier {
     }
 
     /// `replaces`: the id of the notification this one replaces, or 0.
-    async fn notify(&self, item: &Item, replaces: u32) -> Result<u32, String> {
+    async fn notify(&self, item: &Item, replaces: u32) -> Result<u32, NotifyError> {
         let note = Note {
             title: title(item),
             body: body(item),

@@ -10,7 +10,7 @@
 use tauri_winrt_notification::Toast;
 use tokio::sync::mpsc;
 
-use super::{Backend, BoxFuture, Counted, Event, Note, OPEN};
+use super::{Backend, BoxFuture, Counted, Event, Note, NotifyError, OPEN};
 
 /// The toasts' ids (counted here; WinRT has none to give) and where their
 /// events go.
@@ -20,7 +20,11 @@ pub struct Toasts {
 }
 
 impl Backend for Toasts {
-    fn show<'a>(&'a self, note: &'a Note, _replaces: u32) -> BoxFuture<'a, Result<u32, String>> {
+    fn show<'a>(
+        &'a self,
+        note: &'a Note,
+        _replaces: u32,
+    ) -> BoxFuture<'a, Result<u32, NotifyError>> {
         let id = self.counted.next_id();
         let (clicked, dismissed) = (self.counted.sender.clone(), self.counted.sender.clone());
         let note = note.clone();
@@ -43,21 +47,19 @@ impl Backend for Toasts {
             for (key, label) in note.actions.iter().filter(|(key, _)| key != OPEN) {
                 toast = toast.add_button(label, key);
             }
-            toast.show().map_err(|e| e.to_string())
+            toast.show()
         };
         Box::pin(async move {
-            tokio::task::spawn_blocking(shown)
-                .await
-                .map_err(|e| e.to_string())??;
+            tokio::task::spawn_blocking(shown).await??;
             Ok(id)
         })
     }
 
-    fn close(&self, _id: u32) -> BoxFuture<'_, Result<(), String>> {
-        Box::pin(async { Err("a toast cannot be taken back".to_owned()) })
+    fn close(&self, _id: u32) -> BoxFuture<'_, Result<(), NotifyError>> {
+        Box::pin(async { Err(NotifyError::ToastStays) })
     }
 
-    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, String>> {
+    fn events(&self) -> BoxFuture<'_, Result<mpsc::UnboundedReceiver<Event>, NotifyError>> {
         let events = self.counted.take_events();
         Box::pin(async move { events })
     }

@@ -27,11 +27,14 @@ mod signals;
 pub use error::RunError;
 pub use paused::resume;
 
-use hark_core::agent::{AgentKind, Verb};
+use std::path::Path;
+
+use hark_core::agent::{AgentKind, Composed, ReadOnly, Verb};
 use hark_core::bridge::relay::RunDir;
 use hark_core::bridge::wire::ClientFrame;
 use hark_core::config::Config;
 use hark_core::gate::intake::{Given, Intake, When};
+use hark_core::store::paused::Held;
 
 use setup::Setup;
 use signals::unless_stopped;
@@ -213,73 +216,22 @@ async fn turns(
     mut stop: StopSignals,
     resuming: Option<paused::Resuming>,
 ) -> Result<i32, Stop> {
-    let stopped = |received: Received| {
-        eprintln!("hark: stopped by {}; the run ends", received.name);
-        Ok(128 + received.number)
-    };
     let run_socket = setup.run_socket();
     let read_only = setup.read_only(args);
-    let mut prompt = args.words.join(" ");
-    let mut resume: Option<String> = None;
-    let mut first_turn = resuming.is_none();
-    // What another process needs to resume this run, should it park.
     // A resumed run's agent gets the environment the run started with.
     let resumed_env = resuming.as_ref().map(|r| r.origin.env.clone());
-    let (mut parked, origin) = match resuming {
-        Some(resuming) => (Some(resuming.parked), resuming.origin),
-        None => (None, paused::Origin::this_process()),
-    };
-    // The paused-run file of the call the current turn resumes: it goes
-    // when the turn ends.
-    let mut resumed_file = None;
-    // Set when the agent paused on a question: the next turn resumes it,
-    // with no prompt, and no intake.
-    let mut paused = false;
+    let mut next = Next::new(args, resuming);
     loop {
-        if let Some(mut call) = parked.take() {
-            match call.wait(setup, &mut stop).await? {
-                paused::Waited::Cancelled(reason) => {
-                    eprintln!("hark: {reason}; the agent stays stopped and the run ends");
-                    return Ok(ExitStatus::NotAnswered.code());
-                }
-                paused::Waited::Resume => {}
-            }
-            resume = Some(call.agent_session);
-            resumed_file = call.held;
-            paused = true;
+        if let Some(ended) = next.settle_parked(setup, &mut stop).await? {
+            return Ok(ended);
         }
-        if let Some((intake, given)) = intake
-            && !paused
-            && (first_turn || intake.when == When::EveryTurn)
+        if let Some(ended) = next
+            .ask_intake(intake, run_socket.as_deref(), &mut stop)
+            .await?
         {
-            let asked = operator::ask_intake(intake, given, run_socket.as_deref());
-            let answered = match unless_stopped(&mut stop, asked).await {
-                Ok(answered) => answered?,
-                Err(received) => return stopped(received),
-            };
-            prompt = format!("{}\n{prompt}", intake.block(&answered));
+            return Ok(ended);
         }
-        first_turn = false;
-        let user = match (&setup.wrapped, resume.as_deref()) {
-            (Some(wrapped), Some(session)) if paused => {
-                wrapped.resumed(session).map_err(RunError::Unresumable)?
-            }
-            (Some(wrapped), _) => wrapped.clone(),
-            (None, _) => hark_core::agent::base_command_for(
-                setup.kind,
-                &setup.agent,
-                (!paused).then_some(prompt.as_str()),
-                resume.as_deref(),
-            ),
-        };
-        paused = false;
-        let composed = hark_core::agent::compose_for(
-            setup.kind,
-            user,
-            args.verb,
-            setup.attach(),
-            read_only.as_ref(),
-        );
+        let composed = next.command(args, setup, read_only.as_ref())?;
         let turn = agent::run_agent(
             composed,
             &setup.confine,
@@ -290,18 +242,14 @@ async fn turns(
         )
         .await?;
         // The resumed call went on: nobody else is to resume it.
-        drop(resumed_file.take());
+        drop(next.resumed_file.take());
         if turn.stopped {
             return Ok(turn.status);
         }
         if let Some(tool_use_id) = turn.deferred.clone() {
-            let Some(session) = turn.session.clone() else {
-                eprintln!(
-                    "hark: the agent paused but reported no session id; it cannot be resumed"
-                );
+            if !next.park(setup, &turn, tool_use_id) {
                 return Ok(turn.status);
-            };
-            parked = Some(paused::Parked::hold(setup, &origin, session, tool_use_id));
+            }
             continue;
         }
         kept.cost_usd += turn.cost_usd;
@@ -311,25 +259,180 @@ async fn turns(
         if args.verb != Verb::Converse || args.wrap {
             return Ok(turn.status);
         }
+        if let Some(ended) = next
+            .converse(setup, turn, run_socket.as_deref(), &mut stop)
+            .await
+        {
+            return Ok(ended);
+        }
+    }
+}
+
+/// Says the run ends on a stop signal; its exit code.
+fn stopped(received: Received) -> i32 {
+    eprintln!("hark: stopped by {}; the run ends", received.name);
+    128 + received.number
+}
+
+/// What the next turn is: its prompt, the agent session it resumes, the
+/// parked call it waits on first.
+struct Next {
+    prompt: String,
+    resume: Option<String>,
+    first_turn: bool,
+    /// The parked call to wait on before the turn.
+    parked: Option<paused::Parked>,
+    /// What another process needs to resume this run, should it park.
+    origin: paused::Origin,
+    /// The paused-run file of the call the current turn resumes: it goes
+    /// when the turn ends.
+    resumed_file: Option<Held>,
+    /// Set when the agent paused on a question: the next turn resumes it,
+    /// with no prompt, and no intake.
+    paused: bool,
+}
+
+impl Next {
+    /// The first turn: the run's prompt, or the resumed run's parked call.
+    fn new(args: &RunArgs, resuming: Option<paused::Resuming>) -> Next {
+        let first_turn = resuming.is_none();
+        let (parked, origin) = match resuming {
+            Some(resuming) => (Some(resuming.parked), resuming.origin),
+            None => (None, paused::Origin::this_process()),
+        };
+        Next {
+            prompt: args.words.join(" "),
+            resume: None,
+            first_turn,
+            parked,
+            origin,
+            resumed_file: None,
+            paused: false,
+        }
+    }
+
+    /// Waits for the operator to settle the parked call, if there is one,
+    /// to resume it; the run's exit code when the operator cancelled it.
+    async fn settle_parked(
+        &mut self,
+        setup: &Setup,
+        stop: &mut StopSignals,
+    ) -> Result<Option<i32>, Stop> {
+        let Some(mut call) = self.parked.take() else {
+            return Ok(None);
+        };
+        match call.wait(setup, stop).await? {
+            paused::Waited::Cancelled(reason) => {
+                eprintln!("hark: {reason}; the agent stays stopped and the run ends");
+                return Ok(Some(ExitStatus::NotAnswered.code()));
+            }
+            paused::Waited::Resume => {}
+        }
+        self.resume = Some(call.agent_session);
+        self.resumed_file = call.held;
+        self.paused = true;
+        Ok(None)
+    }
+
+    /// Puts the intake to the operator (on the first turn, or every turn)
+    /// and its answers before the prompt; the exit code if a stop signal
+    /// came first.
+    async fn ask_intake(
+        &mut self,
+        intake: Option<&(Intake, Given)>,
+        run_socket: Option<&Path>,
+        stop: &mut StopSignals,
+    ) -> Result<Option<i32>, Stop> {
+        let first_turn = std::mem::replace(&mut self.first_turn, false);
+        let Some((intake, given)) = intake else {
+            return Ok(None);
+        };
+        if self.paused || !(first_turn || intake.when == When::EveryTurn) {
+            return Ok(None);
+        }
+        let asked = operator::ask_intake(intake, given, run_socket);
+        let answered = match unless_stopped(stop, asked).await {
+            Ok(answered) => answered?,
+            Err(received) => return Ok(Some(stopped(received))),
+        };
+        self.prompt = format!("{}\n{}", intake.block(&answered), self.prompt);
+        Ok(None)
+    }
+
+    /// The agent's command line for this turn: the user's own (resumed,
+    /// after a pause), or hark's with the prompt or the session resumed.
+    fn command(
+        &mut self,
+        args: &RunArgs,
+        setup: &Setup,
+        read_only: Option<&ReadOnly>,
+    ) -> Result<Composed, Stop> {
+        let user = match (&setup.wrapped, self.resume.as_deref()) {
+            (Some(wrapped), Some(session)) if self.paused => {
+                wrapped.resumed(session).map_err(RunError::Unresumable)?
+            }
+            (Some(wrapped), _) => wrapped.clone(),
+            (None, _) => hark_core::agent::base_command_for(
+                setup.kind,
+                &setup.agent,
+                (!self.paused).then_some(self.prompt.as_str()),
+                self.resume.as_deref(),
+            ),
+        };
+        self.paused = false;
+        Ok(hark_core::agent::compose_for(
+            setup.kind,
+            user,
+            args.verb,
+            setup.attach(),
+            read_only,
+        ))
+    }
+
+    /// The agent paused on `tool_use_id`: the next turn waits for it to be
+    /// settled, and resumes it. False when it cannot be resumed.
+    fn park(&mut self, setup: &Setup, turn: &agent::Turn, tool_use_id: String) -> bool {
+        let Some(session) = turn.session.clone() else {
+            eprintln!("hark: the agent paused but reported no session id; it cannot be resumed");
+            return false;
+        };
+        self.parked = Some(paused::Parked::hold(
+            setup,
+            &self.origin,
+            session,
+            tool_use_id,
+        ));
+        true
+    }
+
+    /// The conversation's next message, from the operator, as the next
+    /// turn's prompt; the exit code when the conversation ends.
+    async fn converse(
+        &mut self,
+        setup: &Setup,
+        turn: agent::Turn,
+        run_socket: Option<&Path>,
+        stop: &mut StopSignals,
+    ) -> Option<i32> {
         let Some(session) = turn.session else {
             eprintln!("hark: the agent reported no session id; the conversation cannot go on");
-            return Ok(turn.status);
+            return Some(turn.status);
         };
-        resume = Some(session);
+        self.resume = Some(session);
         let next = async {
             if setup.dispatched {
-                operator::next_message(run_socket.as_deref(), turn.result.as_deref()).await
+                operator::next_message(run_socket, turn.result.as_deref()).await
             } else {
                 operator::next_message_from_terminal().await
             }
         };
-        let next = match unless_stopped(&mut stop, next).await {
-            Ok(next) => next,
-            Err(received) => return stopped(received),
-        };
-        match next {
-            Some(message) => prompt = message,
-            None => return Ok(turn.status),
+        match unless_stopped(stop, next).await {
+            Ok(Some(message)) => {
+                self.prompt = message;
+                None
+            }
+            Ok(None) => Some(turn.status),
+            Err(received) => Some(stopped(received)),
         }
     }
 }

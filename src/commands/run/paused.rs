@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+use hark_core::files::NoHomeError;
 use hark_core::model::ids::RunId;
 use hark_core::model::item::Outcome;
 use hark_core::store::paused::{Held, Paused, PausedRun, TakeError};
@@ -83,8 +84,10 @@ impl Parked {
                 env: origin.env.clone(),
             };
             let held = Paused::of_user()
-                .map_err(|e| e.to_string())
-                .and_then(|paused| paused.hold(&run).map_err(|e| e.to_string()));
+                .map_err(ResumeError::from)
+                // As it is: "it resumes when the operator answers" is said
+                // of a run taken over, not of this one.
+                .and_then(|paused| paused.hold(&run).map_err(ResumeError::File));
             match held {
                 Ok(held) => Some(held),
                 Err(e) => {
@@ -148,9 +151,34 @@ pub async fn resume(args: ResumeArgs) -> ExitStatus {
         Ok((run_args, resuming)) => {
             super::finish(super::run_to_end(run_args, Some(resuming)).await)
         }
-        Err(message) => {
-            eprintln!("hark: {message}");
+        Err(e) => {
+            eprintln!("hark: {e}");
             ExitStatus::Failure
+        }
+    }
+}
+
+/// Why a paused run cannot be kept for later, or taken over.
+#[derive(Debug, thiserror::Error)]
+enum ResumeError {
+    #[error("{0:?} is not a run id (see `hark runs`)")]
+    NotARunId(String),
+    #[error(transparent)]
+    NoHome(#[from] NoHomeError),
+    /// Another process still has it: it resumes the run itself.
+    #[error("{0}; it resumes when the operator answers (`hark inbox`)")]
+    Held(TakeError),
+    #[error(transparent)]
+    File(TakeError),
+    #[error("the paused run {run_id} keeps arguments this hark does not take: {args:?}")]
+    Arguments { run_id: RunId, args: Vec<String> },
+}
+
+impl From<TakeError> for ResumeError {
+    fn from(e: TakeError) -> ResumeError {
+        match e {
+            TakeError::Held(_) => ResumeError::Held(e),
+            other => ResumeError::File(other),
         }
     }
 }
@@ -166,15 +194,11 @@ pub(super) struct Resuming {
 
 /// The paused run `id`, taken over: its `hark run` arguments (with its
 /// directory made explicit) and its parked call.
-fn take(id: &str) -> Result<(RunArgs, Resuming), String> {
+fn take(id: &str) -> Result<(RunArgs, Resuming), ResumeError> {
     let run_id: RunId = id
         .parse()
-        .map_err(|_| format!("{id:?} is not a run id (see `hark runs`)"))?;
-    let paused = Paused::of_user().map_err(|e| e.to_string())?;
-    let (run, held) = paused.take(&run_id).map_err(|e| match e {
-        TakeError::Held(_) => format!("{e}; it resumes when the operator answers (`hark inbox`)"),
-        other => other.to_string(),
-    })?;
+        .map_err(|_| ResumeError::NotARunId(id.to_owned()))?;
+    let (run, held) = Paused::of_user()?.take(&run_id)?;
     let words = std::iter::once("hark".to_owned())
         .chain(std::iter::once("run".to_owned()))
         .chain(run.args.iter().cloned());
@@ -182,10 +206,10 @@ fn take(id: &str) -> Result<(RunArgs, Resuming), String> {
         command: Some(Command::Run(mut run_args)),
     }) = Cli::try_parse_from(words)
     else {
-        return Err(format!(
-            "the paused run {run_id} keeps arguments this hark does not take: {:?}",
-            run.args
-        ));
+        return Err(ResumeError::Arguments {
+            run_id,
+            args: run.args,
+        });
     };
     run_args.cwd = Some(run.cwd.join(run_args.cwd.clone().unwrap_or_default()));
     let parked = Parked {

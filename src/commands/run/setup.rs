@@ -2,7 +2,7 @@
 //! and how it is composed, the relay to the operator, the confinement, and
 //! the record it reports to the store.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use hark_core::agent::{AgentKind, Attached, ReadOnly, UserCommand};
 use hark_core::bridge::client;
@@ -55,66 +55,10 @@ impl Setup {
     ) -> Result<Setup, RunError> {
         let app_socket = socket::app_socket_path()?;
         let attached = hark_core::platform::connect(&app_socket).await.is_ok();
-        // A run the daemon dispatched comes with its id (the daemon already
-        // told its caller).
-        let dispatched_id = std::env::var(hark_core::env::RUN_ID)
-            .ok()
-            .and_then(|id| id.parse::<RunId>().ok());
-        // A resumed run with no terminal (the daemon's) converses in the app.
-        let dispatched = dispatched_id.is_some() || (resumed.is_some() && !paused::has_terminal());
-        let run_id = resumed
-            .or(dispatched_id)
-            .unwrap_or_else(|| Ids::random().run());
-        let session = SessionId::from(
-            args.session
-                .clone()
-                .unwrap_or_else(|| format!("run-{}", run_id.short())),
-        );
-        // The kind named, else the one the command's name says; the
-        // command named, else the kind's own (`claude`, `codex`) on PATH.
-        let named_kind = args.agent_kind.or(config.agent_kind);
-        // A kind asked for here takes the config's command only if it is
-        // that kind's (the New run form's Codex, over a configured claude).
-        let configured = config.agent_command.clone().filter(|command| {
-            args.agent_kind.is_none_or(|kind| {
-                config
-                    .agent_kind
-                    .unwrap_or_else(|| AgentKind::of_program(command))
-                    == kind
-            })
-        });
-        let agent = args
-            .agent
-            .clone()
-            .or(configured)
-            .unwrap_or_else(|| PathBuf::from(named_kind.unwrap_or_default().name()));
-        let kind = named_kind.unwrap_or_else(|| match args.words.first().filter(|_| args.wrap) {
-            Some(program) => AgentKind::of_program(program.as_ref()),
-            None => AgentKind::of_program(&agent),
-        });
-        // A read-only run turns on Claude Code's Bash sandbox, which would
-        // refuse to start without its programs: say so before starting it
-        // (Codex's read-only sandbox is its own).
-        if args.read_only && kind == AgentKind::Claude {
-            let missing = hark_core::agent::sandbox::missing();
-            if !missing.is_empty() {
-                return Err(RunError::NoSandbox { missing });
-            }
-        }
-        let mut wrapped = match (args.wrap, kind) {
-            (false, _) => None,
-            (true, AgentKind::Claude) => Some(UserCommand::parse(&args.words)?),
-            (true, AgentKind::Codex) => {
-                let user = UserCommand::verbatim(&args.words)?;
-                hark_core::agent::codex::check_wrapped(&user)?;
-                Some(user)
-            }
-        };
-        // hark merges its own settings (a read-only run's sandbox, the park
-        // hook) into the user's, which it reads once.
-        if let Some(settings) = wrapped.as_mut().and_then(|w| w.settings.as_mut()) {
-            *settings = agent::existing_settings(settings)?;
-        }
+        let (run_id, session, dispatched) = identity(args, resumed);
+        let (agent, kind) = agent_of(args, config);
+        check_sandbox(args, kind)?;
+        let wrapped = wrapped(args, kind)?;
         let user_configs = wrapped.as_ref().map_or(&[][..], |u| &u.mcp_configs[..]);
         let servers = agent::existing_servers(user_configs)?;
         let hark = std::env::current_exe().map_err(RunError::ThisHark)?;
@@ -126,20 +70,9 @@ impl Setup {
         let bridge = if attached {
             let relay = Relay::start(app_socket.clone(), run_id, session.clone())?;
             let mcp_config = write_config(&relay.dir)?;
-            let attach = Attached {
-                hark: hark.clone(),
-                socket: relay.socket.clone(),
-                mcp_config,
-                session_id: session.clone(),
-                // Only a wait given here is sent: without one the
-                // daemon's own applies, which can be as long as it allows.
-                ask_timeout: args.timeout,
-                longest_wait: args.timeout.unwrap_or(MAX_TIMEOUT),
-                park_hook: (parks(args, config)
-                    && kind_parks(kind, args)
-                    && wrap_parks(wrapped.as_ref()))
-                .then(|| hark_core::agent::hooks::hook_command(&hark)),
-            };
+            let parks =
+                parks(args, config) && kind_parks(kind, args) && wrap_parks(wrapped.as_ref());
+            let attach = attachment(args, &hark, &relay, mcp_config, &session, parks);
             Some((relay, attach))
         } else {
             None
@@ -152,33 +85,17 @@ impl Setup {
         } else {
             None
         };
-        let cwd = match &args.cwd {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir().map_err(RunError::Cwd)?,
-        };
-        let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
-        let run_dirs: Vec<&std::path::Path> = bridge
+        let cwd = working_dir(args)?;
+        let run_dirs: Vec<&Path> = bridge
             .iter()
             .map(|(relay, _)| relay.dir.path())
             .chain(headless_gate.iter().map(|(dir, _)| dir.path()))
             .collect();
-        // The agent's own program too, should it live in a temp directory.
-        let mut operator = confine::Session::current();
         let program = match (&wrapped, args.words.first()) {
             (Some(_), Some(first)) => PathBuf::from(first),
             _ => agent.clone(),
         };
-        operator.programs.extend(
-            hark_core::platform::find_program(&program)
-                .and_then(|p| p.parent().map(std::path::Path::to_path_buf)),
-        );
-        let confine = confine::plan(
-            &operator,
-            &cwd,
-            &run_dirs,
-            &config.confine,
-            !args.no_confine,
-        );
+        let confine = confinement(args, config, &cwd, &run_dirs, &program);
         Ok(Setup {
             run_id,
             session,
@@ -290,6 +207,133 @@ impl Setup {
             confinement: Some(self.confine.confinement.clone()),
         }
     }
+}
+
+/// The run's id and session, and whether the daemon dispatched it. A run
+/// the daemon dispatched comes with its id (the daemon already told its
+/// caller); a resumed one keeps its own, and with no terminal (the
+/// daemon's) it converses in the app.
+fn identity(args: &RunArgs, resumed: Option<RunId>) -> (RunId, SessionId, bool) {
+    let dispatched_id = std::env::var(hark_core::env::RUN_ID)
+        .ok()
+        .and_then(|id| id.parse::<RunId>().ok());
+    let dispatched = dispatched_id.is_some() || (resumed.is_some() && !paused::has_terminal());
+    let run_id = resumed
+        .or(dispatched_id)
+        .unwrap_or_else(|| Ids::random().run());
+    let session = SessionId::from(
+        args.session
+            .clone()
+            .unwrap_or_else(|| format!("run-{}", run_id.short())),
+    );
+    (run_id, session, dispatched)
+}
+
+/// The agent command and which CLI it is: the kind named, else the one the
+/// command's name says; the command named, else the kind's own (`claude`,
+/// `codex`) on PATH.
+fn agent_of(args: &RunArgs, config: &Config) -> (PathBuf, AgentKind) {
+    let named_kind = args.agent_kind.or(config.agent_kind);
+    // A kind asked for here takes the config's command only if it is
+    // that kind's (the New run form's Codex, over a configured claude).
+    let configured = config.agent_command.clone().filter(|command| {
+        args.agent_kind.is_none_or(|kind| {
+            config
+                .agent_kind
+                .unwrap_or_else(|| AgentKind::of_program(command))
+                == kind
+        })
+    });
+    let agent = args
+        .agent
+        .clone()
+        .or(configured)
+        .unwrap_or_else(|| PathBuf::from(named_kind.unwrap_or_default().name()));
+    let kind = named_kind.unwrap_or_else(|| match args.words.first().filter(|_| args.wrap) {
+        Some(program) => AgentKind::of_program(program.as_ref()),
+        None => AgentKind::of_program(&agent),
+    });
+    (agent, kind)
+}
+
+/// A read-only run turns on Claude Code's Bash sandbox, which would refuse
+/// to start without its programs: say so before starting it (Codex's
+/// read-only sandbox is its own).
+fn check_sandbox(args: &RunArgs, kind: AgentKind) -> Result<(), RunError> {
+    if args.read_only && kind == AgentKind::Claude {
+        let missing = hark_core::agent::sandbox::missing();
+        if !missing.is_empty() {
+            return Err(RunError::NoSandbox { missing });
+        }
+    }
+    Ok(())
+}
+
+/// With `--wrap`, the user's own command line, with its settings read once:
+/// hark merges its own (a read-only run's sandbox, the park hook) into them.
+fn wrapped(args: &RunArgs, kind: AgentKind) -> Result<Option<UserCommand>, RunError> {
+    let mut wrapped = match (args.wrap, kind) {
+        (false, _) => None,
+        (true, AgentKind::Claude) => Some(UserCommand::parse(&args.words)?),
+        (true, AgentKind::Codex) => {
+            let user = UserCommand::verbatim(&args.words)?;
+            hark_core::agent::codex::check_wrapped(&user)?;
+            Some(user)
+        }
+    };
+    if let Some(settings) = wrapped.as_mut().and_then(|w| w.settings.as_mut()) {
+        *settings = agent::existing_settings(settings)?;
+    }
+    Ok(wrapped)
+}
+
+/// What the agent is given of the relay to the operator; `parks`: a
+/// question nobody answers in time parks it.
+fn attachment(
+    args: &RunArgs,
+    hark: &Path,
+    relay: &Relay,
+    mcp_config: PathBuf,
+    session: &SessionId,
+    parks: bool,
+) -> Attached {
+    Attached {
+        hark: hark.to_owned(),
+        socket: relay.socket.clone(),
+        mcp_config,
+        session_id: session.clone(),
+        // Only a wait given here is sent: without one the daemon's own
+        // applies, which can be as long as it allows.
+        ask_timeout: args.timeout,
+        longest_wait: args.timeout.unwrap_or(MAX_TIMEOUT),
+        park_hook: parks.then(|| hark_core::agent::hooks::hook_command(hark)),
+    }
+}
+
+/// Where the agent works, absolute.
+fn working_dir(args: &RunArgs) -> Result<PathBuf, RunError> {
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(RunError::Cwd)?,
+    };
+    Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
+}
+
+/// Where the agent runs: out of the operator's places, but for the run's
+/// own directories and the agent's own `program` (should it live in a temp
+/// directory).
+fn confinement(
+    args: &RunArgs,
+    config: &Config,
+    cwd: &Path,
+    run_dirs: &[&Path],
+    program: &Path,
+) -> confine::Plan {
+    let mut operator = confine::Session::current();
+    operator.programs.extend(
+        hark_core::platform::find_program(program).and_then(|p| p.parent().map(Path::to_path_buf)),
+    );
+    confine::plan(&operator, cwd, run_dirs, &config.confine, !args.no_confine)
 }
 
 /// Whether a `--wrap` run's command line can park (a run of hark's own

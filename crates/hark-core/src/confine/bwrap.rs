@@ -111,125 +111,11 @@ fn depth(path: &Path) -> usize {
 /// The arguments before the agent's own command line: `bwrap … --`.
 /// `kind` says what each path is on the host (`Kind::of`, or a test's).
 pub fn args(places: &Places, cwd: &Path, kind: impl Fn(&Path) -> Kind) -> Vec<OsString> {
-    let mut args: Vec<OsString> = [
-        "--unshare-user",
-        "--unshare-pid",
-        "--die-with-parent",
-        "--new-session",
-    ]
-    .map(OsString::from)
-    .to_vec();
-    // No capability in the sandbox's user namespace, whose mounts hide
-    // hark's places: started by root, bubblewrap would keep them all, and a
-    // tool's `umount` uncovered the real socket, store and config (measured,
-    // docs/agents/claude-code.md). CAP_SETFCAP alone lets root's nested
-    // sandbox (Claude Code's, Codex's) map its uid; a nested namespace
-    // cannot unmount what it inherits (the kernel locks those mounts).
-    push(&mut args, "--cap-drop", ["ALL"]);
-    if crate::platform::is_root() {
-        push(&mut args, "--cap-add", ["CAP_SETFCAP"]);
-    }
-    let private = |path: &Path| places.private.iter().any(|p| path.starts_with(p));
-    // `/` entry by entry, all but `/proc` (made fresh below) and the private
-    // temp directories.
-    let root = Path::new("/");
-    let mut entries: Vec<(PathBuf, Kind)> = std::fs::read_dir(root)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p != Path::new("/proc") && !places.private.contains(p))
-        .map(|p| {
-            let k = kind(&p);
-            (p, k)
-        })
-        .collect();
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    for (path, k) in &entries {
-        match k {
-            Kind::Dir => push(
-                &mut args,
-                "--dev-bind",
-                [path.as_os_str(), path.as_os_str()],
-            ),
-            Kind::Symlink => {
-                if let Ok(target) = std::fs::read_link(path) {
-                    push(
-                        &mut args,
-                        "--symlink",
-                        [target.as_os_str(), path.as_os_str()],
-                    );
-                }
-            }
-            Kind::File => push(&mut args, "--bind", [path.as_os_str(), path.as_os_str()]),
-            Kind::Missing => {}
-        }
-    }
+    let mut args = namespaces();
+    push_root(&mut args, places, &kind);
     push(&mut args, "--proc", ["/proc"]);
-
-    let mut mounts: Vec<Mount> = Vec::new();
-    for temp in &places.private {
-        if kind(temp) == Kind::Dir {
-            mounts.push(Mount::Tmpfs(temp.clone()));
-        }
-    }
-    for keep in &places.keep {
-        if private(keep) && kind(keep) != Kind::Missing {
-            mounts.push(Mount::Bind(keep.clone()));
-        }
-    }
-    // Whether the host shows through at `path`: the deepest mount above it
-    // decides, `/`'s own entries when there is none.
-    let shows_host = |mounts: &[Mount], path: &Path| {
-        mounts
-            .iter()
-            .filter(|m| path.starts_with(m.path()))
-            .max_by_key(|m| (depth(m.path()), m.rank()))
-            .is_none_or(Mount::shows_host)
-    };
-    let mut guarded: Vec<Mount> = Vec::new();
-    for path in &places.hide {
-        if !shows_host(&mounts, path) {
-            continue;
-        }
-        match kind(path) {
-            Kind::Dir => guarded.push(Mount::Tmpfs(path.clone())),
-            Kind::File | Kind::Symlink if places.empty.is_some() => {
-                guarded.push(Mount::Null(path.clone()))
-            }
-            _ => {}
-        }
-    }
-    for path in &places.read_only {
-        if !shows_host(&mounts, path) {
-            continue;
-        }
-        match kind(path) {
-            Kind::Missing if places.empty.is_some() => guarded.push(Mount::Null(path.clone())),
-            Kind::Missing => {}
-            _ => guarded.push(Mount::ReadOnly(path.clone())),
-        }
-    }
-    // Every directory above a guarded place, a mount point of itself, so
-    // that it cannot be renamed away (`/`'s entries already are).
-    let mut pinned: Vec<Mount> = Vec::new();
-    for guard in &guarded {
-        for above in guard.path().ancestors().skip(1) {
-            if depth(above) < 2 || !shows_host(&mounts, above) {
-                continue;
-            }
-            let pin = Mount::Bind(above.to_owned());
-            let taken = mounts.iter().chain(&pinned).any(|m| m.path() == above);
-            if !taken {
-                pinned.push(pin);
-            }
-        }
-    }
-    mounts.extend(pinned);
-    mounts.extend(guarded);
-    mounts.sort_by_key(|m| (depth(m.path()), m.rank()));
     let empty = places.empty.clone().unwrap_or_default();
-    for mount in &mounts {
+    for mount in &mounts(places, &kind) {
         let path = mount.path().as_os_str();
         match mount {
             Mount::Bind(_) => push(&mut args, "--bind", [path, path]),
@@ -249,6 +135,140 @@ pub fn args(places: &Places, cwd: &Path, kind: impl Fn(&Path) -> Kind) -> Vec<Os
     );
     args.push("--".into());
     args
+}
+
+/// The namespaces and capabilities the agent runs with.
+fn namespaces() -> Vec<OsString> {
+    let mut args: Vec<OsString> = [
+        "--unshare-user",
+        "--unshare-pid",
+        "--die-with-parent",
+        "--new-session",
+    ]
+    .map(OsString::from)
+    .to_vec();
+    // No capability in the sandbox's user namespace, whose mounts hide
+    // hark's places: started by root, bubblewrap would keep them all, and a
+    // tool's `umount` uncovered the real socket, store and config (measured,
+    // docs/agents/claude-code.md). CAP_SETFCAP alone lets root's nested
+    // sandbox (Claude Code's, Codex's) map its uid; a nested namespace
+    // cannot unmount what it inherits (the kernel locks those mounts).
+    push(&mut args, "--cap-drop", ["ALL"]);
+    if crate::platform::is_root() {
+        push(&mut args, "--cap-add", ["CAP_SETFCAP"]);
+    }
+    args
+}
+
+/// `/` entry by entry, all but `/proc` (made fresh after) and the private
+/// temp directories.
+fn push_root(args: &mut Vec<OsString>, places: &Places, kind: &impl Fn(&Path) -> Kind) {
+    let root = Path::new("/");
+    let mut entries: Vec<(PathBuf, Kind)> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p != Path::new("/proc") && !places.private.contains(p))
+        .map(|p| {
+            let k = kind(&p);
+            (p, k)
+        })
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (path, k) in &entries {
+        match k {
+            Kind::Dir => push(args, "--dev-bind", [path.as_os_str(), path.as_os_str()]),
+            Kind::Symlink => {
+                if let Ok(target) = std::fs::read_link(path) {
+                    push(args, "--symlink", [target.as_os_str(), path.as_os_str()]);
+                }
+            }
+            Kind::File => push(args, "--bind", [path.as_os_str(), path.as_os_str()]),
+            Kind::Missing => {}
+        }
+    }
+}
+
+/// The mounts over `/`'s entries, in the order bwrap makes them: the
+/// private temp directories with what is kept in them, the places guarded
+/// (hidden or read-only), and the directories above those pinned.
+fn mounts(places: &Places, kind: &impl Fn(&Path) -> Kind) -> Vec<Mount> {
+    let private = |path: &Path| places.private.iter().any(|p| path.starts_with(p));
+    let mut mounts: Vec<Mount> = Vec::new();
+    for temp in &places.private {
+        if kind(temp) == Kind::Dir {
+            mounts.push(Mount::Tmpfs(temp.clone()));
+        }
+    }
+    for keep in &places.keep {
+        if private(keep) && kind(keep) != Kind::Missing {
+            mounts.push(Mount::Bind(keep.clone()));
+        }
+    }
+    let guarded = guarded(places, kind, &mounts);
+    let pinned = pinned(&mounts, &guarded);
+    mounts.extend(pinned);
+    mounts.extend(guarded);
+    mounts.sort_by_key(|m| (depth(m.path()), m.rank()));
+    mounts
+}
+
+/// Whether the host shows through at `path`: the deepest mount above it
+/// decides, `/`'s own entries when there is none.
+fn shows_host(mounts: &[Mount], path: &Path) -> bool {
+    mounts
+        .iter()
+        .filter(|m| path.starts_with(m.path()))
+        .max_by_key(|m| (depth(m.path()), m.rank()))
+        .is_none_or(Mount::shows_host)
+}
+
+/// The hidden and read-only places where the host shows through `mounts`.
+fn guarded(places: &Places, kind: &impl Fn(&Path) -> Kind, mounts: &[Mount]) -> Vec<Mount> {
+    let mut guarded: Vec<Mount> = Vec::new();
+    for path in &places.hide {
+        if !shows_host(mounts, path) {
+            continue;
+        }
+        match kind(path) {
+            Kind::Dir => guarded.push(Mount::Tmpfs(path.clone())),
+            Kind::File | Kind::Symlink if places.empty.is_some() => {
+                guarded.push(Mount::Null(path.clone()))
+            }
+            _ => {}
+        }
+    }
+    for path in &places.read_only {
+        if !shows_host(mounts, path) {
+            continue;
+        }
+        match kind(path) {
+            Kind::Missing if places.empty.is_some() => guarded.push(Mount::Null(path.clone())),
+            Kind::Missing => {}
+            _ => guarded.push(Mount::ReadOnly(path.clone())),
+        }
+    }
+    guarded
+}
+
+/// Every directory above a guarded place, a mount point of itself, so that
+/// it cannot be renamed away (`/`'s entries already are).
+fn pinned(mounts: &[Mount], guarded: &[Mount]) -> Vec<Mount> {
+    let mut pinned: Vec<Mount> = Vec::new();
+    for guard in guarded {
+        for above in guard.path().ancestors().skip(1) {
+            if depth(above) < 2 || !shows_host(mounts, above) {
+                continue;
+            }
+            let pin = Mount::Bind(above.to_owned());
+            let taken = mounts.iter().chain(&pinned).any(|m| m.path() == above);
+            if !taken {
+                pinned.push(pin);
+            }
+        }
+    }
+    pinned
 }
 
 fn push<'a, S: AsRef<std::ffi::OsStr> + ?Sized + 'a>(

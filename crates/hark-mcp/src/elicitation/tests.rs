@@ -122,9 +122,35 @@ fn the_content_comes_back_as_picks_and_bad_content_is_refused() {
     assert!(empty.is_empty(), "left out: the defaults stand");
 
     let unknown = picks(&qs, Form::Labelled, &content(json!({"q1": "MySQL"}))).unwrap_err();
-    assert!(unknown.contains("not one of its options"), "{unknown}");
-    assert!(picks(&qs, Form::Labelled, &content(json!({"q2": "Auth"}))).is_err());
-    assert!(picks(&qs, Form::Flat, &content(json!({"q2_1": "yes"}))).is_err());
+    assert_eq!(
+        unknown,
+        PicksError::NotAnOption {
+            property: "q1".into(),
+            label: "MySQL".into()
+        }
+    );
+    assert_eq!(
+        unknown.to_string(),
+        "q1: \"MySQL\" is not one of its options"
+    );
+    assert_eq!(
+        picks(&qs, Form::Labelled, &content(json!({"q2": "Auth"}))),
+        Err(PicksError::NotAList {
+            property: "q2".into()
+        })
+    );
+    assert_eq!(
+        picks(&qs, Form::Flat, &content(json!({"q2_1": "yes"}))),
+        Err(PicksError::NotABoolean {
+            property: "q2_1".into()
+        })
+    );
+    assert_eq!(
+        picks(&qs, Form::Labelled, &content(json!({"q1_other": 7}))),
+        Err(PicksError::OtherNotText {
+            property: "q1_other".into()
+        })
+    );
 }
 
 #[test]

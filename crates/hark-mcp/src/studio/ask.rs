@@ -21,8 +21,9 @@ use rmcp::service::{Peer, RequestContext};
 use rmcp::{RoleServer, model::ClientCapabilities};
 use serde_json::{Map, Value};
 
+use hark_core::bridge::client::ClientError;
 use hark_core::bridge::views::ItemView;
-use hark_core::bridge::wire::{ErrorCode, WireError, WireReply};
+use hark_core::bridge::wire::{ErrorCode, ServerFrame, WireError, WireReply};
 use hark_core::model::ids::ItemId;
 
 use crate::elicitation::{self, Form};
@@ -147,16 +148,22 @@ impl<'a> Prompt<'a> {
     }
 }
 
+/// A retry's `requestState` that names no item: not one this server
+/// issued.
+#[derive(Debug, thiserror::Error)]
+#[error("requestState {0:?} is not one this server issued")]
+pub(super) struct UnknownState(String);
+
 /// The item a retry's `requestState` names, and the client's response to
 /// its elicitation (`None` when the retry carries none that reads as one).
 pub(super) fn retried(
     state: &str,
     responses: Option<&InputResponses>,
-) -> Result<(ItemId, Option<ElicitResult>), String> {
+) -> Result<(ItemId, Option<ElicitResult>), UnknownState> {
     let id = state
         .parse::<uuid::Uuid>()
         .map(ItemId)
-        .map_err(|_| format!("requestState {state:?} is not one this server issued"))?;
+        .map_err(|_| UnknownState(state.to_owned()))?;
     let said = responses
         .and_then(|r| r.get(state))
         .and_then(|said| serde_json::from_value(said.clone()).ok());
@@ -164,25 +171,20 @@ pub(super) fn retried(
 }
 
 /// Why the daemon did not take the studio's reply.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(super) enum Refused {
+    #[error("{}", .0.message)]
     Daemon(WireError),
-    Other(String),
+    #[error("the daemon answered {0:?}")]
+    Unexpected(Box<ServerFrame>),
+    #[error(transparent)]
+    Unreachable(#[from] ClientError),
 }
 
 impl Refused {
     /// The item was settled by another reply first.
     pub fn answered_elsewhere(&self) -> bool {
         matches!(self, Refused::Daemon(e) if e.code == ErrorCode::NotPending)
-    }
-}
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refused::Daemon(e) => f.write_str(&e.message),
-            Refused::Other(message) => f.write_str(message),
-        }
     }
 }
 

@@ -6,13 +6,23 @@ use std::sync::Arc;
 use hark_core::bridge::client;
 use hark_core::bridge::wire::ClientFrame;
 use hark_core::daemon::listener;
-use hark_core::daemon::serve::{self, ServeOptions};
+use hark_core::daemon::serve::{self, ServeError, ServeOptions};
+use hark_core::files::NoHomeError;
 use hark_core::model::ids::SessionId;
 use hark_core::model::item::{Item, Surface};
 use hark_core::prompter::{OperatorPrompter, PromptFuture};
 use hark_core::store::Store;
 
 use super::Studio;
+
+/// Why no daemon runs, and the studio cannot serve one itself.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum OwnDaemonError {
+    #[error("no place for the studio's store: {0}")]
+    NoStore(#[from] NoHomeError),
+    #[error("no daemon was running, and the studio cannot serve one: {0}")]
+    Serve(#[from] ServeError),
+}
 
 /// The studio's own daemon's prompter: it puts nothing anywhere, since the
 /// studio itself answers over the socket (an elicitation, or `answer`).
@@ -35,7 +45,7 @@ impl Studio {
     /// on a socket of its own beside the app's and a store of its own
     /// (`<data dir>/studio/hark.db`): the app's socket stays free for the
     /// app, and no other daemon's pending items are closed out.
-    pub(super) async fn socket(&self) -> Result<PathBuf, String> {
+    pub(super) async fn socket(&self) -> Result<PathBuf, OwnDaemonError> {
         let mut own = self.own.lock().await;
         if let Some(file) = own.as_ref() {
             return Ok(file.path().to_owned());
@@ -50,8 +60,7 @@ impl Studio {
             .settings
             .socket
             .with_file_name(format!("studio-{}.sock", std::process::id()));
-        let store = Store::default_path()
-            .map_err(|e| format!("no place for the studio's store: {e}"))?
+        let store = Store::default_path()?
             .with_file_name("studio")
             .join("hark.db");
         let options = ServeOptions {
@@ -59,8 +68,7 @@ impl Studio {
             store: Some(store),
             ..Default::default()
         };
-        let prepared = serve::prepare(Arc::new(Holding), options)
-            .map_err(|e| format!("no daemon was running, and the studio cannot serve one: {e}"))?;
+        let prepared = serve::prepare(Arc::new(Holding), options)?;
         let path = prepared.socket_file.path().to_owned();
         tokio::spawn(listener::run(
             prepared.listener,

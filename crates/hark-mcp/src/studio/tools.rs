@@ -58,16 +58,31 @@ pub(super) fn all() -> Vec<Tool> {
     ]
 }
 
+/// Why the `answer` tool's arguments are not a reply to an item.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum AnswerArgsError {
+    #[error("answer needs the question_id of an awaiting_operator result")]
+    NoQuestionId,
+    #[error("{0:?} is not a question id")]
+    NotAQuestionId(String),
+    #[error("scope: {0}")]
+    Scope(serde_json::Error),
+    #[error("verdict {0:?}: use allow or deny")]
+    Verdict(String),
+    #[error("answers: {0}")]
+    Answers(serde_json::Error),
+}
+
 /// The `answer` tool's arguments: the item and the reply.
-pub(super) fn reply_of(args: &Map<String, Value>) -> Result<(ItemId, WireReply), String> {
+pub(super) fn reply_of(args: &Map<String, Value>) -> Result<(ItemId, WireReply), AnswerArgsError> {
     let question_id = args
         .get("question_id")
         .and_then(Value::as_str)
-        .ok_or("answer needs the question_id of an awaiting_operator result")?;
+        .ok_or(AnswerArgsError::NoQuestionId)?;
     let id = question_id
         .parse::<uuid::Uuid>()
         .map(ItemId)
-        .map_err(|_| format!("{question_id:?} is not a question id"))?;
+        .map_err(|_| AnswerArgsError::NotAQuestionId(question_id.to_owned()))?;
     let reply = match (
         args.get("verdict").and_then(Value::as_str),
         args.get("skip"),
@@ -77,16 +92,16 @@ pub(super) fn reply_of(args: &Map<String, Value>) -> Result<(ItemId, WireReply),
                 .get("scope")
                 .map(|s| serde_json::from_value::<Scope>(s.clone()))
                 .transpose()
-                .map_err(|e| format!("scope: {e}"))?;
+                .map_err(AnswerArgsError::Scope)?;
             WireReply::Approve { scope }
         }
         (Some("deny"), _) => WireReply::Deny,
-        (Some(other), _) => return Err(format!("verdict {other:?}: use allow or deny")),
+        (Some(other), _) => return Err(AnswerArgsError::Verdict(other.to_owned())),
         (None, Some(Value::Bool(true))) => WireReply::Skip,
         (None, _) => {
             let answers = args.get("answers").cloned().unwrap_or_else(|| json!({}));
             WireReply::Answer {
-                answers: serde_json::from_value(answers).map_err(|e| format!("answers: {e}"))?,
+                answers: serde_json::from_value(answers).map_err(AnswerArgsError::Answers)?,
                 notes: Default::default(),
             }
         }
