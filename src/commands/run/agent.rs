@@ -119,46 +119,7 @@ pub async fn run_agent(
     env: Option<&BTreeMap<String, String>>,
     mut stop: StopSignals,
 ) -> Result<Turn, RunError> {
-    // On Windows as PATH finds it: `claude` is npm's `claude.cmd`, which a
-    // bare name does not start there.
-    let program = std::path::PathBuf::from(&composed.program);
-    let program = match cfg!(windows) {
-        true => hark_core::platform::find_program(&program).unwrap_or(program),
-        false => program,
-    };
-    // Confined, the agent is the last word of the mechanism's command line.
-    let mut command = match confine.prefix.split_first() {
-        Some((mechanism, args)) => {
-            let mut command = Command::new(mechanism);
-            command.args(args).arg(&program);
-            command
-        }
-        None => Command::new(&program),
-    };
-    // In `env` when it is given (a resumed run's: the one it started with),
-    // else in this process's; and with hark's variables, of which the
-    // bounded wait is this run's to give or leave to the daemon, never one
-    // inherited. Its stdin is closed: `codex exec` reads it to its end
-    // before it starts.
-    if let Some(env) = env {
-        command.env_clear().envs(env);
-    }
-    command
-        .args(&composed.args)
-        .env_remove(hark_core::env::ASK_TIMEOUT)
-        .envs(&composed.env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .env_remove(hark_core::env::RUN_ID)
-        .kill_on_drop(true);
-    // Its own process group, so that stopping it stops what it started
-    // (its MCP servers, the shells of its tools, their children).
-    #[cfg(unix)]
-    command.process_group(0);
-    if let Some(cwd) = cwd {
-        command.current_dir(cwd);
-    }
+    let command = agent_command(&composed, confine, cwd, env);
     let mut child =
         hark_core::confine::spawn(confine, command).map_err(|source| RunError::Spawn {
             program: composed.program.clone(),
@@ -211,6 +172,57 @@ pub async fn run_agent(
         super::codex::explain_untrusted(&composed.args, &dir, &turn);
     }
     Ok(turn)
+}
+
+/// The agent's command line, confined as `confine` says, in `cwd` and
+/// `env` when they are given.
+fn agent_command(
+    composed: &Composed,
+    confine: &Plan,
+    cwd: Option<&PathBuf>,
+    env: Option<&BTreeMap<String, String>>,
+) -> Command {
+    // On Windows as PATH finds it: `claude` is npm's `claude.cmd`, which a
+    // bare name does not start there.
+    let program = std::path::PathBuf::from(&composed.program);
+    let program = match cfg!(windows) {
+        true => hark_core::platform::find_program(&program).unwrap_or(program),
+        false => program,
+    };
+    // Confined, the agent is the last word of the mechanism's command line.
+    let mut command = match confine.prefix.split_first() {
+        Some((mechanism, args)) => {
+            let mut command = Command::new(mechanism);
+            command.args(args).arg(&program);
+            command
+        }
+        None => Command::new(&program),
+    };
+    // In `env` when it is given (a resumed run's: the one it started with),
+    // else in this process's; and with hark's variables, of which the
+    // bounded wait is this run's to give or leave to the daemon, never one
+    // inherited. Its stdin is closed: `codex exec` reads it to its end
+    // before it starts.
+    if let Some(env) = env {
+        command.env_clear().envs(env);
+    }
+    command
+        .args(&composed.args)
+        .env_remove(hark_core::env::ASK_TIMEOUT)
+        .envs(&composed.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .env_remove(hark_core::env::RUN_ID)
+        .kill_on_drop(true);
+    // Its own process group, so that stopping it stops what it started
+    // (its MCP servers, the shells of its tools, their children).
+    #[cfg(unix)]
+    command.process_group(0);
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    command
 }
 
 /// How long the agent has to end after SIGTERM before its group is killed.
