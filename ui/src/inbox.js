@@ -171,7 +171,7 @@ const refresh = coalesced(async () => {
     const time = document.createElement('span');
     time.append(ago(item.created_ms, view.now_ms, 'asked '), `, waited ${roughly(waited)}${by}`);
     const tr = row(outcome, questions(item), who(item), time,
-      what(item), button('Dismiss', () => ipc.dismiss(item.id)));
+      what(item), ipc.can.dismiss ? button('Dismiss', () => ipc.dismiss(item.id)) : '');
     tr.dataset.id = item.id;
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
     return tr;
@@ -200,7 +200,7 @@ const refresh = coalesced(async () => {
     const tr = row(run.status.toUpperCase(), command,
       `session ${run.session_id}${run.cwd ? ` in ${run.cwd}` : ''}${confinement(run.confinement)}`,
       time, `${run.items} asked, ${run.pending} waiting`, result,
-      button('Output', () => showOutput(run.id)));
+      ipc.can.runOutput ? button('Output', () => showOutput(run.id)) : '');
     tr.dataset.id = run.id;
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
     return tr;
@@ -222,8 +222,9 @@ function confinement(c) {
   }
 }
 
-/** The sections, in tab order. */
-const SECTIONS = ['waiting', 'history', 'sessions', 'runs', 'new-run'];
+/** The sections, in tab order (New run only where runs can be started). */
+const SECTIONS = ['waiting', 'history', 'sessions', 'runs', 'new-run']
+  .filter((name) => name !== 'new-run' || ipc.can.dispatch);
 
 const state = {
   section: 'waiting',
@@ -424,6 +425,7 @@ async function startRun() {
 }
 
 export function startInbox() {
+  $('tab-new-run').hidden = !ipc.can.dispatch;
   for (const name of SECTIONS) $(`tab-${name}`).addEventListener('click', () => showSection(name));
   $('filter').addEventListener('input', () => { applyFilter(); select(0); });
   document.addEventListener('keydown', onKey);
