@@ -61,7 +61,7 @@
 export const PAIR_PAGE = '/pair.html';
 
 /** The SSE events that change what the pages show: each refetches. */
-export const SSE_EVENTS = /** @type {const} */ (['added', 'parked', 'settled', 'run_changed', 'store_health', 'resync']);
+export const SSE_EVENTS = /** @type {const} */ (['added', 'parked', 'settled', 'run_changed', 'store_health', 'devices', 'resync']);
 
 /** The longest wait before the stream is opened again after the server closed it. */
 const RECONNECT_MAX_MS = 30_000;
@@ -167,16 +167,17 @@ export function webTransport(env) {
 
   /**
    * The stream of changes. EventSource reconnects by itself, resuming with
-   * `Last-Event-ID`; only when the server refused it (closed) is it opened
-   * anew, after the session is checked (a revoked one goes to pairing).
-   * Every (re)opening refetches: what happened while it was down is drawn.
+   * `Last-Event-ID` (the server replays what it missed); only when the
+   * server refused it (closed) is it opened anew, after the session is
+   * checked (a revoked one goes to pairing). A fresh stream starts with
+   * `resync`, which refetches: what happened while it was down is drawn.
    */
   function listen() {
     if (source) return;
     const es = new env.EventSource('/api/events');
     source = es;
     for (const name of SSE_EVENTS) es.addEventListener(name, changed);
-    es.addEventListener('open', () => { reconnectMs = 1000; changed(); });
+    es.addEventListener('open', () => { reconnectMs = 1000; });
     es.addEventListener('error', () => {
       if (es.readyState !== env.EventSource.CLOSED) return;
       source = null;
@@ -235,7 +236,7 @@ export function webTransport(env) {
  */
 export function pairError(status, retryAfter, err) {
   if (status === 401) {
-    return { code: 'wrong_code', message: 'That code is wrong, used or expired. Run `hark web pair` on the computer for a new one.' };
+    return { code: 'wrong_code', message: 'That code is wrong, used or expired. Run “hark web pair” on the computer for a new one.' };
   }
   if (status === 429) {
     const secs = retryAfter && /^\d+$/.test(retryAfter) ? Number(retryAfter) : null;

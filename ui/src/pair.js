@@ -1,5 +1,5 @@
 // @ts-check
-// The pair page: a one-time code (typed, or from the QR link's `?code=`)
+// The pair page: a one-time code (typed, or from the QR link's `#code=`)
 // and a name for this device are exchanged for a session (an HttpOnly
 // cookie set by the response); then the questions.
 import { pair } from './ipc-web.js';
@@ -16,7 +16,11 @@ function showError(message) {
   error.hidden = message === null;
 }
 
-const fromLink = new URLSearchParams(location.search).get('code');
+// `hark web pair`'s link carries the code in the fragment (never sent to a
+// server or a proxy's log); `?code=` is read too. The URL then drops it.
+const fromLink = new URLSearchParams(location.hash.slice(1)).get('code')
+  ?? new URLSearchParams(location.search).get('code');
+if (fromLink) history.replaceState(null, '', location.pathname);
 field('pair-code').value = fromLink ?? '';
 field('pair-device').value = deviceName(navigator.userAgent);
 // With the code from the link, only the name is left to look at.

@@ -158,8 +158,8 @@ test('every SSE event calls the inbox callback; a refused stream is checked and 
   assert.equal(b.timers.length, 1);
   b.timers[0].fn();
   assert.equal(FakeSource.made.length, 2);
-  // Opening refetches: what changed while it was down is drawn.
-  FakeSource.made[1].fire('open');
+  // A fresh stream starts with `resync`: what changed while it was down is drawn.
+  FakeSource.made[1].fire('resync');
   assert.equal(calls, SSE_EVENTS.length + 1);
 });
 
