@@ -39,6 +39,9 @@
 //! - `confine`: what `hark run` starts cannot reach the operator's side at
 //!   all: helpers its tools detach (`setsid -f`, a double fork, `nohup`)
 //!   try the socket, the store, a paused run's file, the config, the display.
+//! - `web_browser`: the web surface in headless Chromium as a phone
+//!   (390×844, touch): pairing, a question and an approval answered by
+//!   taps, axe-core on every page.
 //! - `support`: what they share beyond the harness: the build under test,
 //!   sandboxes and daemons, MCP clients, the questions, the fake agent's
 //!   record; `support::desktop` drives the app through WebDriver.
@@ -61,4 +64,5 @@ mod store;
 mod studio;
 mod support;
 mod tree;
+mod web_browser;
 mod window;

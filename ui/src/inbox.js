@@ -46,6 +46,16 @@ function who(item) {
   return span;
 }
 
+/**
+ * The paired browser that answered, as " (its name)"; empty for another
+ * surface.
+ * @param {Item} item
+ */
+function device(item) {
+  const answered = /** @type {{replied_device?: {name: string | null} | null}} */ (item).replied_device;
+  return answered?.name ? ` (${answered.name})` : '';
+}
+
 /** @param {Item} item */
 function questions(item) {
   const asked = item.request.questions.map((q) => `[${q.header}] ${q.question}`).join('\n');
@@ -167,7 +177,7 @@ const refresh = coalesced(async () => {
   history.replaceChildren(...view.history.map((item) => {
     const outcome = item.outcome ? item.outcome.outcome.replace('_', ' ').toUpperCase() : '';
     const waited = (item.settled_ms ?? view.now_ms) - item.created_ms;
-    const by = item.replied_by ? ` by ${item.replied_by}` : '';
+    const by = item.replied_by ? ` by ${item.replied_by}${device(item)}` : '';
     const time = document.createElement('span');
     time.append(ago(item.created_ms, view.now_ms, 'asked '), `, waited ${roughly(waited)}${by}`);
     const tr = row(outcome, questions(item), who(item), time,

@@ -16,15 +16,27 @@ function showError(message) {
   error.hidden = message === null;
 }
 
-// `hark web pair`'s link carries the code in the fragment (never sent to a
-// server or a proxy's log); `?code=` is read too. The URL then drops it.
-const fromLink = new URLSearchParams(location.hash.slice(1)).get('code')
-  ?? new URLSearchParams(location.search).get('code');
-if (fromLink) history.replaceState(null, '', location.pathname);
-field('pair-code').value = fromLink ?? '';
-field('pair-device').value = deviceName(navigator.userAgent);
-// With the code from the link, only the name is left to look at.
-(fromLink ? field('pair-device') : field('pair-code')).focus();
+/**
+ * `hark web pair`'s link carries the code in the fragment (never sent to a
+ * server or a proxy's log); `?code=` is read too. The URL then drops it.
+ * Read when the page loads, and when a link is opened on the page already
+ * showing (only its fragment changes then).
+ */
+function readLink() {
+  const code = new URLSearchParams(location.hash.slice(1)).get('code')
+    ?? new URLSearchParams(location.search).get('code');
+  if (code) {
+    history.replaceState(null, '', location.pathname);
+    field('pair-code').value = code;
+    showError(null);
+  }
+  field('pair-device').value ||= deviceName(navigator.userAgent);
+  // With the code from the link, only the name is left to look at.
+  (code ? field('pair-device') : field('pair-code')).focus();
+}
+
+readLink();
+window.addEventListener('hashchange', readLink);
 
 /** @type {HTMLFormElement} */ (document.getElementById('pair-form')).addEventListener('submit', async (e) => {
   e.preventDefault();

@@ -13,12 +13,16 @@
 //! - `daemon`: `hark serve` with a scripted operator, in a sandbox.
 //! - `desktop`: the private session bus, its `dbus-monitor`, dunst, and a
 //!   tray host; `monitor` reads what the monitor prints.
+//! - `browser`: headless Chromium as a phone (390×844, touch) under
+//!   chromedriver, driven through WebDriver; taps, axe-core, screenshots.
 //! - `report`: an error with its causes, as a benchmark or a test prints it.
 //!
 //! Each module that can fail has its own error enum (`SandboxError`,
-//! `WaitError`, `ProcessError`, `DaemonError`, `DesktopError`), whose
-//! messages leave their cause to `source()`: print one with [`Report`].
+//! `WaitError`, `ProcessError`, `DaemonError`, `DesktopError`,
+//! `BrowserError`), whose messages leave their cause to `source()`: print
+//! one with [`Report`].
 
+pub mod browser;
 pub mod clock;
 pub mod daemon;
 pub mod desktop;
@@ -28,6 +32,7 @@ pub mod process;
 pub mod report;
 pub mod sandbox;
 
+pub use browser::{Browser, BrowserError};
 pub use daemon::{Daemon, DaemonError};
 pub use desktop::{DesktopError, Session, TrayHost};
 pub use lines::{Event, Line, Lines, PATIENCE, WaitError};
