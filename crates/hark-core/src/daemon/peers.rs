@@ -147,7 +147,10 @@ pub fn is_operator(frame: &ClientFrame) -> bool {
         | ClientFrame::ClearSettled
         | ClientFrame::Dispatch { .. }
         | ClientFrame::ListRuns { .. }
-        | ClientFrame::ListSessions { .. } => true,
+        | ClientFrame::ListSessions { .. }
+        | ClientFrame::PairWeb
+        | ClientFrame::ListDevices
+        | ClientFrame::RevokeDevice { .. } => true,
     }
 }
 

@@ -43,6 +43,9 @@ pub struct Daemon {
     /// The agents waiting on the operator and the runs it dispatched: no
     /// operator frame is taken from inside one (shared with the dispatcher).
     pub agents: Agents,
+    /// The web surface's address once it serves (`hark serve --web`, the
+    /// app with `[web]`), for the pairing URL `hark web pair` prints.
+    pub web_url: Arc<std::sync::OnceLock<String>>,
 }
 
 /// The write-mode gate, as the daemon keeps it.
@@ -103,6 +106,7 @@ impl Daemon {
             gate: Arc::new(Gate::new(config.approvals.clone())),
             ids: Ids::random(),
             clock: Clock::system(),
+            web_url: Arc::default(),
         }
     }
 
