@@ -39,6 +39,9 @@
 //! - `confine`: what `hark run` starts cannot reach the operator's side at
 //!   all: helpers its tools detach (`setsid -f`, a double fork, `nohup`)
 //!   try the socket, the store, a paused run's file, the config, the display.
+//! - `web`: the web surface's HTTP API against `hark serve --web`: pairing
+//!   and its rate limit, sessions and CSRF, replies through the one
+//!   registry, the SSE stream resumed with `Last-Event-ID`.
 //! - `web_browser`: the web surface in headless Chromium as a phone
 //!   (390×844, touch): pairing, a question and an approval answered by
 //!   taps, axe-core on every page.
@@ -64,5 +67,6 @@ mod store;
 mod studio;
 mod support;
 mod tree;
+mod web;
 mod web_browser;
 mod window;
