@@ -750,3 +750,110 @@ fn plain_http_off_loopback_is_refused_with_what_to_do() {
     );
     assert!(err.contains("tls_cert"), "{err}");
 }
+
+/// Runs `program ARGS`, which must succeed; its stdout and stderr.
+fn run(program: &str, args: &[&str]) -> (String, String) {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn with_a_certificate_it_serves_https_off_loopback_and_its_cookie_is_secure() {
+    let sandbox = sandbox();
+    let (cert, key) = (sandbox.path("cert.pem"), sandbox.path("key.pem"));
+    let (cert_s, key_s) = (cert.display().to_string(), key.display().to_string());
+    run(
+        "openssl",
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+            &key_s,
+            "-out",
+            &cert_s,
+        ],
+    );
+    std::fs::write(
+        sandbox.config(),
+        format!("[web]\nlisten = \"0.0.0.0:0\"\ntls_cert = {cert_s:?}\ntls_key = {key_s:?}\n"),
+    )
+    .unwrap();
+    let daemon = serve_in(&sandbox, json!({}), &[]);
+    let listening = daemon.log.wait_event("web surface listening", &[]);
+    let port = listening["addr"]
+        .as_str()
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    let url = format!("https://127.0.0.1:{port}");
+    assert_eq!(listening["url"], format!("https://0.0.0.0:{port}"));
+
+    let code = stdout(&succeed(&sandbox, &["web", "pair"]));
+    let code = code.lines().next().unwrap();
+    let body = json!({"code": code, "device": "tls"}).to_string();
+    let (headers, _) = run(
+        "curl",
+        &[
+            "-sS",
+            "-D",
+            "-",
+            "-o",
+            "/dev/null",
+            "--cacert",
+            &cert_s,
+            "-H",
+            "content-type: application/json",
+            "--data",
+            &body,
+            &format!("{url}/api/pair"),
+        ],
+    );
+    let headers = headers.to_lowercase();
+    assert!(headers.starts_with("http/1.1 200"), "{headers}");
+    let cookie = headers
+        .lines()
+        .find(|l| l.starts_with("set-cookie:"))
+        .unwrap();
+    assert!(
+        cookie.contains("; secure") && cookie.contains("httponly"),
+        "{cookie}"
+    );
+    assert!(headers.contains("strict-transport-security:"), "{headers}");
+    // Plain HTTP on its port gets no page.
+    let plain = std::process::Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            &format!("http://127.0.0.1:{port}/"),
+        ])
+        .output()
+        .unwrap();
+    assert_ne!(String::from_utf8_lossy(&plain.stdout), "200");
+}
