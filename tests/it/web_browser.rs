@@ -263,11 +263,11 @@ async fn a_phone_pairs_answers_a_question_and_allows_an_approval_by_touch() {
         assert_eq!(item["replied_device"]["name"], "Operator's phone", "{item}");
     }
 
-    // The inbox, by its link: both answered, by this phone; every section
-    // audited.
+    // The inbox, by its link: both answered, by this phone, which the
+    // Devices section lists; every section audited.
     tap(&browser, "//a[@id='to-inbox']").await;
     wait_for(&browser, "//main[@id='inbox' and not(@hidden)]").await;
-    for section in ["waiting", "history", "sessions", "runs"] {
+    for section in ["waiting", "history", "sessions", "runs", "devices"] {
         tap(&browser, &format!("//button[@id='tab-{section}']")).await;
         wait_for(
             &browser,
@@ -278,6 +278,13 @@ async fn a_phone_pairs_answers_a_question_and_allows_an_approval_by_touch() {
             wait_for(
                 &browser,
                 "//table[@id='history']//tr[contains(., 'session phone') and contains(., \"by web (Operator's phone)\")]",
+            )
+            .await;
+        }
+        if section == "devices" {
+            wait_for(
+                &browser,
+                "//table[@id='devices']//tr[contains(., \"Operator's phone (this device)\")]",
             )
             .await;
         }

@@ -215,9 +215,28 @@ const refresh = coalesced(async () => {
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
     return tr;
   }));
+  if (ipc.can.devices) await showDevices(view.now_ms);
   applyFilter();
   select(state.selected);
 });
+
+/**
+ * The paired browsers, this one first, each revocable (this one's Revoke
+ * unpairs it: the next call goes to the pair page).
+ * @param {number} now
+ */
+async function showDevices(now) {
+  const devices = await ipc.devices();
+  const ordered = [...devices].sort((a, b) => Number(b.current) - Number(a.current));
+  const body = /** @type {HTMLElement} */ ($('devices').querySelector('tbody'));
+  body.replaceChildren(...ordered.map((d) => {
+    const tr = row(d.current ? `${d.name} (this device)` : d.name, ago(d.paired_ms, now, 'paired '),
+      d.last_seen_ms == null ? 'never seen' : ago(d.last_seen_ms, now, 'seen '),
+      button(d.current ? 'Unpair this device' : 'Revoke', () => ipc.revoke(d.id)));
+    tr.dataset.id = d.id;
+    return tr;
+  }));
+}
 
 /**
  * Where a run's agent ran, as its row says it (the same words as `hark runs`).
@@ -232,9 +251,12 @@ function confinement(c) {
   }
 }
 
-/** The sections, in tab order (New run only where runs can be started). */
-const SECTIONS = ['waiting', 'history', 'sessions', 'runs', 'new-run']
-  .filter((name) => name !== 'new-run' || ipc.can.dispatch);
+/**
+ * The sections, in tab order: New run only where runs can be started, the
+ * paired Devices only in a browser.
+ */
+const SECTIONS = ['waiting', 'history', 'sessions', 'runs', 'new-run', 'devices']
+  .filter((name) => (name !== 'new-run' || ipc.can.dispatch) && (name !== 'devices' || ipc.can.devices));
 
 const state = {
   section: 'waiting',
@@ -436,6 +458,7 @@ async function startRun() {
 
 export function startInbox() {
   $('tab-new-run').hidden = !ipc.can.dispatch;
+  $('tab-devices').hidden = !ipc.can.devices;
   for (const name of SECTIONS) $(`tab-${name}`).addEventListener('click', () => showSection(name));
   $('filter').addEventListener('input', () => { applyFilter(); select(0); });
   document.addEventListener('keydown', onKey);

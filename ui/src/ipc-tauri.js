@@ -15,7 +15,7 @@ export function tauriTransport(tauri) {
   return {
     kind: 'tauri',
     // The app has every command; its window switches views itself.
-    can: { dismiss: true, dispatch: true, quit: true, runOutput: true, navigate: false },
+    can: { dismiss: true, dispatch: true, quit: true, runOutput: true, navigate: false, devices: false },
     inbox: (pendingOnly) => invoke(commands.inbox, { pendingOnly }),
     reply: (id, reply) => invoke(commands.reply, { id, reply }),
     verdict: (id, label) => invoke(commands.verdict, { id, label }),
@@ -32,6 +32,9 @@ export function tauriTransport(tauri) {
     onInboxChanged: (fn) => {
       tauri.event.listen(events.INBOX_CHANGED, () => fn());
     },
+    // The paired browsers are listed by `hark web devices`.
+    devices: () => Promise.reject({ code: 'web_only', message: 'hark web devices lists the paired devices' }),
+    revoke: () => Promise.reject({ code: 'web_only', message: 'hark web revoke ID revokes a device' }),
     device: null,
   };
 }

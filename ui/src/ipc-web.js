@@ -15,6 +15,10 @@
 /** @typedef {import('./bindings').View} View */
 
 /** @typedef {{id: string, name: string}} Device */
+/**
+ * A paired device as `GET /api/devices` lists it (`current`: this browser).
+ * @typedef {{id: string, name: string, paired_ms: number, last_seen_ms: number | null, current: boolean}} DeviceView
+ */
 /** @typedef {{device: Device, csrf: string}} Session */
 
 /**
@@ -25,6 +29,7 @@
  * @property {boolean} quit The tray's Quit, asked in the inbox.
  * @property {boolean} runOutput A run's output.
  * @property {boolean} navigate The page switches its views itself (links), where the app's window is switched by the app.
+ * @property {boolean} devices The paired browsers, listed and revocable (the Devices section).
  */
 
 /**
@@ -44,6 +49,8 @@
  * @property {(id: string) => Promise<string>} runOutput
  * @property {(fn: (view: View) => void) => void} onViewChanged
  * @property {(fn: () => void) => void} onInboxChanged
+ * @property {() => Promise<DeviceView[]>} devices
+ * @property {(id: string) => Promise<void>} revoke
  * @property {(() => Promise<Device>) | null} device This browser's paired device (null in the app).
  */
 
@@ -196,7 +203,7 @@ export function webTransport(env) {
 
   return {
     kind: 'web',
-    can: { dismiss: false, dispatch: false, quit: false, runOutput: false, navigate: true },
+    can: { dismiss: false, dispatch: false, quit: false, runOutput: false, navigate: true, devices: true },
     async inbox(pendingOnly = false) {
       const view = /** @type {InboxView} */ (await call('GET', `/api/inbox?pending_only=${pendingOnly}`));
       // The page's own view and focus stand for the app's window.
@@ -220,6 +227,8 @@ export function webTransport(env) {
     quit: () => appOnly('quitting'),
     markdown: (texts) => call('POST', '/api/markdown', { texts }),
     runOutput: () => appOnly("a run's output"),
+    devices: () => call('GET', '/api/devices'),
+    async revoke(id) { await call('DELETE', `/api/devices/${encodeURIComponent(id)}`); },
     onViewChanged(fn) { viewListeners.push(fn); },
     onInboxChanged(fn) {
       inboxListeners.push(fn);

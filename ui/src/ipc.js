@@ -71,6 +71,16 @@ export function runOutput(id) {
   return transport.runOutput(id);
 }
 
+/** The paired browsers (the web's Devices section). @returns {Promise<import('./ipc-web.js').DeviceView[]>} */
+export function devices() {
+  return transport.devices();
+}
+
+/** Revokes a paired browser: its sessions end at once. @param {string} id @returns {Promise<void>} */
+export function revoke(id) {
+  return transport.revoke(id);
+}
+
 /** Calls `fn` with the view the window switched to. @param {(view: import('./bindings').View) => void} fn */
 export function onViewChanged(fn) {
   transport.onViewChanged(fn);

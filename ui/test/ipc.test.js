@@ -78,7 +78,8 @@ test('the app gets the Tauri transport, a browser the web one', async () => {
   }));
   assert.equal(page.kind, 'web');
   // What only the app can do is hidden in a browser, not an error on click.
-  assert.deepEqual(page.can, { dismiss: false, dispatch: false, quit: false, runOutput: false, navigate: true });
+  assert.deepEqual(page.can, { dismiss: false, dispatch: false, quit: false, runOutput: false, navigate: true, devices: true });
+  assert.equal(app.can.devices, false);
 });
 
 test('reads send no token; changes send the session\'s CSRF token, same-origin credentials, JSON', () => {
@@ -109,6 +110,14 @@ test('a reply is POSTed to its item with the token the session gave', async () =
   // The session is asked once, however many changes follow.
   await web.verdict('a/b', 'Allow').catch(() => {});
   assert.equal(b.requests.filter((r) => r.path === '/api/session').length, 1);
+});
+
+test('revoking a device is a DELETE with the token', async () => {
+  const b = browser({ ...sessionRoute, 'DELETE /api/devices/d2': () => json(200, { id: 'd2' }) });
+  await webTransport(b.env).revoke('d2');
+  const sent = b.requests.find((r) => r.method === 'DELETE');
+  assert.equal(sent.path, '/api/devices/d2');
+  assert.equal(sent.headers['X-CSRF-Token'], 'tok-123');
 });
 
 test('the API\'s {code, message} is the error; another body reads as its status', async () => {
