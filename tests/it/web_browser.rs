@@ -74,6 +74,23 @@ async fn fits_a_phone(browser: &Browser, page: &str) {
     assert_eq!(found["small"], json!([]), "{page}: targets under 44 px");
 }
 
+type Call = tokio::task::JoinHandle<rmcp::model::CallToolResult>;
+
+/// A fresh agent in session `session` asks `asked`; the agent and its call.
+async fn ask(sandbox: &Sandbox, session: &str, asked: Value) -> (Agent, Call) {
+    let agent = agent(sandbox, &[("HARK_SESSION_ID", session)]).await;
+    let peer = agent.peer().clone();
+    let call = tokio::spawn(async move {
+        let Value::Object(args) = questions(&[asked]) else {
+            unreachable!()
+        };
+        peer.call_tool(rmcp::model::CallToolRequestParams::new("ask").with_arguments(args))
+            .await
+            .unwrap()
+    });
+    (agent, call)
+}
+
 /// Taps the element matching `xpath` once it is there.
 async fn tap(browser: &Browser, xpath: &str) {
     let element = browser
@@ -171,16 +188,7 @@ async fn a_phone_pairs_answers_a_question_and_allows_an_approval_by_touch() {
     .await;
 
     // An agent asks: the phone shows it, its Markdown rendered.
-    let agent = agent(&sandbox, &[("HARK_SESSION_ID", "phone")]).await;
-    let peer = agent.peer().clone();
-    let call = tokio::spawn(async move {
-        let Value::Object(args) = questions(&[previewed()]) else {
-            unreachable!()
-        };
-        peer.call_tool(rmcp::model::CallToolRequestParams::new("ask").with_arguments(args))
-            .await
-            .unwrap()
-    });
+    let (agent, call) = ask(&sandbox, "phone", previewed()).await;
     wait_for(&browser, "//*[@id='question-text']//code[text()='sqlite']").await;
     wait_for(
         &browser,
@@ -263,7 +271,50 @@ async fn a_phone_pairs_answers_a_question_and_allows_an_approval_by_touch() {
         assert_eq!(item["replied_device"]["name"], "Operator's phone", "{item}");
     }
 
-    // The inbox, by its link: both answered, by this phone, which the
+    // Two wait: the inbox's Answer opens the modal on the one tapped, not
+    // on the oldest.
+    let (older, older_call) = ask(
+        &sandbox,
+        "older",
+        question("Which port?", "Port", &["80", "443"], false),
+    )
+    .await;
+    let (newer, newer_call) = ask(
+        &sandbox,
+        "newer",
+        question("Which branch?", "Branch", &["main", "develop"], false),
+    )
+    .await;
+    wait_for(
+        &browser,
+        "//*[@id='question-text' and normalize-space(.)='Which port?']",
+    )
+    .await;
+    tap(&browser, "//a[@id='to-inbox']").await;
+    wait_for(&browser, "//main[@id='inbox' and not(@hidden)]").await;
+    tap(
+        &browser,
+        "//table[@id='pending']//tr[contains(., 'Which branch?')]//button[text()='Answer']",
+    )
+    .await;
+    wait_for(&browser, "//main[@id='modal' and not(@hidden)]//*[@id='question-text' and normalize-space(.)='Which branch?']").await;
+    tap(&browser, &option("develop")).await;
+    tap(&browser, "//button[@id='submit']").await;
+    let got: Value = serde_json::from_str(&text(&newer_call.await.unwrap())).unwrap();
+    assert_eq!(got["answers"], json!({"Which branch?": "develop"}), "{got}");
+    wait_for(
+        &browser,
+        "//*[@id='question-text' and normalize-space(.)='Which port?']",
+    )
+    .await;
+    tap(&browser, "//button[@id='skip']").await;
+    let skipped = text(&older_call.await.unwrap());
+    assert!(
+        skipped.starts_with(NOT_ANSWERED) && skipped.contains("skipped"),
+        "{skipped}"
+    );
+
+    // The inbox, by its link: all answered, by this phone, which the
     // Devices section lists; every section audited.
     tap(&browser, "//a[@id='to-inbox']").await;
     wait_for(&browser, "//main[@id='inbox' and not(@hidden)]").await;
@@ -299,7 +350,9 @@ async fn a_phone_pairs_answers_a_question_and_allows_an_approval_by_touch() {
         .unwrap();
     assert!(!new_run.is_displayed().await.unwrap());
 
-    agent.cancel().await.unwrap();
+    for agent in [agent, older, newer] {
+        agent.cancel().await.unwrap();
+    }
     browser.stop().await;
     drop(daemon);
 }
