@@ -52,7 +52,7 @@ function who(item) {
  * @param {Item} item
  */
 function device(item) {
-  const answered = /** @type {{replied_device?: {name: string | null} | null}} */ (item).replied_device;
+  const answered = item.replied_device;
   return answered?.name ? ` (${answered.name})` : '';
 }
 

@@ -15,10 +15,7 @@
 /** @typedef {import('./bindings').View} View */
 
 /** @typedef {{id: string, name: string}} Device */
-/**
- * A paired device as `GET /api/devices` lists it (`current`: this browser).
- * @typedef {{id: string, name: string, paired_ms: number, last_seen_ms: number | null, current: boolean}} DeviceView
- */
+/** A paired device as `GET /api/devices` lists it (`current`: this browser). @typedef {import('./bindings').DeviceView} DeviceView */
 /** @typedef {{device: Device, csrf: string}} Session */
 
 /**
