@@ -83,6 +83,11 @@ pub enum Command {
     Approve(ApproveArgs),
     /// Deny a pending write-mode approval: the agent stays read-only.
     Deny(ItemArgs),
+    /// The web surface's paired devices: `pair` prints a one-time code (and
+    /// the address to open it at) for a phone or browser, `devices` lists
+    /// them, `revoke ID` ends a device's sessions.
+    #[command(subcommand)]
+    Web(WebCommand),
     /// Print the MCP config that points an agent at this hark:
     /// `claude -p … --mcp-config "$(hark mcp-config)" --allowedTools mcp__operator__ask`.
     McpConfig(McpConfigArgs),
@@ -224,6 +229,37 @@ pub struct ServeArgs {
     /// How logs (and trace events) are written to stderr.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormatArg,
+    /// Serve the web surface (the inbox and modal in a browser) on ADDR
+    /// (`127.0.0.1:8787`; port 0 picks one), over the config's `[web]`
+    /// listen address. Loopback unless `[web]` has a TLS certificate.
+    #[arg(long, value_name = "ADDR")]
+    pub web: Option<std::net::SocketAddr>,
+    /// Serve the web surface over plain HTTP on an address that is not
+    /// loopback: its traffic, session cookies included, can then be read
+    /// on the network.
+    #[arg(long)]
+    pub insecure_http: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebCommand {
+    /// Print a one-time pairing code (8 characters, good for 5 minutes,
+    /// one use) on the first line, and the page to enter it at on the
+    /// second when the daemon serves the web surface.
+    Pair {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the paired devices.
+    Devices {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a paired device: its sessions end at once.
+    Revoke {
+        /// The device's id (from `hark web devices`).
+        id: hark_core::model::ids::DeviceId,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -5,15 +5,16 @@
 
 use std::sync::Arc;
 
-use hark_core::bridge::views::{ItemState, ItemView, RunView, SessionView};
+use hark_core::bridge::views::{
+    DeviceRef, DeviceView, InboxView, ItemState, ItemView, RunView, SessionView, View,
+};
 use hark_core::bridge::wire::{DispatchRequest, Dispatched};
 use hark_core::bridge::wire::{ErrorCode, WireError, WireReply};
-use hark_core::daemon::operator::{self, InboxLimits};
-use hark_core::model::ids::{ItemId, RunId, SessionId};
+use hark_core::daemon::operator;
+use hark_core::model::ids::{DeviceId, ItemId, RunId, SessionId};
 use hark_core::model::item::{Outcome, Surface};
 use hark_core::model::run::RunStatus;
 use hark_core::registry::{ReplyError, StoreHealth};
-use hark_core::store::unix_ms;
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Runtime, State};
 use ts_rs::TS;
@@ -61,65 +62,22 @@ impl From<ReplyError> for IpcError {
     }
 }
 
-/// Everything a window draws from.
-#[derive(Debug, Clone, Serialize, TS)]
-pub struct InboxView {
-    /// Waiting items, oldest first.
-    pub pending: Vec<ItemView>,
-    /// Settled items not dismissed, newest first (empty when asked for pending only).
-    pub history: Vec<ItemView>,
-    /// The latest dispatched runs, newest first (empty when asked for pending only).
-    pub runs: Vec<RunView>,
-    /// The sessions that asked, waiting ones first (empty when asked for pending only).
-    pub sessions: Vec<SessionView>,
-    /// The item the modal should show first.
-    pub focus: Option<ItemId>,
-    /// What the window shows (`None` while it is hidden).
-    pub view: Option<crate::windows::View>,
-    pub do_not_disturb: bool,
-    /// The tray's Quit waits for the operator's word (the inbox asks).
-    pub quit_asked: bool,
-    /// The store's health while it refuses writes (the items it lacks are
-    /// held in memory, and lost if the app stops first); `None` while it
-    /// takes them.
-    pub store: Option<StoreHealth>,
-    /// The app's clock, so time left is counted from the same now.
-    #[ts(type = "number")]
-    pub now_ms: u64,
-}
-
-/// How much of the history, runs and sessions the inbox window shows.
-const SHOWN: InboxLimits = InboxLimits {
-    history: 200,
-    runs: 20,
-    sessions: 20,
-};
-
-/// The inbox; with `pending_only` (the modal's) without history, runs and sessions.
+/// The inbox; with `pending_only` (the modal's) without history, runs and
+/// sessions. The core builds it as the web does; the app adds what only it
+/// knows.
 #[tauri::command]
 pub fn inbox(
     shell: State<'_, Arc<crate::shell::Shell>>,
     shown: State<'_, crate::windows::Shown>,
     pending_only: Option<bool>,
 ) -> Result<InboxView, IpcError> {
-    let limits = (!pending_only.unwrap_or(false)).then_some(SHOWN);
-    let inbox = operator::inbox(&shell.registry, limits)
+    let mut view = operator::inbox_view(&shell.registry, pending_only.unwrap_or(false))
         .map_err(|e| IpcError::new(ErrorCode::Unavailable, e.to_string()))?;
-    Ok(InboxView {
-        pending: inbox.pending,
-        history: inbox.history,
-        runs: inbox.runs,
-        sessions: inbox.sessions,
-        focus: shell.focus(),
-        view: shown.view(),
-        do_not_disturb: shell.do_not_disturb(),
-        quit_asked: shell.quit_asked(),
-        store: shell
-            .registry
-            .store_health()
-            .filter(StoreHealth::is_failing),
-        now_ms: unix_ms(shell.registry.clock().now()),
-    })
+    view.focus = shell.focus();
+    view.view = shown.view().map(Into::into);
+    view.do_not_disturb = shell.do_not_disturb();
+    view.quit_asked = shell.quit_asked();
+    Ok(view)
 }
 
 #[tauri::command]
@@ -214,20 +172,13 @@ pub async fn dispatch(
     Ok(shell.dispatcher.start(request)?)
 }
 
-/// How many texts one `markdown` call renders.
-const MARKDOWN_TEXTS: usize = 64;
-
 /// Agents' Markdown texts (an item's question, descriptions, previews) as
-/// sanitized HTML, in order (see [`crate::markdown`]).
+/// sanitized HTML, in order (see [`hark_web::markdown`], which the web
+/// surface renders with too).
 #[tauri::command]
 pub fn markdown(texts: Vec<String>) -> Result<Vec<String>, IpcError> {
-    if texts.len() > MARKDOWN_TEXTS {
-        return Err(IpcError::new(
-            ErrorCode::Invalid,
-            format!("at most {MARKDOWN_TEXTS} texts a call, got {}", texts.len()),
-        ));
-    }
-    Ok(texts.iter().map(|t| crate::markdown::render(t)).collect())
+    hark_web::markdown::render_all(&texts)
+        .map_err(|e| IpcError::new(ErrorCode::Invalid, e.to_string()))
 }
 
 /// What a run the app started printed (the Runs table's Output).
@@ -266,6 +217,9 @@ pub fn typescript() -> String {
         ItemId::decl(&cfg),
         RunId::decl(&cfg),
         SessionId::decl(&cfg),
+        DeviceId::decl(&cfg),
+        DeviceRef::decl(&cfg),
+        DeviceView::decl(&cfg),
         Asker::decl(&cfg),
         SubAgent::decl(&cfg),
         Attribution::decl(&cfg),
@@ -288,7 +242,7 @@ pub fn typescript() -> String {
         WireReply::decl(&cfg),
         Issue::decl(&cfg),
         IpcError::decl(&cfg),
-        crate::windows::View::decl(&cfg),
+        View::decl(&cfg),
         StoreHealth::decl(&cfg),
         InboxView::decl(&cfg),
         Verb::decl(&cfg),

@@ -10,13 +10,14 @@
 //! - [`prompter`], [`notify`]: presenting a new item.
 //! - [`windows`], [`tray`]: the modal and inbox windows; the tray icon.
 //! - [`rendering`]: the page drawn on the CPU, with no GL in the app.
-//! - [`ipc`]: the commands the windows call, and the TypeScript they see;
+//! - [`ipc`]: the commands the windows call, and the TypeScript they see
+//!   (agents' Markdown is rendered by `hark_web::markdown`, the web
+//!   surface's renderer too);
 //!   [`ipc_commands`]: their one list, which `build.rs` reads too.
 
 #[macro_use]
 pub mod ipc_commands;
 pub mod ipc;
-pub mod markdown;
 pub mod notify;
 pub mod prompter;
 pub mod rendering;
@@ -103,6 +104,8 @@ pub enum AppError {
     #[error(transparent)]
     Serve(serve::ServeError),
     #[error(transparent)]
+    Web(#[from] hark_web::WebError),
+    #[error(transparent)]
     Tauri(#[from] tauri::Error),
 }
 
@@ -167,7 +170,7 @@ impl Changed {
                 self.settled = true;
             }
             // A run started or ended: the inbox's Runs table changes, not the tray.
-            Some(Event::RunChanged) => {}
+            Some(Event::RunChanged | Event::DevicesChanged) => {}
             // The store began or stopped failing: the tray says so.
             Some(Event::StoreHealth(_)) => self.items = true,
             // Its notification says that its agent is paused until answered.
@@ -196,6 +199,13 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), AppError> {
         )
     })?;
     let registry = prepared.daemon.registry.clone();
+    // The web surface too, when `[web]` is configured: the same registry,
+    // so a reply on the phone closes the modal here and the other way round.
+    if let Some(web) = hark_web::WebOptions::from_config(prepared.config.web.as_ref(), None)? {
+        let serving = tauri::async_runtime::block_on(hark_web::start(registry.clone(), web))?;
+        eprintln!("hark: the web surface is on {}", serving.url);
+        let _ = prepared.daemon.web_url.set(serving.url);
+    }
     let notifications = prepared.config.notifications.clone();
     let notifier = Arc::new(Notifier::new(notifications.clone()));
     app.manage(notifier.clone());

@@ -31,13 +31,23 @@ pub const LABEL: &str = "main";
 /// Emitted to the window when its view changes (the page then redraws).
 pub const VIEW_CHANGED: &str = "view-changed";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum View {
     /// One modal for every pending item, in turn.
     Modal,
     /// Pending items, then the history, the runs and the dispatch form.
     Inbox,
+}
+
+/// The core's name for it, which the page's inbox carries.
+impl From<View> for hark_core::bridge::views::View {
+    fn from(view: View) -> Self {
+        match view {
+            View::Modal => hark_core::bridge::views::View::Modal,
+            View::Inbox => hark_core::bridge::views::View::Inbox,
+        }
+    }
 }
 
 impl View {

@@ -29,8 +29,7 @@ async fn find_pending(socket: &Path, id: &str) -> Result<ItemView, ExitStatus> {
         return Ok(item);
     };
     let by = item
-        .replied_by
-        .as_ref()
+        .replied_by_label()
         .map(|b| format!(" by {b}"))
         .unwrap_or_default();
     eprintln!(

@@ -131,6 +131,9 @@ pub fn run() -> Result<ExitStatus, Failed> {
     findings.push(confinement(&config));
     findings.push(read_only_runs());
     findings.push(store(health));
+    if let Some(finding) = web(&config) {
+        findings.push(finding);
+    }
     for finding in &findings {
         finding.print();
     }
@@ -141,6 +144,57 @@ pub fn run() -> Result<ExitStatus, Failed> {
         ExitStatus::Success
     } else {
         ExitStatus::Failure
+    })
+}
+
+/// The web surface, when `[web]` is configured: whether it may listen where
+/// it is told (TLS off loopback), its certificate loads, and something
+/// answers there.
+fn web(config: &Config) -> Option<Finding> {
+    let what = "web surface";
+    let options = match hark_web::WebOptions::from_config(config.web.as_ref(), None) {
+        Ok(options) => options?,
+        Err(e) => {
+            return Some(Finding::not(
+                Verdict::Problem,
+                what,
+                e.to_string(),
+                "give both tls_cert and tls_key in [web], or neither",
+            ));
+        }
+    };
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    if let Err(e) = hark_web::check(&options) {
+        return Some(Finding::not(
+            Verdict::Problem,
+            what,
+            e.to_string(),
+            "fix [web] in the config; the daemon refuses to start the web surface as it is",
+        ));
+    }
+    let up = std::net::TcpStream::connect_timeout(&options.listen, Duration::from_secs(1)).is_ok();
+    Some(if up {
+        Finding::ok(
+            what,
+            format!(
+                "{scheme}://{} answers; pair a device with `hark web pair`",
+                options.listen
+            ),
+        )
+    } else {
+        Finding::not(
+            Verdict::Note,
+            what,
+            format!(
+                "configured on {scheme}://{}, nothing listens there now",
+                options.listen
+            ),
+            "the app or `hark serve` serves it while it runs",
+        )
     })
 }
 

@@ -258,8 +258,7 @@ fn line(r: &ItemView, now_ms: u64) -> String {
                 _ => String::new(),
             };
             let by = r
-                .replied_by
-                .as_ref()
+                .replied_by_label()
                 .map(|b| format!(" by {b}"))
                 .unwrap_or_default();
             format!(

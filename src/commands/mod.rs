@@ -14,6 +14,7 @@ pub mod run;
 pub mod serve;
 pub mod ssh;
 pub mod store_health;
+pub mod web;
 
 use std::path::PathBuf;
 
@@ -52,6 +53,8 @@ pub enum Failed {
     },
     #[error("the autostart entry: {0}")]
     Autostart(#[from] hark_core::autostart::AutostartError),
+    #[error(transparent)]
+    Web(#[from] hark_web::WebError),
 }
 
 impl Failed {
@@ -85,6 +88,7 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::McpStudio => mcp::studio(),
         Command::McpConfig(args) => mcp::config(args),
         Command::Ssh(args) => Ok(runtime()?.block_on(ssh::run(args))),
+        Command::Web(command) => Ok(runtime()?.block_on(web::run(command))),
         Command::Ask(args) => Ok(runtime()?.block_on(ask::run(args))),
         Command::Run(args) => Ok(runtime()?.block_on(run::run(args))),
         Command::Resume(args) => Ok(runtime()?.block_on(run::resume(args))),

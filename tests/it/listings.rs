@@ -316,7 +316,15 @@ fn seed_answered(sandbox: &Sandbox, text: &str) -> ItemId {
         defaulted: Vec::new(),
         annotations: Default::default(),
     });
-    assert!(store.settle(item.id, &outcome, Some("cli")).unwrap());
+    assert!(
+        store
+            .settle(
+                item.id,
+                &outcome,
+                Some(hark_core::model::item::Surface::Cli)
+            )
+            .unwrap()
+    );
     item.id
 }
 

@@ -42,6 +42,12 @@
 //! - `layout`: not a run but a reading: every product crate's sources keep
 //!   the layout (typed errors, short functions and files, no module cycle;
 //!   the core prints nothing).
+//! - `web`: the web surface's HTTP API against `hark serve --web`: pairing
+//!   and its rate limit, sessions and CSRF, replies through the one
+//!   registry, the SSE stream resumed with `Last-Event-ID`.
+//! - `web_browser`: the web surface in headless Chromium as a phone
+//!   (390×844, touch): pairing, a question and an approval answered by
+//!   taps, axe-core on every page.
 //! - `support`: what they share beyond the harness: the build under test,
 //!   sandboxes and daemons, MCP clients, the questions, the fake agent's
 //!   record; `support::desktop` drives the app through WebDriver.
@@ -66,4 +72,6 @@ mod store;
 mod studio;
 mod support;
 mod tree;
+mod web;
+mod web_browser;
 mod window;

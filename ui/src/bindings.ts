@@ -7,6 +7,20 @@ export type RunId = string;
 
 export type SessionId = string;
 
+export type DeviceId = string;
+
+export type DeviceRef = { id: DeviceId, 
+/**
+ * Its name (`None` when the store no longer has the device).
+ */
+name: string | null, };
+
+export type DeviceView = { id: DeviceId, name: string, paired_ms: number, last_seen_ms: number | null, 
+/**
+ * It is the device asking (the web's list; always false on the socket).
+ */
+current: boolean, };
+
 export type Asker = { 
 /**
  * The agent's process id (the MCP server's parent).
@@ -169,9 +183,14 @@ approval?: Approval | null, created_ms: number, deadline_ms: number,
  */
 outcome: Outcome | null, 
 /**
- * Which surface replied (`script`, `terminal`, `cli`, `desktop`, `notification`), when one did.
+ * Which surface replied (`script`, `terminal`, `cli`, `desktop`,
+ * `notification`, `studio`, `web`), when one did.
  */
-replied_by: string | null, settled_ms: number | null, 
+replied_by: string | null, 
+/**
+ * The paired device that replied, when `replied_by` is `web`.
+ */
+replied_device: DeviceRef | null, settled_ms: number | null, 
 /**
  * The operator dismissed it from the desktop inbox (it stays in the history).
  */
@@ -291,21 +310,26 @@ sessions: Array<SessionView>,
  */
 focus: ItemId | null, 
 /**
- * What the window shows (`None` while it is hidden).
+ * What the window shows (`None` while it is hidden; always `None` on the web).
  */
-view: View | null, do_not_disturb: boolean, 
+view: View | null, 
 /**
- * The tray's Quit waits for the operator's word (the inbox asks).
+ * The app is silenced (always false on the web).
+ */
+do_not_disturb: boolean, 
+/**
+ * The tray's Quit waits for the operator's word (the inbox asks;
+ * always false on the web).
  */
 quit_asked: boolean, 
 /**
  * The store's health while it refuses writes (the items it lacks are
- * held in memory, and lost if the app stops first); `None` while it
+ * held in memory, and lost if the daemon stops first); `None` while it
  * takes them.
  */
 store: StoreHealth | null, 
 /**
- * The app's clock, so time left is counted from the same now.
+ * The daemon's clock, so time left is counted from the same now.
  */
 now_ms: number, };
 

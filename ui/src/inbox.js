@@ -46,6 +46,16 @@ function who(item) {
   return span;
 }
 
+/**
+ * The paired browser that answered, as " (its name)"; empty for another
+ * surface.
+ * @param {Item} item
+ */
+function device(item) {
+  const answered = item.replied_device;
+  return answered?.name ? ` (${answered.name})` : '';
+}
+
 /** @param {Item} item */
 function questions(item) {
   const asked = item.request.questions.map((q) => `[${q.header}] ${q.question}`).join('\n');
@@ -167,11 +177,11 @@ const refresh = coalesced(async () => {
   history.replaceChildren(...view.history.map((item) => {
     const outcome = item.outcome ? item.outcome.outcome.replace('_', ' ').toUpperCase() : '';
     const waited = (item.settled_ms ?? view.now_ms) - item.created_ms;
-    const by = item.replied_by ? ` by ${item.replied_by}` : '';
+    const by = item.replied_by ? ` by ${item.replied_by}${device(item)}` : '';
     const time = document.createElement('span');
     time.append(ago(item.created_ms, view.now_ms, 'asked '), `, waited ${roughly(waited)}${by}`);
     const tr = row(outcome, questions(item), who(item), time,
-      what(item), button('Dismiss', () => ipc.dismiss(item.id)));
+      what(item), ipc.can.dismiss ? button('Dismiss', () => ipc.dismiss(item.id)) : '');
     tr.dataset.id = item.id;
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
     return tr;
@@ -200,14 +210,33 @@ const refresh = coalesced(async () => {
     const tr = row(run.status.toUpperCase(), command,
       `session ${run.session_id}${run.cwd ? ` in ${run.cwd}` : ''}${confinement(run.confinement)}`,
       time, `${run.items} asked, ${run.pending} waiting`, result,
-      button('Output', () => showOutput(run.id)));
+      ipc.can.runOutput ? button('Output', () => showOutput(run.id)) : '');
     tr.dataset.id = run.id;
     /** @type {HTMLElement} */ (tr.firstChild).className = 'outcome';
     return tr;
   }));
+  if (ipc.can.devices) await showDevices(view.now_ms);
   applyFilter();
   select(state.selected);
 });
+
+/**
+ * The paired browsers, this one first, each revocable (this one's Revoke
+ * unpairs it: the next call goes to the pair page).
+ * @param {number} now
+ */
+async function showDevices(now) {
+  const devices = await ipc.devices();
+  const ordered = [...devices].sort((a, b) => Number(b.current) - Number(a.current));
+  const body = /** @type {HTMLElement} */ ($('devices').querySelector('tbody'));
+  body.replaceChildren(...ordered.map((d) => {
+    const tr = row(d.current ? `${d.name} (this device)` : d.name, ago(d.paired_ms, now, 'paired '),
+      d.last_seen_ms == null ? 'never seen' : ago(d.last_seen_ms, now, 'seen '),
+      button(d.current ? 'Unpair this device' : 'Revoke', () => ipc.revoke(d.id)));
+    tr.dataset.id = d.id;
+    return tr;
+  }));
+}
 
 /**
  * Where a run's agent ran, as its row says it (the same words as `hark runs`).
@@ -222,8 +251,12 @@ function confinement(c) {
   }
 }
 
-/** The sections, in tab order. */
-const SECTIONS = ['waiting', 'history', 'sessions', 'runs', 'new-run'];
+/**
+ * The sections, in tab order: New run only where runs can be started, the
+ * paired Devices only in a browser.
+ */
+const SECTIONS = ['waiting', 'history', 'sessions', 'runs', 'new-run', 'devices']
+  .filter((name) => (name !== 'new-run' || ipc.can.dispatch) && (name !== 'devices' || ipc.can.devices));
 
 const state = {
   section: 'waiting',
@@ -424,6 +457,8 @@ async function startRun() {
 }
 
 export function startInbox() {
+  $('tab-new-run').hidden = !ipc.can.dispatch;
+  $('tab-devices').hidden = !ipc.can.devices;
   for (const name of SECTIONS) $(`tab-${name}`).addEventListener('click', () => showSection(name));
   $('filter').addEventListener('input', () => { applyFilter(); select(0); });
   document.addEventListener('keydown', onKey);

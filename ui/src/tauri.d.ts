@@ -11,5 +11,6 @@ interface TauriGlobal {
 }
 
 interface Window {
-  __TAURI__: TauriGlobal;
+  // Absent in a browser, where the page talks HTTP (ipc-web.js).
+  __TAURI__?: TauriGlobal;
 }

@@ -22,6 +22,12 @@
 //! display = false          # leave the X/Wayland display reachable inside
 //! session_bus = false      # leave the session bus reachable inside
 //!
+//! [web]                    # the web surface (`hark serve --web ADDR` without it); off when absent
+//! listen = "127.0.0.1:8787" # loopback by default; another address needs TLS (or `--insecure-http`)
+//! tls_cert = "/path/cert.pem" # PEM certificate chain and key: served over HTTPS (rustls)
+//! tls_key = "/path/key.pem"
+//! origins = ["https://hark.example.ts.net"] # origins a reverse proxy serves it under, besides its own
+//!
 //! [approvals]              # the write-mode gate (`hark run --read-only`); adds to its defaults
 //! read_only_tools = ["MyViewer"]                  # tools that pass unasked
 //! external_effects = ["make deploy"]              # asked every time, never granted longer
@@ -88,6 +94,33 @@ pub struct Config {
     /// Where what `hark run` starts runs: hark's socket, store and config
     /// out of its reach, and whether the display and the session bus stay.
     pub confine: Confine,
+    /// The web surface, when configured (the app then serves it too).
+    pub web: Option<Web>,
+}
+
+/// The `[web]` part of the config.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Web {
+    /// Where it listens: loopback unless TLS is configured.
+    #[serde(default = "Web::default_listen")]
+    pub listen: std::net::SocketAddr,
+    /// A PEM certificate chain and its key: with both, it serves HTTPS.
+    #[serde(default)]
+    pub tls_cert: Option<PathBuf>,
+    #[serde(default)]
+    pub tls_key: Option<PathBuf>,
+    /// Origins it is reached under through a reverse proxy
+    /// (`https://box.tailnet.ts.net`), accepted besides its own.
+    #[serde(default)]
+    pub origins: Vec<String>,
+}
+
+impl Web {
+    /// `127.0.0.1:8787`.
+    pub fn default_listen() -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], 8787))
+    }
 }
 
 /// The `[confine]` part of the config.
@@ -201,6 +234,7 @@ impl Default for Config {
             approvals: Policy::default(),
             on_timeout: OnTimeout::default(),
             confine: Confine::default(),
+            web: None,
         }
     }
 }

@@ -13,7 +13,9 @@
 //! - [`registry`]: the pending items, their deadlines, and the one set of
 //!   reply rules every surface goes through; the writes the store refused,
 //!   held until it takes them, and the store's health.
-//! - [`store`]: the SQLite inbox: items, runs, sessions.
+//! - [`store`]: the SQLite inbox: items, runs, sessions, the web's paired
+//!   devices. [`pairing`]: a device's one-time code, session and CSRF
+//!   token (the HTTP itself is the `hark-web` crate's).
 //! - [`bridge`]: the socket protocol and its client side (frames, the views
 //!   of store rows that cross it and their clipped listing copies,
 //!   owner-only sockets, the client, the per-run relay).
@@ -52,6 +54,7 @@ pub mod env;
 pub mod files;
 pub mod gate;
 pub mod model;
+pub mod pairing;
 pub mod platform;
 pub mod prompter;
 pub mod registry;

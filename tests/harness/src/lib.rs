@@ -15,12 +15,16 @@
 //!   tray host; `monitor` reads what the monitor prints.
 //! - `sshd`: a real OpenSSH server on 127.0.0.1, for agents on a host
 //!   reached over SSH.
+//! - `browser`: headless Chromium as a phone (390×844, touch) under
+//!   chromedriver, driven through WebDriver; taps, axe-core, screenshots.
 //! - `report`: an error with its causes, as a benchmark or a test prints it.
 //!
 //! Each module that can fail has its own error enum (`SandboxError`,
-//! `WaitError`, `ProcessError`, `DaemonError`, `DesktopError`), whose
-//! messages leave their cause to `source()`: print one with [`Report`].
+//! `WaitError`, `ProcessError`, `DaemonError`, `DesktopError`,
+//! `BrowserError`), whose messages leave their cause to `source()`: print
+//! one with [`Report`].
 
+pub mod browser;
 pub mod clock;
 pub mod daemon;
 pub mod desktop;
@@ -31,6 +35,7 @@ pub mod report;
 pub mod sandbox;
 pub mod sshd;
 
+pub use browser::{Browser, BrowserError};
 pub use daemon::{Daemon, DaemonError};
 pub use desktop::{DesktopError, Session, TrayHost};
 pub use lines::{Event, Line, Lines, PATIENCE, WaitError};

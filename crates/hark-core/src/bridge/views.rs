@@ -9,11 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::approval::Approval;
 use crate::model::attribution::Attribution;
-use crate::model::ids::{ItemId, RunId, SessionId};
+use crate::model::ids::{DeviceId, ItemId, RunId, SessionId};
 use crate::model::item::{Asker, Item, Outcome, Surface};
 use crate::model::run::RunStatus;
 use crate::model::schema::AskRequest;
-use crate::store::{Record, RunRecord, SessionRecord, unix_ms};
+use crate::registry::StoreHealth;
+use crate::store::{DeviceRecord, Record, RunRecord, SessionRecord, unix_ms};
 
 /// One item, pending or settled.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -35,8 +36,12 @@ pub struct ItemView {
     pub deadline_ms: u64,
     /// `None` while pending.
     pub outcome: Option<Outcome>,
-    /// Which surface replied (`script`, `terminal`, `cli`, `desktop`, `notification`), when one did.
+    /// Which surface replied (`script`, `terminal`, `cli`, `desktop`,
+    /// `notification`, `studio`, `web`), when one did.
     pub replied_by: Option<String>,
+    /// The paired device that replied, when `replied_by` is `web`.
+    #[serde(default)]
+    pub replied_device: Option<DeviceRef>,
     pub settled_ms: Option<u64>,
     /// The operator dismissed it from the desktop inbox (it stays in the history).
     #[serde(default)]
@@ -54,6 +59,81 @@ pub struct ItemView {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     #[cfg_attr(feature = "ts", ts(skip))]
     pub clipped: bool,
+}
+
+/// A paired device, as an item that it answered names it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceRef {
+    pub id: DeviceId,
+    /// Its name (`None` when the store no longer has the device).
+    pub name: Option<String>,
+}
+
+/// A paired device, as `hark web devices` and the web's device list show it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceView {
+    pub id: DeviceId,
+    pub name: String,
+    pub paired_ms: u64,
+    pub last_seen_ms: Option<u64>,
+    /// It is the device asking (the web's list; always false on the socket).
+    #[serde(default)]
+    pub current: bool,
+}
+
+impl From<DeviceRecord> for DeviceView {
+    fn from(r: DeviceRecord) -> DeviceView {
+        DeviceView {
+            id: r.id,
+            name: r.name,
+            paired_ms: r.paired_ms,
+            last_seen_ms: r.last_seen_ms,
+            current: false,
+        }
+    }
+}
+
+/// What a page shows: one modal for every pending item, or the inbox.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum View {
+    /// One modal for every pending item, in turn.
+    Modal,
+    /// Pending items, then the history, the runs and the dispatch form.
+    Inbox,
+}
+
+/// Everything a window (the app's, or a browser's) draws from.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxView {
+    /// Waiting items, oldest first.
+    pub pending: Vec<ItemView>,
+    /// Settled items not dismissed, newest first (empty when asked for pending only).
+    pub history: Vec<ItemView>,
+    /// The latest dispatched runs, newest first (empty when asked for pending only).
+    pub runs: Vec<RunView>,
+    /// The sessions that asked, waiting ones first (empty when asked for pending only).
+    pub sessions: Vec<SessionView>,
+    /// The item the modal should show first.
+    pub focus: Option<ItemId>,
+    /// What the window shows (`None` while it is hidden; always `None` on the web).
+    pub view: Option<View>,
+    /// The app is silenced (always false on the web).
+    pub do_not_disturb: bool,
+    /// The tray's Quit waits for the operator's word (the inbox asks;
+    /// always false on the web).
+    pub quit_asked: bool,
+    /// The store's health while it refuses writes (the items it lacks are
+    /// held in memory, and lost if the daemon stops first); `None` while it
+    /// takes them.
+    pub store: Option<StoreHealth>,
+    /// The daemon's clock, so time left is counted from the same now.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub now_ms: u64,
 }
 
 /// Where an item stands.
@@ -81,6 +161,18 @@ impl ItemState {
 }
 
 impl ItemView {
+    /// Who replied, as a person reads it: `desktop`, `web (Pixel 8)`.
+    pub fn replied_by_label(&self) -> Option<String> {
+        let by = self.replied_by.as_ref()?;
+        Some(match &self.replied_device {
+            Some(DeviceRef {
+                name: Some(name), ..
+            }) => format!("{by} ({name})"),
+            Some(DeviceRef { id, name: None }) => format!("{by} (device {id})"),
+            None => by.clone(),
+        })
+    }
+
     /// A pending item, as the registry holds it.
     pub fn pending(item: &Item) -> ItemView {
         ItemView::from(Record::from(item))
@@ -96,6 +188,10 @@ impl ItemView {
         ItemView {
             outcome: Some(outcome),
             replied_by: replied_by.map(|s| s.name().to_owned()),
+            // Named from the store by `operator::settled`.
+            replied_device: replied_by
+                .and_then(Surface::device)
+                .map(|id| DeviceRef { id, name: None }),
             settled_ms: Some(unix_ms(at)),
             state: ItemState::Settled,
             ..ItemView::pending(item)
@@ -120,6 +216,7 @@ impl From<Record> for ItemView {
             deadline_ms: r.deadline_ms,
             outcome: r.outcome,
             replied_by: r.replied_by,
+            replied_device: r.replied_device.map(|(id, name)| DeviceRef { id, name }),
             settled_ms: r.settled_ms,
             dismissed: r.dismissed,
             state,

@@ -30,6 +30,8 @@
 //! server ← {"type":"cleared","removed":N}
 //! client → {"type":"dispatch","request":{"prompt":…,"verb":"task","cwd":…,"read_only":false}}
 //! server ← {"type":"dispatched","run_id":…,"log":…}
+//! client → {"type":"pair_web"}                  (list_devices, revoke_device alike)
+//! server ← {"type":"pairing","code":"ABCD-1234","expires_ms":…,"url":"http://127.0.0.1:8787/pair.html#code=…"}
 //! client → {"type":"status"}
 //! server ← {"type":"status","store":{"path":…,"error":"database or disk is full","unrecorded":1,…}}
 //! ```
@@ -49,9 +51,9 @@ use serde_json::Value;
 
 use crate::agent::Verb;
 pub use crate::bridge::frame::{FrameError, MAX_FRAME, read_frame, write_frame};
-use crate::bridge::views::{ItemView, RunView, SessionView};
+use crate::bridge::views::{DeviceView, ItemView, RunView, SessionView};
 use crate::model::approval::{DecidedBy, Scope};
-use crate::model::ids::{ItemId, RunId, SessionId};
+use crate::model::ids::{DeviceId, ItemId, RunId, SessionId};
 use crate::model::item::ItemFilter;
 use crate::model::item::{Asker, Outcome};
 use crate::model::resolve::{Answer, Notes, Picks};
@@ -154,6 +156,14 @@ pub enum ClientFrame {
     /// Opens (or finds) the socket agents on another host ask through,
     /// forwarded there by `ssh -R`; answered by `host_socket`.
     HostSocket { host: String },
+    /// Mints a one-time code that pairs a device with the web surface
+    /// (`hark web pair`); answered by `pairing`.
+    PairWeb,
+    /// Lists the paired web devices; answered by `devices`.
+    ListDevices,
+    /// Revokes a paired web device: its sessions end at once. Answered by
+    /// `revoked`, or `not_found`.
+    RevokeDevice { id: DeviceId },
 }
 
 /// Who asks, for which run, and how long they wait: the fields an `ask`
@@ -334,6 +344,18 @@ pub enum ServerFrame {
     Status { store: Option<StoreHealth> },
     /// The answer to `host_socket`: where that host's socket is.
     HostSocket { path: std::path::PathBuf },
+    /// The answer to `pair_web`: a one-time code, and the web surface's
+    /// address when the daemon serves it.
+    Pairing {
+        code: String,
+        expires_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+    },
+    /// The answer to `list_devices`.
+    Devices { devices: Vec<DeviceView> },
+    /// The answer to `revoke_device`.
+    Revoked { id: DeviceId },
     /// The frame was refused; nothing changed.
     Error(WireError),
 }
@@ -447,11 +469,11 @@ impl ErrorCode {
     /// The status an HTTP-ish caller reports.
     pub fn http_status(self) -> u16 {
         match self {
-            ErrorCode::Invalid => 422,
+            ErrorCode::Invalid => 400,
             ErrorCode::FrameTooLarge => 413,
             ErrorCode::BadFrame => 400,
             ErrorCode::Forbidden | ErrorCode::InsideAgent => 403,
-            ErrorCode::NotPending => 410,
+            ErrorCode::NotPending => 409,
             ErrorCode::NotFound => 404,
             ErrorCode::HumanReplyMismatch => 409,
             ErrorCode::Unavailable => 503,

@@ -328,6 +328,11 @@ async fn serve_frame(
         ClientFrame::Status => ServerFrame::Status {
             store: daemon.registry.store_health(),
         },
+        ClientFrame::PairWeb => {
+            operator::pair_web(&daemon.registry, daemon.web_url.get().map(String::as_str))
+        }
+        ClientFrame::ListDevices => operator::devices(&daemon.registry),
+        ClientFrame::RevokeDevice { id } => operator::revoke_device(&daemon.registry, id),
         ClientFrame::Dispatch { request } => match daemon.dispatcher.start(request) {
             Ok(dispatched) => ServerFrame::Dispatched(dispatched),
             Err(e) => ServerFrame::Error(e.into()),

@@ -7,15 +7,17 @@ use serde::Serialize;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::bridge::deadline::SocketReader;
-use crate::bridge::views::{ItemView, RunView, SessionView, views};
+use crate::bridge::views::{
+    DeviceRef, DeviceView, InboxView, ItemView, RunView, SessionView, views,
+};
 use crate::bridge::wire::{
     ClientFrame, ErrorCode, FeedEvent, MAX_FRAME, ServerFrame, WireError, WireReply, read_frame,
     write_frame,
 };
-use crate::model::ids::ItemId;
-use crate::model::item::{ItemFilter, Surface};
-use crate::registry::{Event, Registry};
-use crate::store::StoreError;
+use crate::model::ids::{DeviceId, ItemId};
+use crate::model::item::{Item, ItemFilter, Outcome, Surface};
+use crate::registry::{Event, Registry, StoreHealth};
+use crate::store::{StoreError, unix_ms};
 use crate::text::{json_len, size};
 
 /// Applies an operator's reply; the registry's rules decide.
@@ -183,6 +185,99 @@ pub struct Inbox {
     pub sessions: Vec<SessionView>,
 }
 
+impl InboxLimits {
+    /// What a window shows: the app's inbox, and the web's.
+    pub const SHOWN: InboxLimits = InboxLimits {
+        history: 200,
+        runs: 20,
+        sessions: 20,
+    };
+}
+
+/// The inbox as a page draws it (the app's window, a browser's), with
+/// `pending_only` (the modal's) without history, runs and sessions. What
+/// only the app knows (its view, do-not-disturb, a Quit waiting) is left
+/// unset for it to fill in.
+pub fn inbox_view(registry: &Registry, pending_only: bool) -> Result<InboxView, StoreError> {
+    let limits = (!pending_only).then_some(InboxLimits::SHOWN);
+    let inbox = inbox(registry, limits)?;
+    Ok(InboxView {
+        pending: inbox.pending,
+        history: inbox.history,
+        runs: inbox.runs,
+        sessions: inbox.sessions,
+        focus: None,
+        view: None,
+        do_not_disturb: false,
+        quit_asked: false,
+        store: registry.store_health().filter(StoreHealth::is_failing),
+        now_ms: unix_ms(registry.clock().now()),
+    })
+}
+
+/// An item that just settled, as followers see it: the device that replied
+/// on the web named from the store.
+pub fn settled(
+    registry: &Registry,
+    item: &Item,
+    outcome: Outcome,
+    replied_by: Option<Surface>,
+    at: std::time::SystemTime,
+) -> ItemView {
+    let mut view = ItemView::settled(item, outcome, replied_by, at);
+    if let (Some(device), Some(store)) = (replied_by.and_then(Surface::device), registry.store()) {
+        view.replied_device = Some(DeviceRef {
+            id: device,
+            name: store.device_name(device).ok().flatten(),
+        });
+    }
+    view
+}
+
+/// Mints a one-time pairing code for the web surface; `url` is where the
+/// web surface serves, when it does.
+pub fn pair_web(registry: &Registry, url: Option<&str>) -> ServerFrame {
+    let Some(store) = registry.store() else {
+        return ServerFrame::Error(WireError::new(ErrorCode::Unavailable, "there is no store"));
+    };
+    match crate::pairing::mint_code(store) {
+        Ok(code) => ServerFrame::Pairing {
+            url: url.map(|u| format!("{u}/pair.html#code={}", code.code)),
+            code: code.code,
+            expires_ms: unix_ms(code.expires),
+        },
+        Err(e) => ServerFrame::Error(WireError::new(ErrorCode::Unavailable, e.to_string())),
+    }
+}
+
+/// The paired web devices.
+pub fn devices(registry: &Registry) -> ServerFrame {
+    match registry.store().map(|s| s.devices()) {
+        Some(Ok(devices)) => ServerFrame::Devices {
+            devices: views::<_, DeviceView>(devices),
+        },
+        Some(Err(e)) => ServerFrame::Error(unavailable(e)),
+        None => ServerFrame::Devices {
+            devices: Vec::new(),
+        },
+    }
+}
+
+/// Revokes a paired device: its sessions end at once.
+pub fn revoke_device(registry: &Registry, id: DeviceId) -> ServerFrame {
+    match registry.store().map(|s| s.revoke_device(id)) {
+        Some(Ok(true)) => {
+            registry.devices_changed();
+            ServerFrame::Revoked { id }
+        }
+        Some(Ok(false)) | None => ServerFrame::Error(WireError::new(
+            ErrorCode::NotFound,
+            format!("no paired device has the id {id}"),
+        )),
+        Some(Err(e)) => ServerFrame::Error(unavailable(e)),
+    }
+}
+
 /// The inbox; with no `limits`, what waits only.
 pub fn inbox(registry: &Registry, limits: Option<InboxLimits>) -> Result<Inbox, StoreError> {
     let pending = registry
@@ -299,12 +394,12 @@ pub async fn follow(registry: &Registry, mut reader: SocketReader, writer: &mut 
         let frame = tokio::select! {
             event = events.recv() => match event {
                 // The terminal feed follows items; runs are listed with `hark runs`.
-                Ok(Event::RunChanged | Event::StoreHealth(_)) => continue,
+                Ok(Event::RunChanged | Event::StoreHealth(_) | Event::DevicesChanged) => continue,
                 Ok(Event::Added(item)) => ServerFrame::Event { event: FeedEvent::Added, item: fitting(ItemView::pending(&item)) },
                 Ok(Event::Parked(item)) => ServerFrame::Event { event: FeedEvent::Parked, item: fitting(ItemView::pending(&item)) },
                 Ok(Event::Settled { item, outcome, replied_by, at }) => ServerFrame::Event {
                     event: FeedEvent::Settled,
-                    item: fitting(ItemView::settled(&item, outcome, replied_by, at)),
+                    item: fitting(settled(registry, &item, outcome, replied_by, at)),
                 },
                 Err(RecvError::Lagged(missed)) => ServerFrame::Error(WireError::new(
                     ErrorCode::Unavailable,

@@ -148,7 +148,10 @@ pub fn is_operator(frame: &ClientFrame) -> bool {
         | ClientFrame::Dispatch { .. }
         | ClientFrame::ListRuns { .. }
         | ClientFrame::ListSessions { .. }
-        | ClientFrame::HostSocket { .. } => true,
+        | ClientFrame::HostSocket { .. }
+        | ClientFrame::PairWeb
+        | ClientFrame::ListDevices
+        | ClientFrame::RevokeDevice { .. } => true,
     }
 }
 

@@ -46,6 +46,9 @@ pub struct Daemon {
     pub agents: Agents,
     /// The sockets other hosts' agents ask through.
     pub hosts: Hosts,
+    /// The web surface's address once it serves (`hark serve --web`, the
+    /// app with `[web]`), for the pairing URL `hark web pair` prints.
+    pub web_url: Arc<std::sync::OnceLock<String>>,
 }
 
 /// The write-mode gate, as the daemon keeps it.
@@ -108,6 +111,7 @@ impl Daemon {
             gate: Arc::new(Gate::new(config.approvals.clone())),
             ids: Ids::random(),
             clock: Clock::system(),
+            web_url: Arc::default(),
         }
     }
 

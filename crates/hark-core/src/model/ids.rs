@@ -50,6 +50,31 @@ impl FromStr for RunId {
     }
 }
 
+/// A paired web device's id (see [`crate::pairing`]): a random UUID.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct DeviceId(pub Uuid);
+
+impl DeviceId {
+    pub fn random() -> DeviceId {
+        DeviceId(Uuid::new_v4())
+    }
+}
+
+impl fmt::Display for DeviceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl FromStr for DeviceId {
+    type Err = uuid::Error;
+
+    fn from_str(s: &str) -> Result<DeviceId, uuid::Error> {
+        Uuid::parse_str(s).map(DeviceId)
+    }
+}
+
 /// The agent session items are filed under: `HARK_SESSION_ID`, a run's
 /// `--session`, or one per MCP server. Any non-empty text.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]

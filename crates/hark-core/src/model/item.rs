@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::model::approval::{Approval, Scope};
-use crate::model::ids::{ItemId, RunId, SessionId};
+use crate::model::ids::{DeviceId, ItemId, RunId, SessionId};
 use crate::model::resolve::Resolution;
 use crate::model::schema::{Answers, AskRequest};
 
@@ -205,6 +205,9 @@ pub enum Surface {
     /// `hark mcp-studio`: the operator's own agent's client, answering an
     /// elicitation or calling `answer`.
     Studio,
+    /// The web surface (`hark serve --web`), from a paired device; its name
+    /// is the store's (see [`crate::pairing`]).
+    Web { device: DeviceId },
 }
 
 impl Surface {
@@ -217,6 +220,15 @@ impl Surface {
             Surface::Script => "script",
             Surface::Cli => "cli",
             Surface::Studio => "studio",
+            Surface::Web { .. } => "web",
+        }
+    }
+
+    /// The paired device that replied, for the web surface.
+    pub fn device(self) -> Option<DeviceId> {
+        match self {
+            Surface::Web { device } => Some(device),
+            _ => None,
         }
     }
 }

@@ -162,6 +162,8 @@ pub enum Event {
     },
     /// The store began or stopped refusing writes.
     StoreHealth(StoreHealth),
+    /// A web device was paired or revoked (a revoked one's open streams end).
+    DevicesChanged,
 }
 
 /// Why a reply was refused. The item is left as it was.
@@ -401,6 +403,11 @@ impl Registry {
     /// Tells followers a run's record changed.
     pub fn run_changed(&self) {
         let _ = self.shared.events.send(Event::RunChanged);
+    }
+
+    /// Tells followers a web device was paired or revoked.
+    pub fn devices_changed(&self) {
+        let _ = self.shared.events.send(Event::DevicesChanged);
     }
 
     /// The item, while it is pending.

@@ -92,7 +92,7 @@ impl Write {
                 replied_by,
                 at,
             } => store
-                .settle_at(item.id, outcome, replied_by.map(Surface::name), *at)
+                .settle_at(item.id, outcome, *replied_by, *at)
                 .map(|_| ()),
         }
     }
@@ -159,6 +159,7 @@ impl Backlog {
                     let mut settled = Record::from(&**item);
                     settled.outcome = Some(outcome.clone());
                     settled.replied_by = replied_by.map(|s| s.name().to_owned());
+                    settled.replied_device = replied_by.and_then(|s| s.device()).map(|d| (d, None));
                     settled.settled_ms = Some(unix_ms(*at));
                     match unstored.iter_mut().find(|r| r.id == item.id) {
                         Some(r) => *r = settled,

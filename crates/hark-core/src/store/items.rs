@@ -7,8 +7,8 @@ use rusqlite::{OptionalExtension, params};
 
 use super::{RESTARTED, Store, StoreError, sql_count, to_json, unix_ms};
 use crate::model::approval::Approval;
-use crate::model::ids::{ItemId, RunId, SessionId};
-use crate::model::item::{Asker, Item, ItemFilter, Outcome, Parking};
+use crate::model::ids::{DeviceId, ItemId, RunId, SessionId};
+use crate::model::item::{Asker, Item, ItemFilter, Outcome, Parking, Surface};
 use crate::model::schema::AskRequest;
 
 /// One stored item, pending or settled.
@@ -29,6 +29,9 @@ pub struct Record {
     pub outcome: Option<Outcome>,
     /// Which surface replied (`script`, `terminal`, `cli`, `desktop`), when one did.
     pub replied_by: Option<String>,
+    /// The paired device that replied on the web, and its name (`None`
+    /// when the store no longer has it).
+    pub replied_device: Option<(DeviceId, Option<String>)>,
     pub settled_ms: Option<u64>,
     /// The operator dismissed it from the desktop inbox (it stays in the history).
     pub dismissed: bool,
@@ -51,6 +54,7 @@ impl From<&Item> for Record {
             deadline_ms: unix_ms(item.deadline()),
             outcome: None,
             replied_by: None,
+            replied_device: None,
             settled_ms: None,
             dismissed: false,
             parking: item.parking.clone(),
@@ -123,7 +127,7 @@ impl Store {
         &self,
         id: ItemId,
         outcome: &Outcome,
-        replied_by: Option<&str>,
+        replied_by: Option<Surface>,
     ) -> Result<bool, StoreError> {
         self.settle_at(id, outcome, replied_by, self.clock.now())
     }
@@ -134,20 +138,21 @@ impl Store {
         &self,
         id: ItemId,
         outcome: &Outcome,
-        replied_by: Option<&str>,
+        replied_by: Option<Surface>,
         at: SystemTime,
     ) -> Result<bool, StoreError> {
         let detail = serde_json::to_string(outcome)?;
         self.lock()
             .execute(
-                "UPDATE items SET outcome = ?2, detail = ?3, replied_by = ?4, settled_ms = ?5
+                "UPDATE items SET outcome = ?2, detail = ?3, replied_by = ?4, settled_ms = ?5, replied_device = ?6
                  WHERE id = ?1 AND outcome IS NULL",
                 params![
                     id.to_string(),
                     outcome.name(),
                     detail,
-                    replied_by,
-                    unix_ms(at) as i64
+                    replied_by.map(Surface::name),
+                    unix_ms(at) as i64,
+                    replied_by.and_then(Surface::device).map(|d| d.to_string()),
                 ],
             )
             .map(|n| n == 1)
@@ -290,7 +295,7 @@ impl Store {
     }
 }
 
-const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed, approval, tool_use_id, parked_ms, transcript FROM items";
+const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed, approval, tool_use_id, parked_ms, transcript, replied_device, (SELECT name FROM devices WHERE devices.id = items.replied_device) FROM items";
 
 /// A row as SQLite returns it, before its JSON columns are read.
 struct RawRow {
@@ -310,6 +315,8 @@ struct RawRow {
     tool_use_id: Option<String>,
     parked_ms: Option<i64>,
     transcript: Option<String>,
+    replied_device: Option<String>,
+    replied_device_name: Option<String>,
 }
 
 fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
@@ -330,6 +337,8 @@ fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
         tool_use_id: r.get(13)?,
         parked_ms: r.get(14)?,
         transcript: r.get(15)?,
+        replied_device: r.get(16)?,
+        replied_device_name: r.get(17)?,
     })
 }
 
@@ -360,6 +369,13 @@ impl RawRow {
                 None => None,
             },
             replied_by: self.replied_by.clone(),
+            replied_device: match &self.replied_device {
+                Some(id) => Some((
+                    id.parse().map_err(|e| bad("replied_device", &e))?,
+                    self.replied_device_name.clone(),
+                )),
+                None => None,
+            },
             settled_ms: self.settled_ms.map(|ms| ms.max(0) as u64),
             dismissed: self.dismissed,
             parking: self.tool_use_id.clone().map(|tool_use_id| Parking {

@@ -11,6 +11,7 @@
 //! when the socket closed. A parked item is not: its agent is paused, not
 //! waiting on a socket, and it waits for the operator across restarts.
 
+mod devices;
 mod items;
 pub mod paused;
 mod runs;
@@ -18,6 +19,7 @@ mod sessions;
 #[cfg(test)]
 mod tests;
 
+pub use devices::{DeviceRecord, NewDevice, WebSessionRecord};
 pub use items::Record;
 pub use runs::RunRecord;
 pub use sessions::SessionRecord;
@@ -93,6 +95,31 @@ const MIGRATIONS: &[&str] = &[
 "#,
     r#"
     ALTER TABLE runs ADD COLUMN confinement TEXT;
+"#,
+    // The web surface: which device replied, the paired devices, their
+    // sessions and the pairing codes (hashes of the secrets only).
+    r#"
+    ALTER TABLE items ADD COLUMN replied_device TEXT;
+    CREATE TABLE devices (
+        id           TEXT PRIMARY KEY,
+        name         TEXT NOT NULL,
+        paired_ms    INTEGER NOT NULL,
+        last_seen_ms INTEGER,
+        revoked_ms   INTEGER
+    );
+    CREATE TABLE web_sessions (
+        token_hash TEXT PRIMARY KEY,
+        device_id  TEXT NOT NULL,
+        csrf       TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL
+    );
+    CREATE INDEX web_sessions_by_device ON web_sessions (device_id);
+    CREATE TABLE pairing_codes (
+        code_hash  TEXT PRIMARY KEY,
+        created_ms INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL
+    );
 "#,
 ];
 

@@ -60,7 +60,11 @@ fn items_round_trip_and_settle_once() {
         defaulted: vec![],
         annotations: Default::default(),
     });
-    assert!(store.settle(a.id, &answered, Some("cli")).unwrap());
+    assert!(
+        store
+            .settle(a.id, &answered, Some(crate::model::item::Surface::Cli))
+            .unwrap()
+    );
     assert!(
         !store
             .settle(a.id, &Outcome::TimedOut { after_ms: 1 }, None)
@@ -231,7 +235,7 @@ fn sessions_sum_up_their_items_waiting_ones_first() {
             &Outcome::Skipped {
                 unconfirmed_defaults: Default::default(),
             },
-            Some("cli"),
+            Some(crate::model::item::Surface::Cli),
         )
         .unwrap();
     let sessions = store.sessions(10).unwrap();

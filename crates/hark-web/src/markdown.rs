@@ -25,6 +25,23 @@ use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
 /// How much of one text is rendered at most (an ask weighs at most 640 KiB).
 pub const MAX_TEXT_CHARS: usize = 1024 * 1024;
 
+/// How many texts one call renders (the app's `markdown` command, the
+/// web's `POST /api/markdown`).
+pub const MAX_TEXTS: usize = 64;
+
+/// More texts than [`MAX_TEXTS`] in one call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("at most {MAX_TEXTS} texts a call, got {0}")]
+pub struct TooManyTexts(pub usize);
+
+/// Each of `texts` as sanitized HTML, in order.
+pub fn render_all(texts: &[String]) -> Result<Vec<String>, TooManyTexts> {
+    if texts.len() > MAX_TEXTS {
+        return Err(TooManyTexts(texts.len()));
+    }
+    Ok(texts.iter().map(|t| render(t)).collect())
+}
+
 /// The Markdown `text` as sanitized HTML.
 pub fn render(text: &str) -> String {
     let text = hark_core::text::clip(text, MAX_TEXT_CHARS);

@@ -1,0 +1,478 @@
+//! The HTTP API (JSON), as the README's table lists it. Reads go through
+//! the functions the app's windows use (`operator::inbox_view`, `items`,
+//! `get`); every reply goes through `Registry::reply` as the web surface
+//! of the session's device, so the socket's rules hold: one reply wins, a
+//! mismatched one is refused and changes nothing.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use hark_core::bridge::views::{DeviceView, ItemView};
+use hark_core::bridge::wire::{ErrorCode, ServerFrame, WireError, WireReply};
+use hark_core::daemon::operator;
+use hark_core::model::approval::Approval;
+use hark_core::model::ids::{DeviceId, ItemId};
+use hark_core::model::item::{ItemFilter, Outcome, Surface};
+use hark_core::model::validate::Issue;
+use hark_core::pairing;
+use hark_core::registry::Reply;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast::error::RecvError;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::Web;
+use crate::auth::{self, Authed};
+use crate::feed::Sent;
+
+/// The web surface's routes, with its headers and origin checks.
+pub fn router(web: Arc<Web>) -> Router {
+    let secure = web.secure;
+    Router::new()
+        .route("/", get(crate::assets::index))
+        .route("/{*path}", get(crate::assets::page))
+        .route("/api/pair", post(pair))
+        .route("/api/session", get(session))
+        .route("/api/inbox", get(inbox))
+        .route("/api/items", get(items))
+        .route("/api/items/{id}", get(item))
+        .route("/api/items/{id}/reply", post(reply))
+        .route("/api/items/{id}/verdict", post(verdict))
+        .route("/api/events", get(events))
+        .route("/api/markdown", post(markdown))
+        .route("/api/devices", get(devices))
+        .route("/api/devices/{id}", delete(revoke))
+        .fallback(|| async { ApiError::not_found("no such page") })
+        .layer(axum::middleware::from_fn_with_state(
+            web.clone(),
+            auth::same_origin,
+        ))
+        .layer(axum::middleware::from_fn(move |request, next| {
+            crate::assets::secure_headers(secure, request, next)
+        }))
+        .with_state(web)
+}
+
+/// A refusal, as the page reads it: `{code, message}` (and the issues of
+/// an answer that does not fit).
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    body: ErrorBody,
+    retry_after: Option<Duration>,
+}
+
+#[derive(Debug, Serialize)]
+struct ErrorBody {
+    code: String,
+    message: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    issues: Vec<Issue>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            body: ErrorBody {
+                code: code.to_owned(),
+                message: message.into(),
+                issues: Vec::new(),
+            },
+            retry_after: None,
+        }
+    }
+
+    pub fn unauthorized() -> ApiError {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "no session: pair this device with a code from `hark web pair`",
+        )
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    pub fn invalid(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub fn unavailable(e: impl std::fmt::Display) -> ApiError {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            e.to_string(),
+        )
+    }
+}
+
+impl From<WireError> for ApiError {
+    fn from(e: WireError) -> ApiError {
+        let status =
+            StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let code = serde_json::to_value(e.code)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "unavailable".to_owned());
+        ApiError {
+            status,
+            body: ErrorBody {
+                code,
+                message: e.message,
+                issues: e.issues,
+            },
+            retry_after: None,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, axum::Json(self.body)).into_response();
+        if let Some(wait) = self.retry_after {
+            let secs = wait.as_secs_f64().ceil() as u64;
+            if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+        }
+        response
+    }
+}
+
+type Answer<T> = Result<axum::Json<T>, ApiError>;
+
+/// A JSON body, refused as `invalid` (400) when it is not one.
+fn body<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::invalid(format!("not the JSON expected: {e}")))
+}
+
+fn item_id(raw: &str) -> Result<ItemId, ApiError> {
+    raw.parse::<uuid::Uuid>()
+        .map(ItemId)
+        .map_err(|_| ApiError::not_found(format!("no item has the id {raw:?}")))
+}
+
+/// A device as the session's answers name it.
+#[derive(Debug, Serialize)]
+struct DeviceBrief {
+    id: DeviceId,
+    name: String,
+}
+
+#[derive(Debug, Serialize)]
+struct SessionBody {
+    device: DeviceBrief,
+    csrf: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct PairBody {
+    code: String,
+    /// What the operator calls the device.
+    #[serde(default)]
+    device: String,
+}
+
+/// `POST /api/pair`: a one-time code for a session (the cookie) and its
+/// CSRF token. Failures are counted per client address and overall.
+async fn pair(
+    State(web): State<Arc<Web>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    bytes: Bytes,
+) -> Result<Response, ApiError> {
+    if let Err(wait) = web.limiter.check(peer.ip()) {
+        let mut refusal = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            format!(
+                "too many wrong codes; try again in {} s",
+                wait.as_secs_f64().ceil()
+            ),
+        );
+        refusal.retry_after = Some(wait);
+        return Err(refusal);
+    }
+    let asked: PairBody = body(&bytes)?;
+    let paired =
+        pairing::pair(&web.store, &asked.code, &asked.device).map_err(ApiError::unavailable)?;
+    let Some(paired) = paired else {
+        web.limiter.failed(peer.ip());
+        tracing::warn!(peer = %peer.ip(), "a pairing with a wrong, used or expired code was refused");
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "forbidden",
+            "that code is wrong, used or expired: `hark web pair` gives a new one",
+        ));
+    };
+    tracing::info!(device = %paired.device.id, name = %paired.device.name, "a web device paired");
+    web.registry.devices_changed();
+    let cookie = auth::session_cookie(&paired.token, web.secure);
+    let answer = SessionBody {
+        device: DeviceBrief {
+            id: paired.device.id,
+            name: paired.device.name,
+        },
+        csrf: paired.csrf,
+    };
+    let mut response = axum::Json(answer).into_response();
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    Ok(response)
+}
+
+/// `GET /api/session`: the session's device and CSRF token.
+async fn session(authed: Authed) -> Answer<SessionBody> {
+    Ok(axum::Json(SessionBody {
+        device: DeviceBrief {
+            id: authed.session.device.id,
+            name: authed.session.device.name,
+        },
+        csrf: authed.session.csrf,
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+struct InboxQuery {
+    #[serde(default)]
+    pending_only: bool,
+}
+
+/// `GET /api/inbox`: what the app's window draws from.
+async fn inbox(
+    State(web): State<Arc<Web>>,
+    _authed: Authed,
+    Query(query): Query<InboxQuery>,
+) -> Answer<hark_core::bridge::views::InboxView> {
+    operator::inbox_view(&web.registry, query.pending_only)
+        .map(axum::Json)
+        .map_err(ApiError::unavailable)
+}
+
+#[derive(Debug, Deserialize)]
+struct ItemsQuery {
+    /// `pending` or `settled`; both when absent.
+    state: Option<String>,
+    limit: Option<u32>,
+    offset: Option<u32>,
+}
+
+/// The most items one listing returns.
+const ITEMS_MAX: u32 = 500;
+
+/// `GET /api/items?state=pending|settled`: whole items, newest first.
+async fn items(
+    State(web): State<Arc<Web>>,
+    _authed: Authed,
+    Query(query): Query<ItemsQuery>,
+) -> Answer<Vec<ItemView>> {
+    let pending = match query.state.as_deref() {
+        None => None,
+        Some("pending") => Some(true),
+        Some("settled") => Some(false),
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "state is pending or settled, not {other:?}"
+            )));
+        }
+    };
+    let filter = ItemFilter {
+        pending,
+        limit: Some(query.limit.unwrap_or(ITEMS_MAX).min(ITEMS_MAX)),
+        offset: query.offset,
+        ..ItemFilter::default()
+    };
+    operator::items(&web.registry, &filter)
+        .map(axum::Json)
+        .map_err(ApiError::unavailable)
+}
+
+/// `GET /api/items/{id}`: one item whole.
+async fn item(
+    State(web): State<Arc<Web>>,
+    _authed: Authed,
+    Path(id): Path<String>,
+) -> Answer<ItemView> {
+    match operator::get(&web.registry, item_id(&id)?) {
+        ServerFrame::Item { item } => Ok(axum::Json(*item)),
+        ServerFrame::Error(e) => Err(e.into()),
+        other => Err(ApiError::unavailable(format!("unexpected {other:?}"))),
+    }
+}
+
+fn replied(web: &Web, authed: &Authed, id: ItemId, reply: Reply) -> Answer<Outcome> {
+    let device = authed.session.device.id;
+    let outcome = web
+        .registry
+        .reply(id, reply, Surface::Web { device })
+        .map_err(WireError::from)?;
+    Ok(axum::Json(outcome))
+}
+
+/// `POST /api/items/{id}/reply`: the socket's reply (answer, skip,
+/// approve, deny, cancel), from this device.
+async fn reply(
+    State(web): State<Arc<Web>>,
+    authed: Authed,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Answer<Outcome> {
+    let id = item_id(&id)?;
+    let wire: WireReply = body(&bytes)?;
+    replied(&web, &authed, id, wire.into())
+}
+
+#[derive(Debug, Deserialize)]
+struct VerdictBody {
+    label: String,
+}
+
+/// `POST /api/items/{id}/verdict`: an approval's verdict by the option's
+/// label, as the app's modal sends it.
+async fn verdict(
+    State(web): State<Arc<Web>>,
+    authed: Authed,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Answer<Outcome> {
+    let id = item_id(&id)?;
+    let asked: VerdictBody = body(&bytes)?;
+    let Some(verdict) = Approval::verdict_of(&asked.label) else {
+        return Err(WireError::new(
+            ErrorCode::Invalid,
+            format!("{:?} is not one of the approval's options", asked.label),
+        )
+        .into());
+    };
+    replied(&web, &authed, id, Reply::from(verdict))
+}
+
+#[derive(Debug, Deserialize)]
+struct MarkdownBody {
+    texts: Vec<String>,
+}
+
+/// `POST /api/markdown`: agents' texts as sanitized HTML, as the app renders them.
+async fn markdown(_authed: Authed, bytes: Bytes) -> Answer<Vec<String>> {
+    let asked: MarkdownBody = body(&bytes)?;
+    crate::markdown::render_all(&asked.texts)
+        .map(axum::Json)
+        .map_err(|e| ApiError::invalid(e.to_string()))
+}
+
+/// `GET /api/devices`: the paired devices, this one marked `current`.
+async fn devices(State(web): State<Arc<Web>>, authed: Authed) -> Answer<Vec<DeviceView>> {
+    let devices = web.store.devices().map_err(ApiError::unavailable)?;
+    Ok(axum::Json(
+        devices
+            .into_iter()
+            .map(|d| {
+                let mut view = DeviceView::from(d);
+                view.current = view.id == authed.session.device.id;
+                view
+            })
+            .collect(),
+    ))
+}
+
+#[derive(Debug, Serialize)]
+struct RevokedBody {
+    id: DeviceId,
+}
+
+/// `DELETE /api/devices/{id}`: revokes a device; its sessions end at once
+/// (this one's cookie is dropped when it revokes itself).
+async fn revoke(
+    State(web): State<Arc<Web>>,
+    authed: Authed,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let id: DeviceId = id
+        .parse()
+        .map_err(|_| ApiError::not_found(format!("no paired device has the id {id:?}")))?;
+    match operator::revoke_device(&web.registry, id) {
+        ServerFrame::Revoked { id } => {
+            tracing::info!(device = %id, by = %authed.session.device.id, "a web device was revoked");
+            let mut response = axum::Json(RevokedBody { id }).into_response();
+            if id == authed.session.device.id
+                && let Ok(cookie) = HeaderValue::from_str(&auth::cleared_cookie(web.secure))
+            {
+                response.headers_mut().insert(header::SET_COOKIE, cookie);
+            }
+            Ok(response)
+        }
+        ServerFrame::Error(e) => Err(e.into()),
+        other => Err(ApiError::unavailable(format!("unexpected {other:?}"))),
+    }
+}
+
+/// How often a quiet stream gets a comment, so proxies keep it open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// `GET /api/events`: the SSE stream of changes, resumed from
+/// `Last-Event-ID` (see [`crate::feed`]). It ends when the device is revoked.
+async fn events(
+    State(web): State<Arc<Web>>,
+    authed: Authed,
+    headers: HeaderMap,
+) -> Sse<impl tokio_stream::Stream<Item = Result<SseEvent, Infallible>>> {
+    let last_seen = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let joined = web.feed.join(last_seen);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Arc<Sent>>(64);
+    tokio::spawn(async move {
+        let mut last = 0;
+        for sent in joined.first {
+            last = sent.id;
+            if tx.send(sent).await.is_err() {
+                return;
+            }
+        }
+        let mut live = joined.live;
+        loop {
+            let sent = tokio::select! {
+                received = live.recv() => match received {
+                    Ok(sent) => sent,
+                    Err(RecvError::Lagged(_)) => web.feed.resync_now(),
+                    Err(RecvError::Closed) => return,
+                },
+                () = tx.closed() => return,
+            };
+            if sent.kind != "resync" && sent.id <= last {
+                continue;
+            }
+            last = last.max(sent.id);
+            let ends = sent.kind == "devices"
+                && !matches!(pairing::session(&web.store, &authed.token), Ok(Some(_)));
+            if ends || tx.send(sent).await.is_err() {
+                return;
+            }
+        }
+    });
+    let stream = ReceiverStream::new(rx).map(|sent| {
+        Ok(SseEvent::default()
+            .id(sent.id.to_string())
+            .event(sent.kind)
+            .data(sent.data.as_str()))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+}

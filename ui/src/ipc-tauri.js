@@ -1,0 +1,40 @@
+// @ts-check
+// The transport in the desktop app: the Rust commands over Tauri's IPC, and
+// the app's events. Types come from bindings.ts and the command and event
+// names from ipc-names.js, both generated from Rust.
+import { commands, events } from './ipc-names.js';
+
+/** @typedef {import('./ipc-web.js').Transport} Transport */
+
+/**
+ * The transport over Tauri's global API (`withGlobalTauri`).
+ * @param {TauriGlobal} tauri @returns {Transport}
+ */
+export function tauriTransport(tauri) {
+  const { invoke } = tauri.core;
+  return {
+    kind: 'tauri',
+    // The app has every command; its window switches views itself.
+    can: { dismiss: true, dispatch: true, quit: true, runOutput: true, navigate: false, devices: false },
+    inbox: (pendingOnly) => invoke(commands.inbox, { pendingOnly }),
+    reply: (id, reply) => invoke(commands.reply, { id, reply }),
+    verdict: (id, label) => invoke(commands.verdict, { id, label }),
+    shown: (id) => invoke(commands.shown, { id }),
+    dismiss: (id) => invoke(commands.dismiss, { id }),
+    openItem: (id) => invoke(commands.open_item, { id }),
+    dispatch: (request) => invoke(commands.dispatch, { request }),
+    quit: (confirmed) => invoke(commands.quit, { confirmed }),
+    markdown: (texts) => invoke(commands.markdown, { texts }),
+    runOutput: (id) => invoke(commands.run_output, { id }),
+    onViewChanged: (fn) => {
+      tauri.event.listen(events.VIEW_CHANGED, (/** @type {{payload: import('./bindings').View}} */ e) => fn(e.payload));
+    },
+    onInboxChanged: (fn) => {
+      tauri.event.listen(events.INBOX_CHANGED, () => fn());
+    },
+    // The paired browsers are listed by `hark web devices`.
+    devices: () => Promise.reject({ code: 'web_only', message: 'hark web devices lists the paired devices' }),
+    revoke: () => Promise.reject({ code: 'web_only', message: 'hark web revoke ID revokes a device' }),
+    device: null,
+  };
+}

@@ -1,0 +1,24 @@
+// @ts-check
+// Which transport carries the pages' calls (see ipc.js): chosen from the
+// page's globals, so the node tests can choose with fakes.
+import { tauriTransport } from './ipc-tauri.js';
+import { webTransport } from './ipc-web.js';
+
+/** @typedef {import('./ipc-web.js').Transport} Transport */
+
+/**
+ * The app's transport when Tauri injected its API (`withGlobalTauri`), else
+ * the browser's.
+ * @param {Window & typeof globalThis} global @returns {Transport}
+ */
+export function choose(global) {
+  if (global.__TAURI__) return tauriTransport(global.__TAURI__);
+  return webTransport({
+    fetch: global.fetch.bind(global),
+    EventSource: global.EventSource,
+    location: global.location,
+    onHashChange: (fn) => global.addEventListener('hashchange', fn),
+    setTimeout: (fn, ms) => global.setTimeout(fn, ms),
+  });
+}
+
