@@ -179,6 +179,7 @@ pub async fn run_agent(
     let mut interrupted = false;
     // Windows: the agent's exit, seen as it happens (below).
     let mut exited = None;
+    let mut interrupt = Interrupt::listen();
     loop {
         tokio::select! {
             line = lines.next_line() => match line {
@@ -197,7 +198,7 @@ pub async fn run_agent(
                 exited = Some(status);
                 tree_end(&tree);
             }
-            _ = tokio::signal::ctrl_c() => {
+            () = interrupt.arrived() => {
                 eprintln!("hark: interrupted; stopping the agent");
                 interrupted = true;
                 break;
@@ -231,6 +232,39 @@ pub async fn run_agent(
         super::codex::explain_untrusted(&composed.args, &dir, &turn);
     }
     Ok(turn)
+}
+
+/// Ctrl-C, listened to for the whole turn. A listener made afresh at each
+/// wait (`tokio::signal::ctrl_c()`) would leave gaps between two waits, in
+/// which an interrupt is lost on Unix, and on Windows ends `hark run`
+/// outright: tokio hands the console's event to the default handler when
+/// nobody listens at that instant (seen under Wine).
+struct Interrupt(Option<InterruptStream>);
+
+#[cfg(unix)]
+type InterruptStream = tokio::signal::unix::Signal;
+#[cfg(windows)]
+type InterruptStream = tokio::signal::windows::CtrlC;
+
+impl Interrupt {
+    fn listen() -> Interrupt {
+        #[cfg(unix)]
+        let stream = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt());
+        #[cfg(windows)]
+        let stream = tokio::signal::windows::ctrl_c();
+        Interrupt(stream.ok())
+    }
+
+    /// Completes at the next interrupt (never, if none can be listened to).
+    async fn arrived(&mut self) {
+        let arrived = match self.0.as_mut() {
+            Some(stream) => stream.recv().await.is_some(),
+            None => false,
+        };
+        if !arrived {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 /// Whether what the agent left running can hold its output open (Windows,

@@ -313,20 +313,36 @@ impl Drop for Process {
     }
 }
 
-/// Whether a process with `pid` is still running.
+/// Whether a process with `pid` is still running. Only a pid the system
+/// says names no process (or one that has exited) is gone: a process that
+/// cannot be opened (another user's) exists.
 pub fn process_exists(pid: i32) -> bool {
+    use windows_sys::Win32::Foundation::{
+        ERROR_ACCESS_DENIED, ERROR_INVALID_PARAMETER, STILL_ACTIVE,
+    };
+    use windows_sys::Win32::System::Threading::PROCESS_QUERY_INFORMATION;
     let Ok(pid) = u32::try_from(pid) else {
         return false;
     };
-    let process = match Process::open(pid, PROCESS_QUERY_LIMITED_INFORMATION) {
-        Ok(process) => process,
-        // Another user's process cannot be opened (access denied), but it exists.
-        Err(e) => return e.raw_os_error() == Some(5),
+    let exit_code = |access: u32| -> io::Result<u32> {
+        let process = Process::open(pid, access)?;
+        let mut code = 0u32;
+        // SAFETY: an open process handle.
+        match unsafe { GetExitCodeProcess(process.0, &mut code) } {
+            0 => Err(io::Error::last_os_error()),
+            _ => Ok(code),
+        }
     };
-    let mut code = 0u32;
-    // SAFETY: an open process handle.
-    let ok = unsafe { GetExitCodeProcess(process.0, &mut code) };
-    ok != 0 && code == windows_sys::Win32::Foundation::STILL_ACTIVE as u32
+    let denied = |e: &io::Error| e.raw_os_error() == Some(ERROR_ACCESS_DENIED as i32);
+    // Windows takes the limited right; Wine wants the full one.
+    let code = match exit_code(PROCESS_QUERY_LIMITED_INFORMATION) {
+        Err(e) if denied(&e) => exit_code(PROCESS_QUERY_INFORMATION),
+        code => code,
+    };
+    match code {
+        Ok(code) => code == STILL_ACTIVE as u32,
+        Err(e) => e.raw_os_error() != Some(ERROR_INVALID_PARAMETER as i32),
+    }
 }
 
 /// Ends process `pid`. Windows has no polite stop for a process without a
