@@ -1,5 +1,6 @@
 //! Named pipes and the process calls of Windows (see the module above for
-//! what is checked). Compiled in CI; never run.
+//! what is checked). Run under Wine in the Windows tier (`tests/wine`); not
+//! on Windows itself.
 //!
 //! With the app's macOS notifications, the only `unsafe` code of the
 //! workspace: Win32 calls, each with what it relies on.
