@@ -2,7 +2,8 @@
 //! for `x86_64-pc-windows-gnu` and driven under Wine as real processes, on
 //! what differs on Windows: named pipes; the job object a run holds its agent in,
 //! which is how the daemon tells the agent's processes apart; console
-//! control instead of signals; the store, the doctor.
+//! control instead of signals; parking (the paused-run file and its lock);
+//! the store, the doctor.
 //!
 //! The tier runs from `scripts/test-wine` (which builds the exes, prepares
 //! a fresh Wine prefix with the `bcryptprimitives.dll` shim, and sets
@@ -194,4 +195,49 @@ async fn the_store_keeps_answers_across_a_restart() {
     assert_eq!(items[0]["session_id"], "kept");
     assert_eq!(items[0]["outcome"]["answers"]["Which database?"], "SQLite");
     drop(again);
+}
+
+/// A question nobody answers within the run's wait parks: the agent is
+/// paused (it exits, saved), and the paused-run file is held, locked, by
+/// its `hark run` (a second taker is refused); the late answer resumes the
+/// agent with exactly that answer.
+#[test]
+fn a_parked_run_holds_its_file_and_a_late_answer_resumes_it() {
+    let Some(wine) = wine() else { return };
+    let hbox = Box::new(&wine);
+    let daemon = serve(&hbox, json!({}));
+    let ask = format!("ASK {}", db());
+    let mut run = hbox.run(&["--session", "parked", "--timeout", "1"], &ask);
+    let parked = daemon
+        .stderr
+        .wait_event("operator.question.parked", &[("session_id", "parked")]);
+    let id = parked["question_id"].as_str().unwrap().to_owned();
+    run.stderr
+        .wait_for("the run waits parked", |l| l.contains("hark: parked"));
+    let runs = hbox.output(&["runs", "--json"]);
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let record = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["session_id"] == "parked")
+        .expect("the run is recorded")
+        .clone();
+    assert_eq!(record["status"], "parked", "{record}");
+    let run_id = record["id"].as_str().unwrap();
+    let taken = hbox.output(&["resume", run_id]);
+    assert_eq!(taken.status.code(), Some(1), "{}", stderr(&taken));
+    assert!(
+        stderr(&taken).contains("held by a hark process"),
+        "{}",
+        stderr(&taken)
+    );
+    let answered = hbox.output(&["answer", &id, "--pick", "SQLite"]);
+    assert!(answered.status.success(), "{}", stderr(&answered));
+    assert_eq!(run.exit_code(), Some(0), "{}", run.stderr.tail(20));
+    let said = run.stdout.all().join("\n");
+    assert!(
+        said.contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "the resumed agent received exactly the answer: {said}"
+    );
 }

@@ -160,12 +160,11 @@ impl Box {
     }
 }
 
-/// A process whose stderr is followed; killed when dropped.
+/// A process whose stdout and stderr are followed; killed when dropped.
 #[derive(Debug)]
 pub struct Followed {
     pub child: Child,
-    /// Drained, so that the child never blocks on a full pipe.
-    _stdout: Lines,
+    pub stdout: Lines,
     pub stderr: Lines,
 }
 
@@ -181,7 +180,7 @@ impl Followed {
         let stderr = Lines::follow(name, child.stderr.take().unwrap());
         Followed {
             child,
-            _stdout: stdout,
+            stdout,
             stderr,
         }
     }
