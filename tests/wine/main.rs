@@ -176,6 +176,37 @@ fn doctor_on_windows_checks_what_windows_has() {
     assert!(said.contains("job object"), "{said}");
 }
 
+/// A tool that starts a process out of the agent's job
+/// (`CREATE_BREAKAWAY_FROM_JOB`) is refused by the system: the job allows
+/// no breakaway.
+#[test]
+fn a_process_cannot_break_away_from_its_runs_job() {
+    let Some(wine) = wine() else { return };
+    let hbox = Box::new(&wine);
+    // (cmd /C takes off the outer quotes: the line's own stay.)
+    let tool = format!(
+        "\"\"{}\" --fake-breakaway \"{}\" --version\"",
+        hbox.exe("fake-claude.exe"),
+        hbox.exe("hark.exe")
+    );
+    let mut run = hbox.run(&[], &format!("SHELL {tool}\nEXIT 0"));
+    let said = run
+        .stderr
+        .wait("the tool's result", PATIENCE, |lines| {
+            let result = lines
+                .iter()
+                .find(|l| l.text.contains("broke away") || l.text.contains("breakaway refused"));
+            result.map(|l| l.text.clone())
+        })
+        .unwrap_or_else(|e| panic!("{e}\nthe agent's log: {:?}", hbox.logged()));
+    assert!(said.contains("breakaway refused"), "{said}");
+    assert!(
+        said.contains("os error 5"),
+        "refused as access denied: {said}"
+    );
+    assert_eq!(run.exit_code(), Some(0), "{}", run.stderr.tail(20));
+}
+
 /// The store outlives its daemon: an answer given before a restart is
 /// listed after it.
 #[tokio::test(flavor = "multi_thread")]

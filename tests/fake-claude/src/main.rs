@@ -280,6 +280,37 @@ fn background() {
 #[cfg(windows)]
 const SLEEP_MARK: &str = "--fake-sleep";
 
+/// `fake-claude --fake-breakaway PROGRAM ARGS…` starts PROGRAM out of its
+/// job object (`CREATE_BREAKAWAY_FROM_JOB`), as a tool leaving the agent's
+/// job would, and says how that went on its first line: `broke away`, or
+/// `breakaway refused: ERROR` (exit status 1).
+#[cfg(windows)]
+const BREAKAWAY_MARK: &str = "--fake-breakaway";
+
+#[cfg(windows)]
+fn break_away(argv: &[String]) -> ExitCode {
+    use std::os::windows::process::CommandExt;
+    /// winbase.h's.
+    const CREATE_BREAKAWAY_FROM_JOB: u32 = 0x0100_0000;
+    let Some((program, args)) = argv.split_first() else {
+        return ExitCode::from(2);
+    };
+    let spawned = std::process::Command::new(program)
+        .args(args)
+        .creation_flags(CREATE_BREAKAWAY_FROM_JOB)
+        .status();
+    match spawned {
+        Ok(status) => {
+            println!("broke away: {status}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("breakaway refused: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn log_line(line: &Value) {
     let Some(path) = std::env::var_os("FAKE_CLAUDE_LOG") else {
         return;
@@ -813,6 +844,10 @@ fn perform(name: &str, input: &Value) -> Result<(), Refused> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    #[cfg(windows)]
+    if argv.first().map(String::as_str) == Some(BREAKAWAY_MARK) {
+        return break_away(&argv[1..]);
+    }
     #[cfg(windows)]
     if argv.first().map(String::as_str) == Some(SLEEP_MARK) {
         let seconds = argv.get(1).and_then(|s| s.parse().ok()).unwrap_or(600);
