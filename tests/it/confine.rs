@@ -26,10 +26,10 @@ fn delete_question() -> String {
 /// What each helper tries (uncovering the socket directory by `umount`
 /// first, which a sandbox keeping root's capabilities would allow), one line of `NAME STATUS` per attempt in
 /// `$HOME/attack/WHO.status`, once the test has sent the item's id on the
-/// fifo `$HOME/attack/go` (so that it tries while the question waits).
+/// fifo `$HOME/attack/go.WHO` (so that it tries while the question waits).
 const ATTACK: &str = r#"
 out="$HOME/attack/$1"
-read -r id < "$HOME/attack/go"
+read -r id < "$HOME/attack/go.$1"
 try() { name=$1; shift; "$@" > "$out.$name" 2>&1; echo "$name $?" >> "$out.status"; }
 try inbox "$HARK_UNDER_TEST" inbox --json
 try answer "$HARK_UNDER_TEST" answer "$id" --pick "Delete it"
@@ -89,8 +89,12 @@ fn attacked_run(extra: &[&str], ways: &[(&'static str, &'static str)]) -> Attack
     std::fs::write(home.join("attack.sh"), ATTACK).unwrap();
     // Each helper says it is done on a fifo the test follows.
     let done = Lines::follow("the helpers", crate::tree::fifo(&home.join("attack/done")));
-    // And waits on one for the item's id, a line for each.
-    let mut go = crate::tree::fifo(&home.join("attack/go"));
+    // And waits on one of its own for the item's id (readers of one fifo
+    // would share its bytes, one each, as they come).
+    let mut go: Vec<std::fs::File> = ways
+        .iter()
+        .map(|(who, _)| crate::tree::fifo(&home.join(format!("attack/go.{who}"))))
+        .collect();
     // A parked run's file, as the data directory holds them.
     let paused = sandbox.data_dir().join("paused");
     std::fs::create_dir_all(&paused).unwrap();
@@ -131,7 +135,7 @@ fn attacked_run(extra: &[&str], ways: &[(&'static str, &'static str)]) -> Attack
         .find(|i| i["session_id"] == "attacked")
         .map(|i| i["id"].as_str().unwrap().to_owned())
         .unwrap();
-    for _ in ways {
+    for go in &mut go {
         writeln!(go, "{id}").unwrap();
     }
     for (who, _) in ways {

@@ -114,6 +114,7 @@ pub fn existing_settings(settings: &str) -> Result<String, RunError> {
 pub async fn run_agent(
     composed: Composed,
     confine: &Plan,
+    job: &Job,
     kind: AgentKind,
     cwd: Option<&PathBuf>,
     env: Option<&BTreeMap<String, String>>,
@@ -125,7 +126,7 @@ pub async fn run_agent(
             program: composed.program.clone(),
             source,
         })?;
-    let tree = hold(&child);
+    let tree = job.hold(&mut child).await?;
     let stdout = child
         .stdout
         .take()
@@ -133,6 +134,10 @@ pub async fn run_agent(
     let mut lines = BufReader::new(stdout).lines();
     let mut turn = Turn::default();
     let mut stopped_by = None;
+    let mut interrupted = false;
+    // Windows: the agent's exit, seen as it happens (below).
+    let mut exited = None;
+    let mut interrupt = Interrupt::listen();
     loop {
         tokio::select! {
             line = lines.next_line() => match line {
@@ -142,8 +147,18 @@ pub async fn run_agent(
                 },
                 Ok(None) | Err(_) => break,
             },
-            _ = tokio::signal::ctrl_c() => {
+            // Windows hands a new process every inheritable handle of its
+            // parent's, so what the agent left running (a tool's
+            // background process) may hold its output open after it exits:
+            // its exit ends the job, and with it what holds the output,
+            // whose last lines are then read to their end.
+            status = child.wait(), if LEFT_HOLD_OUTPUT && exited.is_none() => {
+                exited = Some(status);
+                tree_end(&tree);
+            }
+            () = interrupt.arrived() => {
                 eprintln!("hark: interrupted; stopping the agent");
+                interrupted = true;
                 break;
             }
             received = stop.arrived() => {
@@ -158,9 +173,12 @@ pub async fn run_agent(
     turn.release();
     // Reaped before the run goes on or ends: no agent outlives its run.
     let confined = !confine.prefix.is_empty();
-    let status = end_group(&mut child, tree, confined)
-        .await
-        .map_err(RunError::Agent)?;
+    let stopping = interrupted || stopped_by.is_some();
+    let status = match exited {
+        Some(status) => status,
+        None => end_group(&mut child, tree, confined, stopping).await,
+    }
+    .map_err(RunError::Agent)?;
     turn.status = match stopped_by {
         Some(received) => 128 + received.number,
         None => exit_code(status),
@@ -219,14 +237,55 @@ fn agent_command(
     // (its MCP servers, the shells of its tools, their children).
     #[cfg(unix)]
     command.process_group(0);
+    // Windows: started suspended, and let run once it is in the run's job,
+    // so that nothing it starts is born outside.
+    #[cfg(windows)]
+    command.creation_flags(hark_core::platform::START_SUSPENDED);
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
     }
     command
 }
 
-/// How long the agent has to end after SIGTERM before its group is killed.
+/// Ctrl-C, listened to for the whole turn. A listener made afresh at each
+/// wait (`tokio::signal::ctrl_c()`) would leave gaps between two waits, in
+/// which an interrupt is lost on Unix, and on Windows ends `hark run`
+/// outright: tokio hands the console's event to the default handler when
+/// nobody listens at that instant (seen under Wine).
+struct Interrupt(Option<InterruptStream>);
+
 #[cfg(unix)]
+type InterruptStream = tokio::signal::unix::Signal;
+#[cfg(windows)]
+type InterruptStream = tokio::signal::windows::CtrlC;
+
+impl Interrupt {
+    fn listen() -> Interrupt {
+        #[cfg(unix)]
+        let stream = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt());
+        #[cfg(windows)]
+        let stream = tokio::signal::windows::ctrl_c();
+        Interrupt(stream.ok())
+    }
+
+    /// Completes at the next interrupt (never, if none can be listened to).
+    async fn arrived(&mut self) {
+        let arrived = match self.0.as_mut() {
+            Some(stream) => stream.recv().await.is_some(),
+            None => false,
+        };
+        if !arrived {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Whether what the agent left running can hold its output open (Windows,
+/// where handles are inherited wholesale; on Unix only its stdio is).
+const LEFT_HOLD_OUTPUT: bool = cfg!(windows);
+
+/// How long the agent has to end after SIGTERM before its group is killed
+/// (Windows: to exit after closing its output, before its job is ended).
 const GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Ends the agent's process group and reaps the agent: SIGTERM to the
@@ -243,6 +302,7 @@ async fn end_group(
     child: &mut Child,
     _group: Tree,
     confined: bool,
+    _stopping: bool,
 ) -> std::io::Result<std::process::ExitStatus> {
     use rustix::process::{Pid, Signal, kill_process_group};
     let Some(id) = child.id() else {
@@ -306,40 +366,85 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 }
 
 /// What holds the agent and what it starts: on Unix its own process group
-/// (set when it is spawned), on Windows a job object.
+/// (set when it is spawned), on Windows the run's job object.
+#[cfg(unix)]
+#[derive(Debug)]
+pub struct Job;
+
+#[cfg(unix)]
+impl Job {
+    pub fn new(_run: hark_core::model::ids::RunId) -> Result<Job, RunError> {
+        Ok(Job)
+    }
+
+    async fn hold(&self, _child: &mut Child) -> Result<Tree, RunError> {
+        Ok(Tree)
+    }
+}
+
 #[cfg(unix)]
 struct Tree;
-#[cfg(windows)]
-type Tree = Option<hark_core::platform::ProcessTree>;
 
+/// Unix: the group is ended by [`end_group`].
 #[cfg(unix)]
-fn hold(_child: &Child) -> Tree {
-    Tree
-}
+fn tree_end(_tree: &Tree) {}
 
-/// The agent's job. Without one (the system refused it) only the agent
-/// itself is stopped.
 #[cfg(windows)]
-fn hold(child: &Child) -> Tree {
-    child
-        .raw_handle()
-        .and_then(|handle| hark_core::platform::ProcessTree::hold(handle).ok())
+fn tree_end(tree: &Tree<'_>) {
+    tree.end();
 }
 
-/// Windows: ends the agent's job (what is left of its tree, after an agent
-/// that ended by itself), else the agent alone, and reaps the agent.
+/// The run's job, named by its id and this process's pid
+/// ([`hark_core::platform::job_name`]), which the daemon asks about a peer.
+#[cfg(windows)]
+#[derive(Debug)]
+pub struct Job(hark_core::platform::ProcessTree);
+
+#[cfg(windows)]
+type Tree<'a> = &'a hark_core::platform::ProcessTree;
+
+#[cfg(windows)]
+impl Job {
+    pub fn new(run: hark_core::model::ids::RunId) -> Result<Job, RunError> {
+        let name = hark_core::platform::job_name(&run.to_string(), std::process::id());
+        hark_core::platform::ProcessTree::named(&name)
+            .map(Job)
+            .map_err(RunError::Job)
+    }
+
+    /// Puts the agent, started suspended, in the job and lets it run. One
+    /// that cannot be put there is killed: no agent runs outside its job.
+    async fn hold(&self, child: &mut Child) -> Result<Tree<'_>, RunError> {
+        let held = match (child.raw_handle(), child.id()) {
+            (Some(handle), Some(pid)) => self.0.hold(handle, pid),
+            _ => Err(std::io::Error::other("the agent is gone already")),
+        };
+        if let Err(e) = held {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            return Err(RunError::Job(e));
+        }
+        Ok(&self.0)
+    }
+}
+
+/// Windows: reaps the agent and ends its job (what is left of its tree).
+/// Windows has no polite stop for a process without a console of its own:
+/// a run being stopped ends the job at once; an agent that closed its
+/// output is given [`GRACE`] to exit by itself first, so that its own exit
+/// status passes through.
 #[cfg(windows)]
 async fn end_group(
     child: &mut Child,
-    tree: Tree,
+    tree: Tree<'_>,
     _confined: bool,
+    stopping: bool,
 ) -> std::io::Result<std::process::ExitStatus> {
-    match &tree {
-        Some(tree) => tree.end(),
-        None => {
-            let _ = child.start_kill();
-        }
+    if !stopping && let Ok(status) = tokio::time::timeout(GRACE, child.wait()).await {
+        tree.end();
+        return status;
     }
+    tree.end();
     child.wait().await
 }
 

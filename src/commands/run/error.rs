@@ -61,6 +61,12 @@ pub enum RunError {
     },
     #[error("cannot follow the agent: {0}")]
     Agent(std::io::Error),
+    /// Windows: the agent's job object (what tells its processes apart,
+    /// and stops them all) could not be made or joined; nothing runs
+    /// outside one.
+    #[cfg(windows)]
+    #[error("cannot hold the agent in its job object: {0}")]
+    Job(std::io::Error),
     #[error("cannot read this directory: {0}")]
     Cwd(std::io::Error),
     #[error("cannot read the intake {}: {source}", path.display())]

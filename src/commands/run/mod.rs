@@ -235,6 +235,7 @@ async fn turns(
         let turn = agent::run_agent(
             composed,
             &setup.confine,
+            &setup.job,
             setup.kind,
             args.cwd.as_ref(),
             resumed_env.as_ref(),

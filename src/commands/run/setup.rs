@@ -44,6 +44,9 @@ pub(super) struct Setup {
     /// Where the agent runs: out of the operator's reach, unless it cannot
     /// be or was not wanted.
     pub(super) confine: confine::Plan,
+    /// What holds each turn's agent and everything it starts (Windows: the
+    /// run's named job object, made before the run reports its start).
+    pub(super) job: agent::Job,
 }
 
 impl Setup {
@@ -96,7 +99,9 @@ impl Setup {
             _ => agent.clone(),
         };
         let confine = confinement(args, config, &cwd, &run_dirs, &program);
+        let job = agent::Job::new(run_id)?;
         Ok(Setup {
+            job,
             run_id,
             session,
             dispatched,

@@ -135,9 +135,7 @@ pub enum Outcome {
 
 /// Runs `hook` with `input` on its stdin, as Claude Code does.
 pub async fn run(hook: &Hook, tool: &str, input: &Value) -> Outcome {
-    let spawned = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(&hook.command)
+    let spawned = shell(&hook.command)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -193,4 +191,35 @@ pub fn timed_out_event(session_id: &str, use_id: &str) -> Value {
         "level": "warning", "tag": "hook_no_verdict",
         "hook_no_verdict": {"hook_event": "PreToolUse", "tool_use_id": use_id, "timed_out": true},
         "session_id": session_id})
+}
+
+/// The hook's command as Claude Code runs it: `sh -c COMMAND`.
+#[cfg(unix)]
+fn shell(command: &str) -> tokio::process::Command {
+    let mut shell = tokio::process::Command::new("sh");
+    shell.arg("-c").arg(command);
+    shell
+}
+
+/// Windows: Claude Code runs hooks in Git Bash, which Wine does not have.
+/// The one POSIX form hark writes, `exec 'PROGRAM' ARGS…` (its park hook),
+/// is run directly; anything else through `cmd /C`.
+#[cfg(windows)]
+fn shell(command: &str) -> tokio::process::Command {
+    let exec = command.strip_prefix("exec '").and_then(|rest| {
+        let (program, args) = rest.split_once("' ")?;
+        Some((program.replace(r"'\''", "'"), args))
+    });
+    match exec {
+        Some((program, args)) => {
+            let mut direct = tokio::process::Command::new(program);
+            direct.args(args.split_whitespace());
+            direct
+        }
+        None => {
+            let mut cmd = tokio::process::Command::new("cmd");
+            cmd.arg("/C").raw_arg(command);
+            cmd
+        }
+    }
 }

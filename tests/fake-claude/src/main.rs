@@ -17,9 +17,11 @@
 //!   itself (a sub-agent inheriting the MCP config and settings, in a
 //!   session of its own) that asks; `SAY text`;
 //!   `HANG` waits until killed; `EXIT n` sets the exit status;
-//!   `SHELL command` runs `sh -c command` as an allowed Bash tool call
+//!   `SHELL command` runs `sh -c command` (Windows: `cmd /C command`) as an
+//!   allowed Bash tool call
 //!   (its output is the tool result);
-//!   `BACKGROUND` starts a long `sleep` that outlives the agent unless its
+//!   `BACKGROUND` starts a long `sleep` (Windows: itself, as
+//!   `--fake-sleep 600 LOG`) that outlives the agent unless its
 //!   process group is ended (as a tool's background shell would), and logs
 //!   its pid as `{"background_pid": N}`;
 //!   `TOOL name {input}` uses a tool as the model would: read tools and
@@ -247,16 +249,65 @@ fn emit(event: Value) {
     let _ = out.flush();
 }
 
-/// Starts `sleep 600` with nothing of ours open, and logs its pid.
+/// Starts `sleep 600` with nothing of ours open, and logs its pid. Windows
+/// has no `sleep`: this program stands in, told by [`SLEEP_MARK`].
 fn background() {
-    let spawned = std::process::Command::new("sleep")
-        .arg("600")
+    #[cfg(unix)]
+    let mut command = std::process::Command::new("sleep");
+    #[cfg(unix)]
+    command.arg("600");
+    // Its command line names this run's log, so a test finds it among
+    // Wine's processes.
+    #[cfg(windows)]
+    let mut command = std::process::Command::new(
+        std::env::current_exe().unwrap_or_else(|_| "fake-claude".into()),
+    );
+    #[cfg(windows)]
+    command
+        .args([SLEEP_MARK, "600"])
+        .arg(std::env::var_os("FAKE_CLAUDE_LOG").unwrap_or_default());
+    let spawned = command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
     if let Ok(child) = spawned {
         log_line(&json!({"background_pid": child.id(), "background": identity(child.id())}));
+    }
+}
+
+/// `fake-claude --fake-sleep SECONDS [MARK]` only sleeps (Windows's `sleep`).
+#[cfg(windows)]
+const SLEEP_MARK: &str = "--fake-sleep";
+
+/// `fake-claude --fake-breakaway PROGRAM ARGS…` starts PROGRAM out of its
+/// job object (`CREATE_BREAKAWAY_FROM_JOB`), as a tool leaving the agent's
+/// job would, and says how that went on its first line: `broke away`, or
+/// `breakaway refused: ERROR` (exit status 1).
+#[cfg(windows)]
+const BREAKAWAY_MARK: &str = "--fake-breakaway";
+
+#[cfg(windows)]
+fn break_away(argv: &[String]) -> ExitCode {
+    use std::os::windows::process::CommandExt;
+    /// winbase.h's.
+    const CREATE_BREAKAWAY_FROM_JOB: u32 = 0x0100_0000;
+    let Some((program, args)) = argv.split_first() else {
+        return ExitCode::from(2);
+    };
+    let spawned = std::process::Command::new(program)
+        .args(args)
+        .creation_flags(CREATE_BREAKAWAY_FROM_JOB)
+        .status();
+    match spawned {
+        Ok(status) => {
+            println!("broke away: {status}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("breakaway refused: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 
@@ -672,15 +723,21 @@ impl Session {
         None
     }
 
-    /// Runs `sh -c COMMAND` as the Bash tool of a run that allows it does
-    /// (no permission asked), and reports its output as the tool's result.
+    /// Runs `sh -c COMMAND` (Windows: `cmd /C COMMAND`) as the Bash tool
+    /// of a run that allows it does (no permission asked), and reports its
+    /// output as the tool's result.
     async fn shell(&mut self, command: &str) {
         let tool_use = self.tool_use("Bash", json!({"command": command}));
-        let output = tokio::process::Command::new("sh")
-            .args(["-c", command])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .await;
+        #[cfg(unix)]
+        let mut shell = tokio::process::Command::new("sh");
+        #[cfg(unix)]
+        shell.args(["-c", command]);
+        #[cfg(windows)]
+        let mut shell = tokio::process::Command::new("cmd");
+        // cmd takes the rest of its command line as it is, quotes and all.
+        #[cfg(windows)]
+        shell.arg("/C").raw_arg(command);
+        let output = shell.stdin(std::process::Stdio::null()).output().await;
         let (text, is_error) = match output {
             Ok(out) => (
                 format!(
@@ -787,6 +844,16 @@ fn perform(name: &str, input: &Value) -> Result<(), Refused> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    #[cfg(windows)]
+    if argv.first().map(String::as_str) == Some(BREAKAWAY_MARK) {
+        return break_away(&argv[1..]);
+    }
+    #[cfg(windows)]
+    if argv.first().map(String::as_str) == Some(SLEEP_MARK) {
+        let seconds = argv.get(1).and_then(|s| s.parse().ok()).unwrap_or(600);
+        std::thread::sleep(std::time::Duration::from_secs(seconds));
+        return ExitCode::SUCCESS;
+    }
     record(&argv);
     let args = match parse(&argv) {
         Ok(args) => args,

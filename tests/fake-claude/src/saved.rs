@@ -3,6 +3,7 @@
 //! `$HOME/.claude/projects/fake/<session_id>.json`, mode 0600.
 
 use std::io::Write;
+#[cfg(unix)]
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
@@ -82,12 +83,11 @@ impl Saved {
             "deferred": self.deferred.as_ref().map(ToolUse::to_json),
             "uses": self.uses,
         });
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(path)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).write(true).truncate(true);
+        #[cfg(unix)]
+        options.mode(0o600);
+        let mut file = options.open(path)?;
         writeln!(file, "{value}")
     }
 }

@@ -26,14 +26,24 @@ use crate::platform::{self, Listener, Stream};
 ///
 /// Its name carries its owner's pid (`hark-run-<pid>-<random>`), so that a
 /// directory whose owner died without dropping it (SIGKILL, a crash, a
-/// power cut) is found and removed by the next [`RunDir::sweep`].
+/// power cut) is found and removed by the next [`RunDir::sweep`]; and it
+/// holds a file its owner keeps locked while it lives, which the sweep
+/// tries first: a pid the system is wrong about, or one reused, never
+/// costs a live run its directory (seen under Wine: a live run's pid was
+/// once taken for a dead one's, and its MCP config went under its agent).
 #[derive(Debug)]
 pub struct RunDir {
     path: PathBuf,
+    /// `.alive`, locked (`flock`, `LockFileEx`) until the owner drops it or
+    /// dies.
+    alive: Option<std::fs::File>,
 }
 
 /// The start of every run directory's name.
 const RUN_DIR_PREFIX: &str = "hark-run-";
+
+/// The file in each run directory its owner keeps locked.
+const ALIVE: &str = ".alive";
 
 impl RunDir {
     /// Creates `hark-run-<pid>-<random>` (0700) in the temp dir.
@@ -45,7 +55,14 @@ impl RunDir {
         );
         let path = std::env::temp_dir().join(name);
         crate::files::ensure_private_dir(&path)?;
-        Ok(RunDir { path })
+        // Without the lock the pid alone tells the sweep (as for an older
+        // hark's directory).
+        let alive =
+            platform::private_file(std::fs::OpenOptions::new().write(true).create_new(true))
+                .open(path.join(ALIVE))
+                .ok()
+                .filter(|file| file.try_lock().is_ok());
+        Ok(RunDir { path, alive })
     }
 
     /// Removes the run directories in the temp dir that belong to this user
@@ -72,7 +89,11 @@ impl RunDir {
             let Ok(meta) = entry.path().symlink_metadata() else {
                 continue;
             };
-            if !meta.is_dir() || platform::owner(&meta) != me || platform::process_exists(pid) {
+            if !meta.is_dir()
+                || platform::owner(&meta) != me
+                || platform::process_exists(pid)
+                || held(&entry.path())
+            {
                 continue;
             }
             match std::fs::remove_dir_all(entry.path()) {
@@ -104,8 +125,20 @@ impl RunDir {
     }
 }
 
+/// Whether the run directory `dir`'s owner holds its lock (a directory
+/// without the file has none, and is left to the pid).
+fn held(dir: &Path) -> bool {
+    match std::fs::File::open(dir.join(ALIVE)) {
+        Ok(file) => matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
+        Err(_) => false,
+    }
+}
+
 impl Drop for RunDir {
     fn drop(&mut self) {
+        // Closed first: Windows does not remove a directory with a file
+        // open in it.
+        drop(self.alive.take());
         let _ = std::fs::remove_dir_all(&self.path);
     }
 }

@@ -388,8 +388,10 @@ pub enum Unavailable {
     AppArmor,
     #[error("sandbox-exec is missing")]
     NoSandboxExec,
+    /// Windows: a job object tells the agent's processes apart (the daemon
+    /// refuses them the operator's requests), but hides nothing from them.
     #[error(
-        "on this platform hark's files are not hidden from the agent (it is held in a job object, which the daemon refuses operator requests from)"
+        "on Windows hark's pipe, store and config are not hidden from the agent (it is held in its run's job object, which it cannot leave, and the daemon refuses operator requests from any process in it)"
     )]
     Platform,
 }
@@ -433,8 +435,9 @@ pub fn available() -> Result<PathBuf, Unavailable> {
 }
 
 /// Windows has no mechanism that hides hark's pipe and files from the
-/// agent: it is held in its job object, which it cannot leave, and the
-/// daemon refuses the job's members as it refuses an agent's tree.
+/// agent: it is held in its run's job object, which it cannot leave, and
+/// the daemon refuses the job's members the operator's requests. That is no
+/// confinement, and the run is labelled "not confined" for it.
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn available() -> Result<PathBuf, Unavailable> {
     Err(Unavailable::Platform)

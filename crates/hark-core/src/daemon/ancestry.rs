@@ -4,7 +4,8 @@
 //!
 //! The one platform seam of the check. On Linux it reads `/proc/<pid>/stat`;
 //! on Windows it takes a process snapshot (Toolhelp) and the process's
-//! creation time; elsewhere (macOS and the BSDs) it asks `ps`, which tells
+//! creation time (a run's agent is told by its job instead, which a detached
+//! helper cannot leave: [`super::peers`]); elsewhere (macOS and the BSDs) it asks `ps`, which tells
 //! no start time, so a reused pid is not told apart there.
 
 /// A process as the daemon saw it: its pid, and when it started (clock
@@ -71,17 +72,32 @@ pub fn ancestry(pid: u32) -> Result<Vec<Step>, AncestryError> {
     Err(last.unwrap_or(AncestryError::Unsettled { pid }))
 }
 
+/// Windows never reparents: an orphan keeps its parent's pid, which names a
+/// process that is gone (or, reused, a younger one). There the walk ends at
+/// the orphan, where on Linux such a parent is one exiting under the walk
+/// (its child is about to be reparented), read again.
+const ORPHANS_KEEP_THEIR_PARENT: bool = cfg!(windows);
+
 fn walk(pid: u32) -> Result<Vec<Step>, AncestryError> {
     let mut steps: Vec<Step> = Vec::new();
     let mut next = pid;
     while next != 0 && steps.len() < MAX_DEPTH {
-        let step = platform::step(next)?;
+        let step = match platform::step(next) {
+            Ok(step) => step,
+            Err(AncestryError::Read { .. }) if ORPHANS_KEEP_THEIR_PARENT && !steps.is_empty() => {
+                return Ok(steps);
+            }
+            Err(e) => return Err(e),
+        };
         // A parent starts before its child: one that started later holds
         // a reused pid, and the real parent is gone.
         if let Some(child) = steps.last()
             && let (Some(parent), Some(born)) = (step.process.started, child.process.started)
             && parent > born
         {
+            if ORPHANS_KEEP_THEIR_PARENT {
+                return Ok(steps);
+            }
             return Err(AncestryError::Unsettled {
                 pid: child.process.pid,
             });

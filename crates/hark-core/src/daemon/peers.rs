@@ -18,6 +18,14 @@
 //! of its choosing. Each process is kept with its start time, so a pid
 //! reused after it exits is not taken for it.
 //!
+//! On Windows a run's agent is told apart by membership instead: `hark run`
+//! holds it in a named job object ([`crate::platform::job_name`]) that
+//! nothing it starts can leave, and the daemon asks the system whether the
+//! peer is in the job of a run it watches. A helper the agent detached
+//! (`start /b`, a process whose parent exited: Windows keeps no tree for
+//! orphans) is still in the job. The tree walk stays, as a second layer and
+//! for the agents hark did not start.
+//!
 //! An ancestor of an agent (the operator's terminal that started it) is not
 //! inside it; only its descendants are. The daemon's own process is never
 //! refused (an in-process surface is the operator's).
@@ -67,6 +75,9 @@ struct Agent {
     process: Process,
     name: String,
     why: Why,
+    /// The job its agent is held in (Windows, a run's): whoever is in it is
+    /// inside the agent.
+    job: Option<String>,
 }
 
 /// Why an agent is watched.
@@ -178,7 +189,11 @@ impl Agents {
             ClientFrame::RunStarted { run } => {
                 let reporter = peer.and_then(|p| u32::try_from(p).ok());
                 if reporter == Some(run.pid) {
-                    let keys = self.add(self.run(reporter));
+                    let mut agents = self.run(reporter);
+                    for agent in &mut agents {
+                        agent.job = run_job(&run.id, run.pid);
+                    }
+                    let keys = self.add(agents);
                     let mut watched = self.lock();
                     watched.runs.insert(run.id, keys);
                     match run.confinement.as_ref().is_some_and(|c| c.is_confined()) {
@@ -321,6 +336,24 @@ impl Agents {
         if pid == std::process::id() {
             return Ok(());
         }
+        for agent in &agents {
+            let Some(job) = &agent.job else { continue };
+            match in_job(pid, job) {
+                Ok(false) => {}
+                Ok(true) => {
+                    return Err(Refusal::InsideAgent {
+                        pid: agent.process.pid,
+                        name: agent.name.clone(),
+                        why: agent.why,
+                    });
+                }
+                Err(e) => {
+                    return Err(unknown(format!(
+                        "cannot ask whether it is in the job {job}: {e}"
+                    )));
+                }
+            }
+        }
         let steps = ancestry::ancestry(pid).map_err(|e: AncestryError| unknown(e.to_string()))?;
         for step in &steps {
             if let Some(agent) = agents.iter().find(|a| a.process.is(&step.process)) {
@@ -384,6 +417,7 @@ fn observe(pid: u32, why: Why) -> Option<Agent> {
             process: step.process,
             name: step.name,
             why,
+            job: None,
         }),
         Err(e) => {
             // Gone already, or unreadable: watch the pid alone.
@@ -392,9 +426,34 @@ fn observe(pid: u32, why: Why) -> Option<Agent> {
                 process: Process { pid, started: None },
                 name: "unknown".into(),
                 why,
+                job: None,
             })
         }
     }
+}
+
+/// The job a run's agent is held in: on Windows, named by the run and its
+/// `hark run`'s pid; elsewhere there is none (the agent's confinement, or
+/// its process group, holds it).
+#[cfg(windows)]
+fn run_job(run: &RunId, pid: u32) -> Option<String> {
+    Some(crate::platform::job_name(&run.to_string(), pid))
+}
+
+#[cfg(not(windows))]
+fn run_job(_run: &RunId, _pid: u32) -> Option<String> {
+    None
+}
+
+#[cfg(windows)]
+fn in_job(pid: u32, job: &str) -> std::io::Result<bool> {
+    crate::platform::in_job(pid, job)
+}
+
+/// No job is named outside Windows.
+#[cfg(not(windows))]
+fn in_job(_pid: u32, _job: &str) -> std::io::Result<bool> {
+    Ok(false)
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -13,8 +13,9 @@
 //!   compare the other process's user SID with their own. Files are not
 //!   given modes: hark's directories are in the user's profile, whose
 //!   inherited ACL is the user's (and SYSTEM's and the administrators').
-//!   This side compiles in CI and has never run: no Windows machine was at
-//!   hand.
+//!   This side runs under Wine in the Windows tier (`tests/wine`), bar what
+//!   Wine cannot show (a second user, the first-instance refusal); no
+//!   Windows machine was at hand.
 //!
 //! [`Stream`] is a connected socket, [`split`] its two halves,
 //! [`Listener`] what [`accept`] takes connections from.

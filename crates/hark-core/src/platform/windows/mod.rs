@@ -1,5 +1,6 @@
 //! Named pipes and the process calls of Windows (see the module above for
-//! what is checked). Compiled in CI; never run.
+//! what is checked). Run under Wine in the Windows tier (`tests/wine`); not
+//! on Windows itself.
 //!
 //! With the app's macOS notifications, the only `unsafe` code of the
 //! workspace: Win32 calls, each with what it relies on.
@@ -35,6 +36,9 @@ use windows_sys::Win32::System::Threading::{
     GetCurrentProcess, GetExitCodeProcess, GetProcessTimes, OpenProcess, OpenProcessToken,
     PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_TERMINATE, TerminateProcess,
 };
+
+mod job;
+pub use job::*;
 
 /// A connected pipe: the end a client opened, or one a server accepted.
 #[derive(Debug)]
@@ -313,20 +317,36 @@ impl Drop for Process {
     }
 }
 
-/// Whether a process with `pid` is still running.
+/// Whether a process with `pid` is still running. Only a pid the system
+/// says names no process (or one that has exited) is gone: a process that
+/// cannot be opened (another user's) exists.
 pub fn process_exists(pid: i32) -> bool {
+    use windows_sys::Win32::Foundation::{
+        ERROR_ACCESS_DENIED, ERROR_INVALID_PARAMETER, STILL_ACTIVE,
+    };
+    use windows_sys::Win32::System::Threading::PROCESS_QUERY_INFORMATION;
     let Ok(pid) = u32::try_from(pid) else {
         return false;
     };
-    let process = match Process::open(pid, PROCESS_QUERY_LIMITED_INFORMATION) {
-        Ok(process) => process,
-        // Another user's process cannot be opened (access denied), but it exists.
-        Err(e) => return e.raw_os_error() == Some(5),
+    let exit_code = |access: u32| -> io::Result<u32> {
+        let process = Process::open(pid, access)?;
+        let mut code = 0u32;
+        // SAFETY: an open process handle.
+        match unsafe { GetExitCodeProcess(process.0, &mut code) } {
+            0 => Err(io::Error::last_os_error()),
+            _ => Ok(code),
+        }
     };
-    let mut code = 0u32;
-    // SAFETY: an open process handle.
-    let ok = unsafe { GetExitCodeProcess(process.0, &mut code) };
-    ok != 0 && code == windows_sys::Win32::Foundation::STILL_ACTIVE as u32
+    let denied = |e: &io::Error| e.raw_os_error() == Some(ERROR_ACCESS_DENIED as i32);
+    // Windows takes the limited right; Wine wants the full one.
+    let code = match exit_code(PROCESS_QUERY_LIMITED_INFORMATION) {
+        Err(e) if denied(&e) => exit_code(PROCESS_QUERY_INFORMATION),
+        code => code,
+    };
+    match code {
+        Ok(code) => code == STILL_ACTIVE as u32,
+        Err(e) => e.raw_os_error() != Some(ERROR_INVALID_PARAMETER as i32),
+    }
 }
 
 /// Ends process `pid`. Windows has no polite stop for a process without a
@@ -469,6 +489,43 @@ pub fn has_run_value(name: &str) -> bool {
     code == 0
 }
 
+/// The AppUserModelID the app's toasts go under (`src-tauri/src/notify/
+/// toast.rs`): PowerShell's, which every Windows has registered; an app of
+/// its own needs a Start-menu shortcut carrying it, which only an installer
+/// makes.
+pub const TOAST_APP_ID: &str =
+    r"{1AC14E77-02E7-4E5D-B744-2EB1AE5198B7}\WindowsPowerShell\v1.0\powershell.exe";
+
+/// A DWORD value under `HKEY_CURRENT_USER\subkey`, if it is there.
+pub fn user_dword(subkey: &str, name: &str) -> Option<u32> {
+    use windows_sys::Win32::System::Registry::{HKEY_CURRENT_USER, RRF_RT_REG_DWORD, RegGetValueW};
+    let (key, name) = (wide(subkey), wide(name));
+    let mut data = 0u32;
+    let mut size = std::mem::size_of::<u32>() as u32;
+    // SAFETY: NUL-terminated strings; a DWORD's room, its size given.
+    let code = unsafe {
+        RegGetValueW(
+            HKEY_CURRENT_USER,
+            key.as_ptr(),
+            name.as_ptr(),
+            RRF_RT_REG_DWORD,
+            std::ptr::null_mut(),
+            (&raw mut data).cast(),
+            &mut size,
+        )
+    };
+    (code == 0).then_some(data)
+}
+
+/// Whether a top-level window of class `class` exists in this session
+/// (the taskbar is `Shell_TrayWnd`, home of the notification area).
+pub fn window_class_exists(class: &str) -> bool {
+    use windows_sys::Win32::UI::WindowsAndMessaging::FindWindowW;
+    let class = wide(class);
+    // SAFETY: a NUL-terminated class name, no title.
+    !unsafe { FindWindowW(class.as_ptr(), std::ptr::null()) }.is_null()
+}
+
 /// Whether `path` is a file Windows runs.
 pub fn runnable(path: &Path) -> bool {
     path.is_file()
@@ -477,64 +534,4 @@ pub fn runnable(path: &Path) -> bool {
                 .iter()
                 .any(|e| ext.eq_ignore_ascii_case(e))
         })
-}
-
-/// A job object holding a process and everything it starts, so that
-/// stopping it stops the whole tree (Windows's process group). Closing the
-/// job (dropping it, or this process dying) kills what is left in it.
-#[derive(Debug)]
-pub struct ProcessTree(HANDLE);
-
-// SAFETY: a job handle may be used and closed from any thread.
-unsafe impl Send for ProcessTree {}
-// SAFETY: as above; the handle is not mutated.
-unsafe impl Sync for ProcessTree {}
-
-impl ProcessTree {
-    /// Puts `process` (a raw process handle, as tokio's `Child::raw_handle`
-    /// gives it) in a new job. What it started before this call stays out.
-    pub fn hold(process: std::os::windows::io::RawHandle) -> io::Result<ProcessTree> {
-        use windows_sys::Win32::System::JobObjects::{
-            AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
-            JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JobObjectExtendedLimitInformation,
-            SetInformationJobObject,
-        };
-        // SAFETY: an unnamed job with default security.
-        let job = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
-        if job.is_null() {
-            return Err(io::Error::last_os_error());
-        }
-        let tree = ProcessTree(job);
-        // SAFETY: plain data, zeroed as the API allows.
-        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
-        limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
-        // SAFETY: the job this value owns, and limits of the size given.
-        let set = unsafe {
-            SetInformationJobObject(
-                tree.0,
-                JobObjectExtendedLimitInformation,
-                (&raw const limits).cast(),
-                std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
-            )
-        };
-        // SAFETY: the job, and a live process handle the caller owns.
-        if set == 0 || unsafe { AssignProcessToJobObject(tree.0, process as HANDLE) } == 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(tree)
-    }
-
-    /// Ends every process in the job.
-    pub fn end(&self) {
-        use windows_sys::Win32::System::JobObjects::TerminateJobObject;
-        // SAFETY: the job this value owns.
-        unsafe { TerminateJobObject(self.0, 1) };
-    }
-}
-
-impl Drop for ProcessTree {
-    fn drop(&mut self) {
-        // SAFETY: the job this value owns; closing it kills what is left.
-        unsafe { CloseHandle(self.0) };
-    }
 }

@@ -5,9 +5,12 @@
 //! which versions, can `hark run` confine them, can a read-only run start,
 //! is the store sound.
 //!
-//! The desktop checks speak to the session's D-Bus (zbus, as the app does)
-//! and to the X server (x11rb) themselves, rather than through tools that
-//! may not be installed.
+//! The desktop checks are each platform's own, and speak of nothing the
+//! platform does not have: on Linux (and the BSDs) the session's D-Bus
+//! (zbus, as the app does) and the X server (x11rb), asked directly rather
+//! than through tools that may not be installed ([`freedesktop`]); on
+//! Windows toasts, the notification area and the Run key ([`windows`]); on
+//! macOS the app bundle, the menu bar and the LaunchAgent ([`macos`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,6 +23,19 @@ use hark_core::store::Store;
 
 use crate::commands::{Failed, runtime};
 use crate::exit::ExitStatus;
+
+#[cfg(all(unix, not(target_os = "macos")))]
+mod freedesktop;
+#[cfg(all(unix, not(target_os = "macos")))]
+use freedesktop as desktop;
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(target_os = "macos")]
+use macos as desktop;
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as desktop;
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,21 +104,7 @@ pub fn run() -> Result<ExitStatus, Failed> {
     let rt = runtime()?;
     let (daemon, health) = rt.block_on(daemon(&socket));
     let mut findings = vec![daemon, socket_privacy(&socket)];
-    match zbus::blocking::Connection::session() {
-        Ok(bus) => {
-            findings.push(notifications(&bus));
-            findings.push(tray(Some(&bus)));
-        }
-        Err(e) => {
-            findings.push(Finding::not(
-                Verdict::Missing,
-                "notifications",
-                format!("no D-Bus session bus ({e})"),
-                "hark's notifications need a desktop session's D-Bus (DBUS_SESSION_BUS_ADDRESS); without one, use `hark serve --prompter terminal`",
-            ));
-            findings.push(tray(None));
-        }
-    }
+    findings.extend(desktop::checks());
     let claude = config
         .agent_command
         .clone()
@@ -222,14 +224,7 @@ fn confinement(config: &Config) -> Finding {
                 "remove `enabled = false` from [confine] to confine them",
             );
         }
-        Confinement::Unavailable { reason } => {
-            return Finding::not(
-                Verdict::Missing,
-                what,
-                format!("agents hark starts would run unconfined: {reason}"),
-                "install bubblewrap (apt install bubblewrap), or allow unprivileged user namespaces",
-            );
-        }
+        Confinement::Unavailable { reason } => return desktop::unconfined(what, &reason),
     };
     let Some((program, args)) = plan.prefix.split_first() else {
         return Finding::ok(what, format!("by {by}"));
@@ -256,13 +251,13 @@ fn confinement(config: &Config) -> Finding {
                 "{by} is there but refused to start: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             ),
-            "unprivileged user namespaces may be restricted here (Ubuntu 23.10+: load AppArmor's bwrap-userns-restrict profile); `hark run --no-confine` runs without",
+            desktop::REFUSED_HINT,
         ),
         Err(e) => Finding::not(
             Verdict::Problem,
             what,
             format!("cannot start {}: {e}", program.to_string_lossy()),
-            "install bubblewrap (apt install bubblewrap)",
+            desktop::MISSING_HINT,
         ),
     }
 }
@@ -274,18 +269,7 @@ fn read_only_runs() -> Finding {
     use hark_core::agent::sandbox::{NEEDS, missing};
     let what = "read-only runs";
     if NEEDS.is_empty() {
-        return match cfg!(target_os = "macos") {
-            true => Finding::ok(
-                what,
-                "Claude Code's Bash sandbox uses macOS's own (sandbox-exec)",
-            ),
-            false => Finding::not(
-                Verdict::Note,
-                what,
-                "not checked on this system: the Bash sandbox `hark run --read-only` turns on in Claude Code is bubblewrap on Linux, sandbox-exec on macOS",
-                "Codex's read-only sandbox is its own",
-            ),
-        };
+        return desktop::read_only_runs(what);
     }
     let missing = missing();
     if missing.is_empty() {
@@ -401,102 +385,6 @@ fn socket_privacy(socket: &Path) -> Finding {
         "socket",
         format!("owner-only ({} is mode {mode:o}, yours)", dir.display()),
     )
-}
-
-/// The notification server, and whether it shows action buttons.
-fn notifications(bus: &zbus::blocking::Connection) -> Finding {
-    let call = |method: &str| {
-        bus.call_method(
-            Some("org.freedesktop.Notifications"),
-            "/org/freedesktop/Notifications",
-            Some("org.freedesktop.Notifications"),
-            method,
-            &(),
-        )
-    };
-    let info = call("GetServerInformation")
-        .and_then(|m| m.body().deserialize::<(String, String, String, String)>());
-    let (name, _vendor, version, _spec) = match info {
-        Ok(info) => info,
-        Err(e) => {
-            return Finding::not(
-                Verdict::Missing,
-                "notifications",
-                format!("no notification server on the session bus ({e})"),
-                "install and start one (dunst, your desktop's own, or `apt install notification-daemon`); the modal and the tray still work without it",
-            );
-        }
-    };
-    let actions = call("GetCapabilities")
-        .and_then(|m| m.body().deserialize::<Vec<String>>())
-        .map(|caps| caps.iter().any(|c| c == "actions"))
-        .unwrap_or(false);
-    if actions {
-        Finding::ok(
-            "notifications",
-            format!("{name} {version}, with action buttons"),
-        )
-    } else {
-        Finding::not(
-            Verdict::Note,
-            "notifications",
-            format!("{name} {version}, without action buttons"),
-            "questions cannot be answered from the notification; a click still opens the modal",
-        )
-    }
-}
-
-/// A tray to show hark's icon in: a StatusNotifier host on D-Bus, or an
-/// XEmbed system tray on the X display.
-fn tray(bus: Option<&zbus::blocking::Connection>) -> Finding {
-    let watcher = bus.is_some_and(|bus| {
-        bus.call_method(
-            Some("org.freedesktop.DBus"),
-            "/org/freedesktop/DBus",
-            Some("org.freedesktop.DBus"),
-            "NameHasOwner",
-            &("org.kde.StatusNotifierWatcher",),
-        )
-        .and_then(|m| m.body().deserialize::<bool>())
-        .unwrap_or(false)
-    });
-    if watcher {
-        return Finding::ok(
-            "tray",
-            "a StatusNotifier host (org.kde.StatusNotifierWatcher)",
-        );
-    }
-    match xembed_tray() {
-        Some(display) => Finding::ok(
-            "tray",
-            format!("an XEmbed system tray on display {display}"),
-        ),
-        None => Finding::not(
-            Verdict::Missing,
-            "tray",
-            "no StatusNotifier host and no XEmbed system tray",
-            "add a tray to your panel (GNOME: the AppIndicator extension); without one, open the inbox with `hark inbox` or a notification",
-        ),
-    }
-}
-
-/// The X display whose screen has a system tray (`_NET_SYSTEM_TRAY_Sn` is
-/// owned), if there is one.
-fn xembed_tray() -> Option<String> {
-    use x11rb::connection::Connection;
-    use x11rb::protocol::xproto::ConnectionExt;
-    let display = std::env::var("DISPLAY").ok().filter(|d| !d.is_empty())?;
-    let (conn, screen) = x11rb::connect(Some(&display)).ok()?;
-    let name = format!("_NET_SYSTEM_TRAY_S{screen}");
-    let atom = conn
-        .intern_atom(false, name.as_bytes())
-        .ok()?
-        .reply()
-        .ok()?
-        .atom;
-    let owner = conn.get_selection_owner(atom).ok()?.reply().ok()?.owner;
-    drop(conn.flush());
-    (owner != x11rb::NONE).then_some(display)
 }
 
 /// An agent on PATH, and the version it reports.

@@ -1,0 +1,100 @@
+//! `hark doctor`'s desktop checks on Windows: the toasts the app shows and
+//! the AppUserModelID they go under, the taskbar's notification area its
+//! icon lives in, the Run key that starts it at login, and what a run's
+//! job object does and does not do.
+
+use hark_core::platform::{TOAST_APP_ID, user_dword, window_class_exists};
+
+use super::{Finding, Verdict};
+
+/// Where Windows keeps whether toasts are shown at all, and per app.
+const PUSH_NOTIFICATIONS: &str = r"Software\Microsoft\Windows\CurrentVersion\PushNotifications";
+const NOTIFICATION_SETTINGS: &str =
+    r"Software\Microsoft\Windows\CurrentVersion\Notifications\Settings";
+
+/// Toasts, the notification area, the Run key.
+pub(super) fn checks() -> Vec<Finding> {
+    vec![toasts(), notification_area(), autostart()]
+}
+
+/// Whether toasts are shown to this user, and under which AppUserModelID.
+fn toasts() -> Finding {
+    let what = "notifications";
+    if user_dword(PUSH_NOTIFICATIONS, "ToastEnabled") == Some(0) {
+        return Finding::not(
+            Verdict::Missing,
+            what,
+            "toasts are turned off for this user",
+            "turn them on in Settings → System → Notifications; without them, questions still open the app's window",
+        );
+    }
+    let app = format!(r"{NOTIFICATION_SETTINGS}\{TOAST_APP_ID}");
+    if user_dword(&app, "Enabled") == Some(0) {
+        return Finding::not(
+            Verdict::Missing,
+            what,
+            format!("toasts of {TOAST_APP_ID}, which hark's are sent under, are turned off"),
+            "turn on Windows PowerShell's notifications in Settings → System → Notifications",
+        );
+    }
+    Finding::not(
+        Verdict::Note,
+        what,
+        format!("toasts, sent under PowerShell's AppUserModelID ({TOAST_APP_ID})"),
+        "hark has no Start-menu shortcut with an AppUserModelID of its own, so its toasts show as PowerShell's",
+    )
+}
+
+/// The taskbar, whose notification area shows the app's icon.
+fn notification_area() -> Finding {
+    match window_class_exists("Shell_TrayWnd") {
+        true => Finding::ok("tray", "the taskbar's notification area (Shell_TrayWnd)"),
+        false => Finding::not(
+            Verdict::Missing,
+            "tray",
+            "no taskbar notification area in this session (no Shell_TrayWnd window: Explorer is not running)",
+            "the app's icon lives there; without it, open the inbox with `hark inbox` or a toast",
+        ),
+    }
+}
+
+/// Whether the app starts at login (the Run key's value).
+fn autostart() -> Finding {
+    let entry = hark_core::autostart::entry_path()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    match hark_core::autostart::is_enabled() {
+        true => Finding::ok("autostart", format!("the app starts at login ({entry})")),
+        false => Finding::not(
+            Verdict::Note,
+            "autostart",
+            format!("the app does not start at login (no {entry})"),
+            "`hark app --autostart on` adds the Run key's value",
+        ),
+    }
+}
+
+/// Windows has no mechanism hark hides its files with; the run's job is
+/// what tells the agent's processes apart. Nothing to install: a note.
+pub(super) fn unconfined(what: &'static str, _reason: &str) -> Finding {
+    Finding::not(
+        Verdict::Note,
+        what,
+        "agents hark starts are not confined: they can read hark's store, paused runs and config, and open its pipe; each is held in its run's job object, which it cannot leave, and the daemon refuses operator requests from any process in it",
+        "Windows offers hark nothing that hides its files from a process of the same user; keep what an agent must not read out of hark's data directory",
+    )
+}
+
+/// Unused on Windows (no mechanism is started); named for the shared code.
+pub(super) const REFUSED_HINT: &str = "";
+pub(super) const MISSING_HINT: &str = "";
+
+/// Claude Code's Bash sandbox is Linux's and macOS's.
+pub(super) fn read_only_runs(what: &'static str) -> Finding {
+    Finding::not(
+        Verdict::Note,
+        what,
+        "Claude Code's Bash sandbox, which `hark run --read-only` requires of it (failIfUnavailable), is Linux's and macOS's: a read-only Claude run is refused by Claude Code here (not measured on Windows)",
+        "a read-only Codex run uses Codex's own sandbox",
+    )
+}
