@@ -69,4 +69,5 @@ mod support;
 mod tree;
 mod web;
 mod web_browser;
+mod web_push;
 mod window;
