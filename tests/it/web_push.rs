@@ -384,3 +384,74 @@ fn push_without_the_web_surface_or_its_public_url_is_refused() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("`[push]` needs `[web] public_url`"), "{said}");
 }
+
+#[test]
+fn an_approval_is_allowed_once_from_its_push() {
+    let receiver = Receiver::start();
+    let (daemon, public) = serve_push(&receiver, "title-only");
+    // A write-mode approval on the socket, as an agent's gate asks it.
+    let mut gate = Gate::connect(&daemon);
+    let frame = json!({"type": "approve", "session_id": "gated", "tool_name": "Write",
+        "input": {"file_path": "/srv/secret-plan.txt", "content": "x"}});
+    let accepted = gate.ask(&frame);
+    assert_eq!(accepted["type"], "accepted", "{accepted}");
+
+    let published = receiver.next();
+    let m = ntfy_message(&published, &public);
+    assert_eq!(m["sequence_id"], accepted["id"]);
+    assert!(
+        !published.body.to_string().contains("secret-plan"),
+        "title-only carries no target: {}",
+        published.body
+    );
+    let labels: Vec<&str> = m["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["Allow once", "Deny"]);
+
+    let (status, outcome) = fire(button(&m, "Allow once"));
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    let settled = gate.next();
+    assert_eq!(settled["type"], "settled");
+    assert_eq!(
+        settled["outcome"],
+        json!({"outcome": "approved", "scope": "action"}),
+        "from a lock screen, this action alone"
+    );
+    let (status, body) = fire(button(&m, "Deny"));
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let updated = ntfy_message(&receiver.next(), &public);
+    assert_eq!(updated["message"], "Allowed from this notification.");
+}
+
+/// A connection to the daemon's socket, as an agent's gate holds it.
+struct Gate {
+    reader: BufReader<std::os::unix::net::UnixStream>,
+    writer: std::os::unix::net::UnixStream,
+}
+
+impl Gate {
+    fn connect(daemon: &Daemon) -> Gate {
+        let stream = std::os::unix::net::UnixStream::connect(daemon.sandbox.socket()).unwrap();
+        Gate {
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            writer: stream,
+        }
+    }
+
+    fn ask(&mut self, frame: &Value) -> Value {
+        self.writer
+            .write_all(format!("{frame}\n").as_bytes())
+            .unwrap();
+        self.next()
+    }
+
+    fn next(&mut self) -> Value {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+}
