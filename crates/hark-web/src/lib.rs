@@ -13,11 +13,14 @@
 //! - [`feed`]: the registry's events, numbered and kept for a reconnecting
 //!   client (`Last-Event-ID`).
 //! - [`markdown`]: agents' Markdown as sanitized HTML (the app's renderer too).
+//! - [`push`]: the phone push through ntfy, its buttons' one-time tokens
+//!   answered at `POST /api/push/{token}` as [`Surface::Push`].
 //!
 //! Pairing, sessions and their storage are the core's ([`hark_core::pairing`]);
 //! this crate carries them over HTTP.
 //!
 //! [`Surface::Web`]: hark_core::model::item::Surface::Web
+//! [`Surface::Push`]: hark_core::model::item::Surface::Push
 
 pub mod api;
 pub mod assets;
