@@ -383,6 +383,14 @@ fn push_without_the_web_surface_or_its_public_url_is_refused() {
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("`[push]` needs `[web] public_url`"), "{said}");
+    // `hark doctor` says so too.
+    let out = hark(&sandbox, &["doctor"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    let line = said
+        .lines()
+        .find(|l| l.contains("phone push"))
+        .unwrap_or_else(|| panic!("no push line in {said}"));
+    assert!(line.contains("public_url"), "{line}");
 }
 
 #[test]
