@@ -63,16 +63,8 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
         // Before it says it serves, so a stop that follows at once is heard.
         let shutdown = serve::shutdown_signal();
         let prepared = serve::prepare(prompter, options)?;
-        let web = hark_web::WebOptions::from_config(prepared.config.web.as_ref(), args.web)?;
-        let push = hark_web::push::PushOptions::from_config(
-            prepared.config.push.as_ref(),
-            prepared.config.web.as_ref(),
-            web.is_some(),
-        )
-        .map_err(hark_web::WebError::from)?;
-        if let Some(mut web) = web {
+        if let Some(mut web) = hark_web::WebOptions::from_whole_config(&prepared.config, args.web)? {
             web.insecure_http = args.insecure_http;
-            web.push = push;
             let serving = hark_web::start(prepared.daemon.registry.clone(), web).await?;
             eprintln!("hark: the web surface is on {}", serving.url);
             let _ = prepared.daemon.web_url.set(serving.url);

@@ -80,6 +80,24 @@ impl WebOptions {
     }
 }
 
+impl WebOptions {
+    /// [`WebOptions::from_config`] with the config's `[push]` too: the web
+    /// surface's options and the push's, or why the push cannot be (it
+    /// needs the web surface and `[web] public_url`).
+    pub fn from_whole_config(
+        config: &hark_core::config::Config,
+        listen: Option<SocketAddr>,
+    ) -> Result<Option<WebOptions>, WebError> {
+        let web = WebOptions::from_config(config.web.as_ref(), listen)?;
+        let push = push::PushOptions::from_config(
+            config.push.as_ref(),
+            config.web.as_ref(),
+            web.is_some(),
+        )?;
+        Ok(web.map(|web| WebOptions { push, ..web }))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
     pub cert: PathBuf,
