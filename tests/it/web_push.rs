@@ -91,12 +91,12 @@ fn serve_connection(stream: TcpStream, tx: &mpsc::Sender<Published>) {
         let mut body = vec![0; length];
         reader.read_exact(&mut body).unwrap();
         let answer = r#"{"id":"m1","event":"message"}"#;
-        write!(
-            writer,
+        // In one write: a response in pieces meets the client's delayed ACK.
+        let response = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
             answer.len()
-        )
-        .unwrap();
+        );
+        writer.write_all(response.as_bytes()).unwrap();
         let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let _ = tx.send(Published {
             method,
