@@ -201,7 +201,8 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), AppError> {
     let registry = prepared.daemon.registry.clone();
     // The web surface too, when `[web]` is configured: the same registry,
     // so a reply on the phone closes the modal here and the other way round.
-    if let Some(web) = hark_web::WebOptions::from_config(prepared.config.web.as_ref(), None)? {
+    // And the phone push, with `[push]`.
+    if let Some(web) = hark_web::WebOptions::from_whole_config(&prepared.config, None)? {
         let serving = tauri::async_runtime::block_on(hark_web::start(registry.clone(), web))?;
         eprintln!("hark: the web surface is on {}", serving.url);
         let _ = prepared.daemon.web_url.set(serving.url);

@@ -37,9 +37,7 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
         // Before it says it serves, so a stop that follows at once is heard.
         let shutdown = serve::shutdown_signal();
         let prepared = serve::prepare(prompter, options)?;
-        if let Some(mut web) =
-            hark_web::WebOptions::from_config(prepared.config.web.as_ref(), args.web)?
-        {
+        if let Some(mut web) = hark_web::WebOptions::from_whole_config(&prepared.config, args.web)? {
             web.insecure_http = args.insecure_http;
             let serving = hark_web::start(prepared.daemon.registry.clone(), web).await?;
             eprintln!("hark: the web surface is on {}", serving.url);

@@ -74,4 +74,5 @@ mod support;
 mod tree;
 mod web;
 mod web_browser;
+mod web_push;
 mod window;

@@ -27,6 +27,11 @@
 //! tls_cert = "/path/cert.pem" # PEM certificate chain and key: served over HTTPS (rustls)
 //! tls_key = "/path/key.pem"
 //! origins = ["https://hark.example.ts.net"] # origins a reverse proxy serves it under, besides its own
+//! public_url = "https://hark.example.ts.net" # where a phone reaches it: the push's buttons and click go there
+//!
+//! [push]                   # a phone push per new item through ntfy (needs `[web]` with `public_url`)
+//! ntfy = { server = "https://ntfy.sh", topic = "hark-…", token = "tk_…" } # token: optional, an ntfy access token
+//! detail = "title-only"    # title-only (the agent and project, no question text) or full (the question and its options)
 //!
 //! [approvals]              # the write-mode gate (`hark run --read-only`); adds to its defaults
 //! read_only_tools = ["MyViewer"]                  # tools that pass unasked
@@ -96,6 +101,52 @@ pub struct Config {
     pub confine: Confine,
     /// The web surface, when configured (the app then serves it too).
     pub web: Option<Web>,
+    /// A phone push for each new item, through ntfy (needs `web`).
+    pub push: Option<Push>,
+}
+
+/// The `[push]` part of the config.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Push {
+    pub ntfy: Ntfy,
+    #[serde(default)]
+    pub detail: PushDetail,
+}
+
+/// An ntfy server and topic to publish to.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ntfy {
+    /// The server's root (`https://ntfy.sh`, or a self-hosted one).
+    #[serde(default = "Ntfy::default_server")]
+    pub server: String,
+    /// The topic the phone subscribes to: on a public server, whoever
+    /// knows it reads the pushes, so make it unguessable (or use a token).
+    pub topic: String,
+    /// An access token (`Authorization: Bearer`), for a topic that needs one.
+    #[serde(default)]
+    pub token: Option<String>,
+}
+
+impl Ntfy {
+    /// `https://ntfy.sh`.
+    pub fn default_server() -> String {
+        "https://ntfy.sh".to_owned()
+    }
+}
+
+/// How much of an item a push carries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PushDetail {
+    /// Who asks (the agent, the project, the session), nothing the agent
+    /// wrote: no question text, no option labels (so a question gets no
+    /// buttons, only the click; an approval gets Allow and Deny).
+    #[default]
+    TitleOnly,
+    /// The question's header and text, and its options as buttons.
+    Full,
 }
 
 /// The `[web]` part of the config.
@@ -114,6 +165,11 @@ pub struct Web {
     /// (`https://box.tailnet.ts.net`), accepted besides its own.
     #[serde(default)]
     pub origins: Vec<String>,
+    /// The address a phone reaches it at (`https://box.tailnet.ts.net`,
+    /// through a proxy or `tailscale serve`): where a push's buttons and
+    /// click go. Its origin is accepted as `origins` are.
+    #[serde(default)]
+    pub public_url: Option<String>,
 }
 
 impl Web {
@@ -235,6 +291,7 @@ impl Default for Config {
             on_timeout: OnTimeout::default(),
             confine: Confine::default(),
             web: None,
+            push: None,
         }
     }
 }
@@ -317,6 +374,21 @@ mod tests {
         let c: Config = toml::from_str("theme = \"dark\"").unwrap();
         assert_eq!(c.theme, Theme::Dark);
         assert!(toml::from_str::<Config>("theme = \"sepia\"").is_err());
+        let c: Config = toml::from_str("[push]\nntfy = { topic = \"t\" }").unwrap();
+        let push = c.push.unwrap();
+        assert_eq!(push.ntfy.server, "https://ntfy.sh");
+        assert_eq!(
+            push.detail,
+            PushDetail::TitleOnly,
+            "no question text by default"
+        );
+        let c: Config =
+            toml::from_str("[push]\nntfy = { topic = \"t\", token = \"k\" }\ndetail = \"full\"")
+                .unwrap();
+        assert_eq!(c.push.unwrap().detail, PushDetail::Full);
+        assert!(
+            toml::from_str::<Config>("[push]\nntfy = { topic = \"t\" }\ndetail = \"all\"").is_err()
+        );
     }
 
     fn bash(c: &Config, command: &str) -> bool {

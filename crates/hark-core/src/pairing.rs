@@ -127,6 +127,12 @@ pub fn pair(store: &Store, typed: &str, name: &str) -> Result<Option<Paired>, Pa
     }))
 }
 
+/// A new random secret (64 hex digits), for a push button's one-time
+/// token; the store keeps its [`hash`] only.
+pub fn secret() -> Result<String, PairingError> {
+    Ok(hex(&random_bytes::<32>()?))
+}
+
 /// The live session of `token`, if it has one.
 pub fn session(store: &Store, token: &str) -> Result<Option<WebSessionRecord>, StoreError> {
     store.web_session(&hash(token))

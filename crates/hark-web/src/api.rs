@@ -25,6 +25,7 @@ use hark_core::model::item::{ItemFilter, Outcome, Surface};
 use hark_core::model::validate::Issue;
 use hark_core::pairing;
 use hark_core::registry::Reply;
+use hark_core::store::PushTaken;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast::error::RecvError;
@@ -52,6 +53,7 @@ pub fn router(web: Arc<Web>) -> Router {
         .route("/api/markdown", post(markdown))
         .route("/api/devices", get(devices))
         .route("/api/devices/{id}", delete(revoke))
+        .route("/api/push/{token}", post(push))
         .fallback(|| async { ApiError::not_found("no such page") })
         .layer(axum::middleware::from_fn_with_state(
             web.clone(),
@@ -420,6 +422,76 @@ async fn revoke(
         }
         ServerFrame::Error(e) => Err(e.into()),
         other => Err(ApiError::unavailable(format!("unexpected {other:?}"))),
+    }
+}
+
+/// `POST /api/push/{token}`: a push button, as the ntfy app calls it (no
+/// session, no CSRF token: the one-time token is the credential, bound to
+/// its item and choice). A token used before or expired is 410, one never
+/// given 404, one whose item settled 409; each counts as a failure, limited
+/// per client address and overall (429), and changes nothing.
+async fn push(
+    State(web): State<Arc<Web>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(token): Path<String>,
+) -> Answer<Outcome> {
+    if let Err(wait) = web.push_limiter.check(peer.ip()) {
+        let mut refusal = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            format!(
+                "too many wrong push tokens; try again in {} s",
+                wait.as_secs_f64().ceil()
+            ),
+        );
+        refusal.retry_after = Some(wait);
+        return Err(refusal);
+    }
+    let refused = |refusal: ApiError| {
+        web.push_limiter.failed(peer.ip());
+        tracing::warn!(peer = %peer.ip(), code = %refusal.body.code, "a push button's call was refused");
+        Err(refusal)
+    };
+    let taken = web
+        .store
+        .take_push_token(&pairing::hash(&token))
+        .map_err(ApiError::unavailable)?;
+    let (id, choice) = match taken {
+        PushTaken::Taken { item, choice } => (item, choice),
+        PushTaken::Used => {
+            return refused(ApiError::new(
+                StatusCode::GONE,
+                "gone",
+                "this button was used already",
+            ));
+        }
+        PushTaken::Expired => {
+            return refused(ApiError::new(
+                StatusCode::GONE,
+                "gone",
+                "this button has expired",
+            ));
+        }
+        PushTaken::Unknown => return refused(ApiError::not_found("no such push button")),
+    };
+    let Some(item) = web.registry.get(id) else {
+        return refused(
+            WireError::new(
+                ErrorCode::NotPending,
+                format!("item {id} is not pending (already settled)"),
+            )
+            .into(),
+        );
+    };
+    let Some(reply) = crate::push::reply_of(&item, &choice) else {
+        return refused(ApiError::invalid("this button does not fit its item"));
+    };
+    match web.registry.reply(id, reply, Surface::Push) {
+        Ok(outcome) => {
+            tracing::info!(question_id = %id, "answered from the phone's push");
+            Ok(axum::Json(outcome))
+        }
+        Err(e) => refused(WireError::from(e).into()),
     }
 }
 

@@ -13,17 +13,21 @@
 //! - [`feed`]: the registry's events, numbered and kept for a reconnecting
 //!   client (`Last-Event-ID`).
 //! - [`markdown`]: agents' Markdown as sanitized HTML (the app's renderer too).
+//! - [`push`]: the phone push through ntfy, its buttons' one-time tokens
+//!   answered at `POST /api/push/{token}` as [`Surface::Push`].
 //!
 //! Pairing, sessions and their storage are the core's ([`hark_core::pairing`]);
 //! this crate carries them over HTTP.
 //!
 //! [`Surface::Web`]: hark_core::model::item::Surface::Web
+//! [`Surface::Push`]: hark_core::model::item::Surface::Push
 
 pub mod api;
 pub mod assets;
 pub mod auth;
 pub mod feed;
 pub mod markdown;
+pub mod push;
 mod tls;
 
 use std::net::SocketAddr;
@@ -44,6 +48,8 @@ pub struct WebOptions {
     pub insecure_http: bool,
     /// Origins a reverse proxy serves it under, accepted besides its own.
     pub origins: Vec<String>,
+    /// The phone push, when `[push]` is configured.
+    pub push: Option<push::PushOptions>,
 }
 
 impl WebOptions {
@@ -69,7 +75,26 @@ impl WebOptions {
             tls,
             insecure_http: false,
             origins: web.map(|w| w.origins.clone()).unwrap_or_default(),
+            push: None,
         }))
+    }
+}
+
+impl WebOptions {
+    /// [`WebOptions::from_config`] with the config's `[push]` too: the web
+    /// surface's options and the push's, or why the push cannot be (it
+    /// needs the web surface and `[web] public_url`).
+    pub fn from_whole_config(
+        config: &hark_core::config::Config,
+        listen: Option<SocketAddr>,
+    ) -> Result<Option<WebOptions>, WebError> {
+        let web = WebOptions::from_config(config.web.as_ref(), listen)?;
+        let push = push::PushOptions::from_config(
+            config.push.as_ref(),
+            config.web.as_ref(),
+            web.is_some(),
+        )?;
+        Ok(web.map(|web| WebOptions { push, ..web }))
     }
 }
 
@@ -100,6 +125,8 @@ pub enum WebError {
     Tls(#[from] tls::TlsError),
     #[error("the web surface needs the daemon's store (paired devices live there)")]
     NoStore,
+    #[error(transparent)]
+    Push(#[from] push::PushError),
 }
 
 /// The web surface, serving.
@@ -118,6 +145,9 @@ pub struct Web {
     pub store: Arc<Store>,
     pub feed: feed::Feed,
     pub limiter: auth::Limiter,
+    /// Failed push-button calls (a wrong, used or expired token), limited
+    /// as pairings are.
+    pub push_limiter: auth::Limiter,
     /// It is served over TLS: cookies are `Secure`.
     pub secure: bool,
     /// Where it listens, for the host check.
@@ -152,14 +182,20 @@ pub async fn start(registry: Registry, options: WebOptions) -> Result<Serving, W
         .map_err(|source| WebError::Bind { addr, source })?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{addr}");
+    let mut origins = options.origins;
+    if let Some(push) = options.push {
+        origins.push(push.origin());
+        push::start(&registry, store.clone(), push)?;
+    }
     let web = Arc::new(Web {
         feed: feed::Feed::start(&registry),
         registry,
         store,
         limiter: auth::Limiter::default(),
+        push_limiter: auth::Limiter::default(),
         secure: tls.is_some(),
         listen: addr,
-        origins: options.origins,
+        origins,
     });
     let app = api::router(web);
     match tls {

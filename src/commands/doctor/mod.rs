@@ -136,6 +136,9 @@ pub fn run() -> Result<ExitStatus, Failed> {
     if let Some(finding) = web(&config) {
         findings.push(finding);
     }
+    if let Some(finding) = push(&config) {
+        findings.push(finding);
+    }
     for finding in &findings {
         finding.print();
     }
@@ -147,6 +150,40 @@ pub fn run() -> Result<ExitStatus, Failed> {
     } else {
         ExitStatus::Failure
     })
+}
+
+/// The phone push, when `[push]` is configured: whether the web surface
+/// its buttons call is there with its public URL. (Nothing is published:
+/// the server is named, the topic is not, as on a public server the topic
+/// is what keeps the pushes private.)
+fn push(config: &Config) -> Option<Finding> {
+    let what = "phone push";
+    match hark_web::push::PushOptions::from_config(
+        config.push.as_ref(),
+        config.web.as_ref(),
+        config.web.is_some(),
+    ) {
+        Ok(options) => options.map(|o| {
+            Finding::ok(
+                what,
+                format!(
+                    "to ntfy at {}, {} detail; its buttons call {}",
+                    o.ntfy.server,
+                    match o.detail {
+                        hark_core::config::PushDetail::Full => "full",
+                        hark_core::config::PushDetail::TitleOnly => "title-only",
+                    },
+                    o.public_url
+                ),
+            )
+        }),
+        Err(e) => Some(Finding::not(
+            Verdict::Problem,
+            what,
+            e.to_string(),
+            "fix [push] or [web] in the config; `hark serve` refuses to start as it is",
+        )),
+    }
 }
 
 /// The web surface, when `[web]` is configured: whether it may listen where

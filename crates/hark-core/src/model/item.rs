@@ -208,6 +208,8 @@ pub enum Surface {
     /// The web surface (`hark serve --web`), from a paired device; its name
     /// is the store's (see [`crate::pairing`]).
     Web { device: DeviceId },
+    /// A button of the phone push (ntfy), its one-time token the credential.
+    Push,
 }
 
 impl Surface {
@@ -221,6 +223,7 @@ impl Surface {
             Surface::Cli => "cli",
             Surface::Studio => "studio",
             Surface::Web { .. } => "web",
+            Surface::Push => "push",
         }
     }
 

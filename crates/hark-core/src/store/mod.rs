@@ -14,6 +14,7 @@
 mod devices;
 mod items;
 pub mod paused;
+mod push;
 mod runs;
 mod sessions;
 #[cfg(test)]
@@ -21,6 +22,7 @@ mod tests;
 
 pub use devices::{DeviceRecord, NewDevice, WebSessionRecord};
 pub use items::Record;
+pub use push::PushTaken;
 pub use runs::RunRecord;
 pub use sessions::SessionRecord;
 
@@ -120,6 +122,19 @@ const MIGRATIONS: &[&str] = &[
         created_ms INTEGER NOT NULL,
         expires_ms INTEGER NOT NULL
     );
+"#,
+    // The phone push's one-time answer tokens (their hashes), each bound
+    // to an item and the choice its button stands for.
+    r#"
+    CREATE TABLE push_tokens (
+        token_hash TEXT PRIMARY KEY,
+        item_id    TEXT NOT NULL,
+        choice     TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        used_ms    INTEGER
+    );
+    CREATE INDEX push_tokens_by_item ON push_tokens (item_id);
 "#,
 ];
 

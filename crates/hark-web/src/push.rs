@@ -1,0 +1,549 @@
+//! The phone push, through ntfy: each new item is published to the
+//! configured topic in ntfy's JSON publish format (a POST to the server's
+//! root), with up to three `http` action buttons — a single-select
+//! question's options (at most three; `detail = "full"` only, their labels
+//! being the agent's text), or an approval's Allow and Deny — each calling
+//! `POST <public_url>/api/push/<token>` with a one-time token bound to the
+//! item and that choice (the store keeps its hash), so it is answered from
+//! the lock screen. Tapping the notification opens the web surface.
+//!
+//! A settled item's push is replaced: a follow-up with the same
+//! `sequence_id` (ntfy 2.16 updates the notification in place; an older
+//! server shows it as one more notification) says how it ended, with no
+//! buttons.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use axum::body::Bytes;
+use axum::http::{Request, header};
+use hark_core::config::{Ntfy, PushDetail};
+use hark_core::model::approval::Scope;
+use hark_core::model::attribution::Attribution;
+use hark_core::model::ids::ItemId;
+use hark_core::model::item::{Item, Outcome, Surface};
+use hark_core::model::resolve::{Pick, Picks};
+use hark_core::pairing;
+use hark_core::registry::{Event, Registry, Reply};
+use hark_core::store::Store;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde::Serialize;
+use tokio::sync::broadcast::error::RecvError;
+
+/// The most buttons an ntfy notification shows.
+pub const MAX_ACTIONS: usize = 3;
+/// How long a button's token lasts for an item that parks (its agent
+/// waits past its deadline): a day; otherwise until the item's deadline.
+pub const PARKING_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+/// How long a publish may take.
+const PUBLISH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The choice an approval's Allow stands for: this action alone, the
+/// narrowest grant (from a lock screen, without the diff in front of you).
+const ALLOW: &str = "allow";
+const DENY: &str = "deny";
+/// A question's option, by its label: `option:<label>`.
+const OPTION: &str = "option:";
+
+/// Where and how to push.
+#[derive(Debug, Clone)]
+pub struct PushOptions {
+    pub ntfy: Ntfy,
+    pub detail: PushDetail,
+    /// The web surface as a phone reaches it, without a trailing `/`.
+    pub public_url: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    #[error(
+        "`[push]` needs the web surface: its buttons call it. Add `[web]` to the config \
+         (or serve with `--web ADDR`) and set `[web] public_url`"
+    )]
+    NoWeb,
+    #[error(
+        "`[push]` needs `[web] public_url`: the address a phone reaches the web surface at \
+         (`https://box.tailnet.ts.net` through `tailscale serve`, or a TLS reverse proxy's), \
+         which its buttons and click open"
+    )]
+    NoPublicUrl,
+    #[error("`[web] public_url` is {0:?}: it must be an http:// or https:// URL")]
+    BadPublicUrl(String),
+    #[error("`[push] ntfy.server` is {0:?}: it must be an http:// or https:// URL")]
+    BadServer(String),
+    #[error("`[push] ntfy.topic` is empty")]
+    NoTopic,
+    #[error("the push's HTTPS client: {0}")]
+    Client(#[from] std::io::Error),
+}
+
+fn is_http_url(url: &str) -> bool {
+    (url.starts_with("https://") || url.starts_with("http://"))
+        && url
+            .split_once("://")
+            .is_some_and(|(_, rest)| !rest.is_empty())
+}
+
+impl PushOptions {
+    /// The config's `[push]`, checked against its `[web]`; `None` without
+    /// `[push]`. `web_on`: the web surface serves (`[web]` or `--web`).
+    pub fn from_config(
+        push: Option<&hark_core::config::Push>,
+        web: Option<&hark_core::config::Web>,
+        web_on: bool,
+    ) -> Result<Option<PushOptions>, PushError> {
+        let Some(push) = push else {
+            return Ok(None);
+        };
+        if !web_on {
+            return Err(PushError::NoWeb);
+        }
+        let public_url = web
+            .and_then(|w| w.public_url.as_deref())
+            .ok_or(PushError::NoPublicUrl)?;
+        if !is_http_url(public_url) {
+            return Err(PushError::BadPublicUrl(public_url.to_owned()));
+        }
+        if !is_http_url(&push.ntfy.server) {
+            return Err(PushError::BadServer(push.ntfy.server.clone()));
+        }
+        if push.ntfy.topic.trim().is_empty() {
+            return Err(PushError::NoTopic);
+        }
+        Ok(Some(PushOptions {
+            ntfy: push.ntfy.clone(),
+            detail: push.detail,
+            public_url: public_url.trim_end_matches('/').to_owned(),
+        }))
+    }
+
+    /// The public URL's origin (`scheme://host[:port]`), which the web
+    /// surface accepts as it accepts `[web] origins`.
+    pub fn origin(&self) -> String {
+        let (scheme, rest) = self.public_url.split_once("://").unwrap_or(("https", ""));
+        let host = rest.split('/').next().unwrap_or("");
+        format!("{scheme}://{host}")
+    }
+}
+
+/// One message in ntfy's JSON publish format.
+#[derive(Debug, Serialize)]
+pub struct Message {
+    pub topic: String,
+    pub title: String,
+    pub message: String,
+    pub priority: u8,
+    pub tags: Vec<String>,
+    pub click: String,
+    pub actions: Vec<Action>,
+    /// The item's id: a later message with it replaces this one (ntfy 2.16).
+    pub sequence_id: String,
+}
+
+/// An ntfy `http` action button.
+#[derive(Debug, Serialize)]
+pub struct Action {
+    pub action: &'static str,
+    pub label: String,
+    pub url: String,
+    pub method: &'static str,
+    pub headers: std::collections::BTreeMap<String, String>,
+    pub body: String,
+    pub clear: bool,
+}
+
+/// A button's choice, and its label.
+fn choices(item: &Item, detail: PushDetail) -> Vec<(String, String)> {
+    if item.approval.is_some() {
+        return vec![
+            (ALLOW.to_owned(), "Allow once".to_owned()),
+            (DENY.to_owned(), "Deny".to_owned()),
+        ];
+    }
+    let question = &item.request.questions[0];
+    let quick = detail == PushDetail::Full
+        && item.request.questions.len() == 1
+        && !question.multi_select
+        && question.options.len() <= MAX_ACTIONS;
+    if !quick {
+        return Vec::new();
+    }
+    question
+        .options
+        .iter()
+        .map(|o| (format!("{OPTION}{}", o.label), o.label.clone()))
+        .collect()
+}
+
+fn tags(item: &Item) -> Vec<String> {
+    vec![
+        "hark".to_owned(),
+        if item.approval.is_some() {
+            "approval"
+        } else {
+            "question"
+        }
+        .to_owned(),
+    ]
+}
+
+/// The title and text of a new item's push.
+fn texts(item: &Item, detail: PushDetail) -> (String, String) {
+    let who = Attribution::of(&item.asker, &item.session_id, item.run_id.as_ref());
+    match (detail, &item.approval) {
+        (PushDetail::TitleOnly, Some(_)) => (
+            format!("Approval — {}", who.line),
+            "An agent asks to write. Allow once or deny here, or open hark to see what.".to_owned(),
+        ),
+        (PushDetail::TitleOnly, None) => (
+            format!("Question — {}", who.line),
+            "An agent asks you something. Open hark to see it.".to_owned(),
+        ),
+        (PushDetail::Full, _) => {
+            let questions = &item.request.questions;
+            let asked = match questions.len() {
+                1 => questions[0].question.clone(),
+                n => format!("{} (and {} more)", questions[0].question, n - 1),
+            };
+            (format!("{} — {}", questions[0].header, who.line), asked)
+        }
+    }
+}
+
+/// What a settled item's follow-up says.
+fn ended(outcome: &Outcome, by: Option<Surface>) -> String {
+    let how = match outcome {
+        Outcome::Answered(_) => "Answered",
+        Outcome::Skipped { .. } => "Skipped",
+        Outcome::TimedOut { .. } => "Timed out",
+        Outcome::Cancelled { .. } => "Cancelled",
+        Outcome::NoOperator => "Not answered",
+        Outcome::Approved { .. } => "Allowed",
+        Outcome::Denied => "Denied",
+    };
+    match by {
+        Some(Surface::Push) => format!("{how} from this notification."),
+        Some(surface) => format!("{how} ({}).", surface.name()),
+        None => format!("{how}."),
+    }
+}
+
+/// The reply a taken token's choice stands for on `item`; `None` when
+/// the choice does not fit it.
+pub fn reply_of(item: &Item, choice: &str) -> Option<Reply> {
+    match (item.approval.is_some(), choice) {
+        (true, ALLOW) => Some(Reply::Approve(Some(Scope::Action))),
+        (true, DENY) => Some(Reply::Deny),
+        (false, choice) => {
+            let label = choice.strip_prefix(OPTION)?;
+            let question = item.request.questions.first()?;
+            if !question.has_option(label) {
+                return None;
+            }
+            let picks = Picks::from([(question.question.clone(), Pick::Label(label.to_owned()))]);
+            Reply::from_picks(item, picks)
+        }
+        _ => None,
+    }
+}
+
+/// Publishes pushes for `registry`'s items from now on, in a task of its own.
+pub fn start(
+    registry: &Registry,
+    store: Arc<Store>,
+    options: PushOptions,
+) -> Result<(), PushError> {
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_provider_and_platform_verifier(rustls::crypto::ring::default_provider())?
+        .https_or_http()
+        .enable_http1()
+        .build();
+    let http = Client::builder(TokioExecutor::new()).build(https);
+    let mut events = registry.subscribe();
+    let pusher = Pusher {
+        http,
+        store,
+        options,
+        pushed: HashSet::new(),
+    };
+    tokio::spawn(async move {
+        let mut pusher = pusher;
+        loop {
+            match events.recv().await {
+                Ok(Event::Added(item)) => pusher.added(&item).await,
+                Ok(Event::Settled {
+                    item,
+                    outcome,
+                    replied_by,
+                    ..
+                }) => pusher.settled(&item, &outcome, replied_by).await,
+                Ok(_) => {}
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!(
+                        missed = n,
+                        "the push fell behind; some items were not pushed"
+                    )
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    });
+    Ok(())
+}
+
+type Http = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+struct Pusher {
+    http: Http,
+    store: Arc<Store>,
+    options: PushOptions,
+    /// Items pushed and not yet settled.
+    pushed: HashSet<ItemId>,
+}
+
+impl Pusher {
+    fn token_expiry(item: &Item) -> SystemTime {
+        if item.parking.is_some() {
+            item.deadline().max(item.created_at + PARKING_TTL)
+        } else {
+            item.deadline()
+        }
+    }
+
+    /// The message for a new item, its buttons' tokens stored.
+    fn message(&self, item: &Item) -> Result<Message, Box<dyn std::error::Error + Send + Sync>> {
+        let (title, message) = texts(item, self.options.detail);
+        let expires = Pusher::token_expiry(item);
+        let mut actions = Vec::new();
+        for (choice, label) in choices(item, self.options.detail) {
+            let token = pairing::secret()?;
+            self.store
+                .add_push_token(&pairing::hash(&token), item.id, &choice, expires)?;
+            actions.push(Action {
+                action: "http",
+                label,
+                url: format!("{}/api/push/{token}", self.options.public_url),
+                method: "POST",
+                headers: Default::default(),
+                body: String::new(),
+                clear: true,
+            });
+        }
+        Ok(Message {
+            topic: self.options.ntfy.topic.clone(),
+            title,
+            message,
+            priority: if item.approval.is_some() { 4 } else { 3 },
+            tags: tags(item),
+            click: format!("{}/", self.options.public_url),
+            actions,
+            sequence_id: item.id.to_string(),
+        })
+    }
+
+    async fn added(&mut self, item: &Item) {
+        let message = match self.message(item) {
+            Ok(message) => message,
+            Err(e) => {
+                tracing::warn!(question_id = %item.id, "no push: {e}");
+                return;
+            }
+        };
+        if self.publish(&message).await {
+            self.pushed.insert(item.id);
+            tracing::info!(question_id = %item.id, buttons = message.actions.len(), "push published");
+        }
+    }
+
+    async fn settled(&mut self, item: &Item, outcome: &Outcome, by: Option<Surface>) {
+        if !self.pushed.remove(&item.id) {
+            return;
+        }
+        let (title, _) = texts(item, self.options.detail);
+        let message = Message {
+            topic: self.options.ntfy.topic.clone(),
+            title,
+            message: ended(outcome, by),
+            priority: 2,
+            tags: tags(item),
+            click: format!("{}/", self.options.public_url),
+            actions: Vec::new(),
+            sequence_id: item.id.to_string(),
+        };
+        if self.publish(&message).await {
+            tracing::info!(question_id = %item.id, "push updated: settled");
+        }
+    }
+
+    /// POSTs `message` to the server's root; false (and a warning) when
+    /// it was not taken.
+    async fn publish(&self, message: &Message) -> bool {
+        let server = self.options.ntfy.server.trim_end_matches('/');
+        let body = match serde_json::to_vec(message) {
+            Ok(body) => body,
+            Err(e) => {
+                tracing::warn!("no push: {e}");
+                return false;
+            }
+        };
+        let mut request =
+            Request::post(format!("{server}/")).header(header::CONTENT_TYPE, "application/json");
+        if let Some(token) = &self.options.ntfy.token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = match request.body(Full::new(Bytes::from(body))) {
+            Ok(request) => request,
+            Err(e) => {
+                tracing::warn!(server, "no push: {e}");
+                return false;
+            }
+        };
+        match tokio::time::timeout(PUBLISH_TIMEOUT, self.http.request(request)).await {
+            Ok(Ok(response)) if response.status().is_success() => {
+                // Read to its end, so the connection is kept for the next.
+                let _ = response.into_body().collect().await;
+                true
+            }
+            Ok(Ok(response)) => {
+                tracing::warn!(status = %response.status(), server, "ntfy refused the push");
+                false
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(server, "the push did not reach ntfy: {e}");
+                false
+            }
+            Err(_) => {
+                tracing::warn!(server, "ntfy did not answer the push in time");
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hark_core::model::approval::Approval;
+    use hark_core::model::ids::SessionId;
+    use hark_core::model::item::Asker;
+    use hark_core::model::schema::{AskRequest, Question, QuestionOption};
+
+    fn item(request: AskRequest, approval: Option<Approval>) -> Item {
+        Item {
+            id: ItemId(uuid::Uuid::new_v4()),
+            session_id: SessionId::unnamed(),
+            run_id: None,
+            asker: Asker::default(),
+            request,
+            approval,
+            created_at: SystemTime::now(),
+            timeout: Duration::from_secs(60),
+            parking: None,
+        }
+    }
+
+    fn asking(labels: &[&str], multi_select: bool) -> Item {
+        let options = labels
+            .iter()
+            .map(|l| QuestionOption {
+                label: (*l).to_owned(),
+                description: String::new(),
+                preview: None,
+            })
+            .collect();
+        item(
+            AskRequest {
+                questions: vec![Question {
+                    question: "Which?".to_owned(),
+                    header: "Pick".to_owned(),
+                    options,
+                    multi_select,
+                    default: None,
+                }],
+            },
+            None,
+        )
+    }
+
+    #[test]
+    fn buttons_only_where_one_tap_is_a_whole_answer() {
+        let three = asking(&["a", "b", "c"], false);
+        assert_eq!(choices(&three, PushDetail::Full).len(), 3);
+        assert!(choices(&three, PushDetail::TitleOnly).is_empty());
+        assert!(choices(&asking(&["a", "b", "c", "d"], false), PushDetail::Full).is_empty());
+        assert!(choices(&asking(&["a", "b"], true), PushDetail::Full).is_empty());
+        assert_eq!(
+            reply_of(&three, "option:b").map(|r| r.name()),
+            Some("answer")
+        );
+        assert_eq!(reply_of(&three, "option:z"), None, "not one of its options");
+        assert_eq!(reply_of(&three, ALLOW), None, "a verdict on a question");
+
+        let write = Approval {
+            tool: "Write".to_owned(),
+            target: "/x".to_owned(),
+            preview: String::new(),
+            external: false,
+        };
+        let approval = item(write.request(), Some(write));
+        let labels: Vec<String> = choices(&approval, PushDetail::TitleOnly)
+            .into_iter()
+            .map(|(_, label)| label)
+            .collect();
+        assert_eq!(labels, ["Allow once", "Deny"]);
+        assert_eq!(
+            reply_of(&approval, ALLOW),
+            Some(Reply::Approve(Some(Scope::Action)))
+        );
+        assert_eq!(reply_of(&approval, DENY), Some(Reply::Deny));
+        assert_eq!(reply_of(&approval, "option:Deny"), None);
+    }
+
+    #[test]
+    fn the_public_url_is_checked_and_its_origin_accepted() {
+        let push = hark_core::config::Push {
+            ntfy: Ntfy {
+                server: Ntfy::default_server(),
+                topic: "t".to_owned(),
+                token: None,
+            },
+            detail: PushDetail::default(),
+        };
+        let web = |url: Option<&str>| hark_core::config::Web {
+            listen: hark_core::config::Web::default_listen(),
+            tls_cert: None,
+            tls_key: None,
+            origins: Vec::new(),
+            public_url: url.map(str::to_owned),
+        };
+        let options = PushOptions::from_config(
+            Some(&push),
+            Some(&web(Some("https://box.ts.net:8443/hark/"))),
+            true,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(options.public_url, "https://box.ts.net:8443/hark");
+        assert_eq!(options.origin(), "https://box.ts.net:8443");
+        assert!(matches!(
+            PushOptions::from_config(Some(&push), Some(&web(None)), true),
+            Err(PushError::NoPublicUrl)
+        ));
+        assert!(matches!(
+            PushOptions::from_config(Some(&push), Some(&web(Some("box.ts.net"))), true),
+            Err(PushError::BadPublicUrl(_))
+        ));
+        assert!(matches!(
+            PushOptions::from_config(Some(&push), None, false),
+            Err(PushError::NoWeb)
+        ));
+        assert!(matches!(
+            PushOptions::from_config(None, None, false),
+            Ok(None)
+        ));
+    }
+}

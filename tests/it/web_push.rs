@@ -1,0 +1,465 @@
+//! The phone push through ntfy, against a real `hark serve` with `[web]`
+//! and `[push]`: no ntfy server can be had here, so a local receiver on
+//! 127.0.0.1 stands in for one. Each publish is checked against ntfy's
+//! documented JSON publish format (a POST to the server's root: topic,
+//! title, message, priority, tags, click, actions of type `http` with
+//! label, url, method, headers, body), then a button is fired exactly as
+//! the ntfy app fires it (a POST to its url with its headers and body):
+//! the agent gets that option, the push is replaced by an "answered"
+//! one with the same `sequence_id`; a token used twice, one whose item
+//! settled, one expired and one never given are refused and change
+//! nothing; `detail = "title-only"` publishes none of the question's text.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::blocking::Client;
+use serde_json::{Value, json};
+
+use crate::inbox::ask_in_background;
+use crate::support::*;
+
+/// One request the receiver took.
+#[derive(Debug)]
+struct Published {
+    method: String,
+    path: String,
+    headers: HashMap<String, String>,
+    body: Value,
+}
+
+/// A stand-in ntfy server: takes every request on a loopback port,
+/// answers 200 with a message id as ntfy does, and hands each one over.
+struct Receiver {
+    url: String,
+    published: mpsc::Receiver<Published>,
+}
+
+impl Receiver {
+    fn start() -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, published) = mpsc::channel();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let tx = tx.clone();
+                std::thread::spawn(move || serve_connection(stream, &tx));
+            }
+        });
+        Receiver { url, published }
+    }
+
+    /// The next publish, within a generous timeout.
+    fn next(&self) -> Published {
+        self.published
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a publish to the ntfy server")
+    }
+}
+
+/// Reads HTTP/1.1 requests off one connection (kept alive) until it closes.
+fn serve_connection(stream: TcpStream, tx: &mpsc::Sender<Published>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let method = parts.next().unwrap_or("").to_owned();
+        let path = parts.next().unwrap_or("").to_owned();
+        let mut headers = HashMap::new();
+        loop {
+            let mut header = String::new();
+            reader.read_line(&mut header).unwrap();
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let (name, value) = header.split_once(':').unwrap();
+            headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+        }
+        let length: usize = headers
+            .get("content-length")
+            .map_or(0, |l| l.parse().unwrap());
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        let answer = r#"{"id":"m1","event":"message"}"#;
+        // In one write: a response in pieces meets the client's delayed ACK.
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+            answer.len()
+        );
+        writer.write_all(response.as_bytes()).unwrap();
+        let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let _ = tx.send(Published {
+            method,
+            path,
+            headers,
+            body,
+        });
+    }
+}
+
+/// A loopback port nothing listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `hark serve` with `[web]` on loopback (its public URL the same) and
+/// `[push]` to `receiver`.
+fn serve_push(receiver: &Receiver, detail: &str) -> (Daemon, String) {
+    let sandbox = sandbox();
+    let port = free_port();
+    let public = format!("http://127.0.0.1:{port}");
+    std::fs::write(
+        sandbox.config(),
+        format!(
+            "[web]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"{public}\"\n\
+             [push]\nntfy = {{ server = \"{}\", topic = \"hark-test-topic\", token = \"tk_ntfy_secret\" }}\n\
+             detail = \"{detail}\"\n",
+            receiver.url
+        ),
+    )
+    .unwrap();
+    let daemon = serve_in(&sandbox, json!({}), &[]);
+    daemon.log.wait_event("web surface listening", &[]);
+    (daemon, public)
+}
+
+/// Checks `published` against ntfy's JSON publish format; its JSON.
+fn ntfy_message(published: &Published, public: &str) -> Value {
+    assert_eq!(published.method, "POST");
+    assert_eq!(
+        published.path, "/",
+        "JSON is published to the server's root"
+    );
+    assert_eq!(
+        published.headers.get("authorization").map(String::as_str),
+        Some("Bearer tk_ntfy_secret")
+    );
+    assert!(
+        published.headers["content-type"].starts_with("application/json"),
+        "{:?}",
+        published.headers
+    );
+    let m = &published.body;
+    assert_eq!(m["topic"], "hark-test-topic", "{m}");
+    assert!(m["title"].as_str().is_some_and(|t| !t.is_empty()), "{m}");
+    assert!(m["message"].as_str().is_some_and(|t| !t.is_empty()), "{m}");
+    let priority = m["priority"].as_u64().unwrap();
+    assert!((1..=5).contains(&priority), "{m}");
+    assert!(m["tags"].as_array().unwrap().iter().all(Value::is_string));
+    assert_eq!(m["click"], format!("{public}/"));
+    let actions = m["actions"].as_array().unwrap();
+    assert!(actions.len() <= 3, "ntfy shows at most three: {m}");
+    for action in actions {
+        assert_eq!(action["action"], "http", "{action}");
+        assert!(action["label"].as_str().is_some_and(|l| !l.is_empty()));
+        let url = action["url"].as_str().unwrap();
+        assert!(url.starts_with(&format!("{public}/api/push/")), "{url}");
+        assert_eq!(action["method"], "POST");
+        assert_eq!(action["headers"], json!({}));
+        assert_eq!(action["body"], "");
+    }
+    assert!(m["sequence_id"].is_string(), "{m}");
+    m.clone()
+}
+
+/// Fires a button as the ntfy app does: its method and url, its headers
+/// and body. The status and the JSON answered.
+fn fire(action: &Value) -> (StatusCode, Value) {
+    assert_eq!(action["method"], "POST");
+    let mut request = Client::new()
+        .post(action["url"].as_str().unwrap())
+        .timeout(Duration::from_secs(30))
+        .body(action["body"].as_str().unwrap().to_owned());
+    for (name, value) in action["headers"].as_object().unwrap() {
+        request = request.header(name, value.as_str().unwrap());
+    }
+    let response = request.send().unwrap();
+    let status = response.status();
+    (status, response.json().unwrap())
+}
+
+fn button<'a>(message: &'a Value, label: &str) -> &'a Value {
+    message["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["label"] == label)
+        .unwrap_or_else(|| panic!("no button {label:?} in {message}"))
+}
+
+fn pending_ids(daemon: &Daemon) -> Vec<String> {
+    inbox(&daemon.sandbox)
+        .iter()
+        .filter(|i| i["outcome"].is_null())
+        .map(|i| i["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn stack() -> Value {
+    question(
+        "Which stack?",
+        "Stack",
+        &["Rust (Recommended)", "Go", "Zig"],
+        false,
+    )
+}
+
+#[test]
+fn a_push_button_answers_its_agent_once_and_nothing_else() {
+    let receiver = Receiver::start();
+    let (daemon, public) = serve_push(&receiver, "full");
+
+    let asker_a = ask_in_background(&daemon, "push-a", questions(&[stack()]));
+    let a = ntfy_message(&receiver.next(), &public);
+    assert_eq!(
+        a["message"], "Which stack?",
+        "full detail carries the question"
+    );
+    assert!(a["title"].as_str().unwrap().starts_with("Stack — "), "{a}");
+    let labels: Vec<&str> = a["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["Rust (Recommended)", "Go", "Zig"]);
+    let a_id = a["sequence_id"].as_str().unwrap().to_owned();
+    assert_eq!(pending_ids(&daemon), [a_id.as_str()]);
+
+    let asker_b = ask_in_background(&daemon, "push-b", questions(&[db()]));
+    let b = ntfy_message(&receiver.next(), &public);
+    let b_id = b["sequence_id"].as_str().unwrap().to_owned();
+    assert_ne!(a_id, b_id);
+
+    // Go, from the lock screen: the agent gets exactly that.
+    let (status, outcome) = fire(button(&a, "Go"));
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    let got: Value = serde_json::from_slice(&asker_a.wait_with_output().unwrap().stdout).unwrap();
+    assert_eq!(got["outcome"], "answered", "{got}");
+    assert_eq!(got["answers"], json!({"Which stack?": "Go"}));
+
+    // Its push is replaced: the same sequence id, no buttons.
+    let settled = ntfy_message(&receiver.next(), &public);
+    assert_eq!(settled["sequence_id"], a_id.as_str());
+    assert_eq!(settled["actions"], json!([]));
+    assert_eq!(settled["message"], "Answered from this notification.");
+
+    // The same button again, another of the settled item's, a forged one:
+    // refused, and item B still waits.
+    let (status, body) = fire(button(&a, "Go"));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::GONE, Some("gone")),
+        "{body}"
+    );
+    let (status, body) = fire(button(&a, "Zig"));
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["code"], "not_pending");
+    let forged = json!({"url": format!("{public}/api/push/{}", "0".repeat(64)), "method": "POST", "headers": {}, "body": ""});
+    let (status, body) = fire(&forged);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
+
+    // B's SQLite button, expired (aged in the store file as time would):
+    // refused; B still waits.
+    let store = rusqlite::Connection::open(daemon.sandbox.data_dir().join("hark.db")).unwrap();
+    let aged = store
+        .execute(
+            "UPDATE push_tokens SET expires_ms = 1 WHERE item_id = ?1 AND choice = 'option:SQLite'",
+            [&b_id],
+        )
+        .unwrap();
+    assert_eq!(aged, 1, "one token per button, its hash kept");
+    let (status, body) = fire(button(&b, "SQLite"));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::GONE, Some("gone")),
+        "{body}"
+    );
+    assert_eq!(pending_ids(&daemon), [b_id.as_str()], "nothing changed");
+    // No token is stored in the clear.
+    let url = button(&b, "Postgres (Recommended)")["url"]
+        .as_str()
+        .unwrap();
+    let token = url.rsplit('/').next().unwrap();
+    let clear: i64 = store
+        .query_row(
+            "SELECT count(*) FROM push_tokens WHERE token_hash = ?1",
+            [token],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(clear, 0);
+
+    // B's other button still answers B.
+    let (status, _) = fire(button(&b, "Postgres (Recommended)"));
+    assert_eq!(status, StatusCode::OK);
+    let got: Value = serde_json::from_slice(&asker_b.wait_with_output().unwrap().stdout).unwrap();
+    assert_eq!(
+        got["answers"],
+        json!({"Which database?": "Postgres (Recommended)"})
+    );
+
+    // The history says the push answered.
+    let history = inbox(&daemon.sandbox);
+    let a_row = history.iter().find(|i| i["id"] == a_id.as_str()).unwrap();
+    assert_eq!(a_row["replied_by"], "push");
+    let listed = stdout(&succeed(&daemon.sandbox, &["inbox", "--all"]));
+    assert!(listed.contains("by push"), "{listed}");
+
+    // Failures are limited as pairings are: four so far, one more, and
+    // then even a good token waits.
+    let (status, _) = fire(&forged);
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let asker_c = ask_in_background(&daemon, "push-c", questions(&[db()]));
+    receiver.next(); // B's "answered"
+    let c = ntfy_message(&receiver.next(), &public);
+    let (status, _) = fire(button(&c, "SQLite"));
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(pending_ids(&daemon).len(), 1, "C still waits");
+    drop(asker_c);
+}
+
+#[test]
+fn title_only_publishes_none_of_the_question() {
+    let receiver = Receiver::start();
+    let (daemon, public) = serve_push(&receiver, "title-only");
+    let secret = question(
+        "Rotate the prod-db-7 credentials now?",
+        "Credzz",
+        &["Rotatezz", "Waitzz"],
+        false,
+    );
+    let asker = ask_in_background(&daemon, "push-quiet", questions(&[secret]));
+    let published = receiver.next();
+    let m = ntfy_message(&published, &public);
+    let raw = published.body.to_string();
+    for text in ["prod-db-7", "Credzz", "Rotatezz", "Waitzz", "pick "] {
+        assert!(!raw.contains(text), "{text:?} was published: {raw}");
+    }
+    assert_eq!(
+        m["actions"],
+        json!([]),
+        "option labels are the agent's text: no buttons"
+    );
+    assert!(
+        m["title"].as_str().unwrap().contains("session push-quiet"),
+        "{m}"
+    );
+    drop(asker);
+}
+
+#[test]
+fn push_without_the_web_surface_or_its_public_url_is_refused() {
+    let sandbox = sandbox();
+    std::fs::write(sandbox.config(), "[push]\nntfy = { topic = \"t\" }\n").unwrap();
+    let out = hark(&sandbox, &["serve"]);
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("`[push]` needs the web surface"), "{said}");
+
+    std::fs::write(
+        sandbox.config(),
+        "[web]\nlisten = \"127.0.0.1:0\"\n[push]\nntfy = { topic = \"t\" }\n",
+    )
+    .unwrap();
+    let out = hark(&sandbox, &["serve"]);
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("`[push]` needs `[web] public_url`"), "{said}");
+    // `hark doctor` says so too.
+    let out = hark(&sandbox, &["doctor"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    let line = said
+        .lines()
+        .find(|l| l.contains("phone push"))
+        .unwrap_or_else(|| panic!("no push line in {said}"));
+    assert!(line.contains("public_url"), "{line}");
+}
+
+#[test]
+fn an_approval_is_allowed_once_from_its_push() {
+    let receiver = Receiver::start();
+    let (daemon, public) = serve_push(&receiver, "title-only");
+    // A write-mode approval on the socket, as an agent's gate asks it.
+    let mut gate = Gate::connect(&daemon);
+    let frame = json!({"type": "approve", "session_id": "gated", "tool_name": "Write",
+        "input": {"file_path": "/srv/secret-plan.txt", "content": "x"}});
+    let accepted = gate.ask(&frame);
+    assert_eq!(accepted["type"], "accepted", "{accepted}");
+
+    let published = receiver.next();
+    let m = ntfy_message(&published, &public);
+    assert_eq!(m["sequence_id"], accepted["id"]);
+    assert!(
+        !published.body.to_string().contains("secret-plan"),
+        "title-only carries no target: {}",
+        published.body
+    );
+    let labels: Vec<&str> = m["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["Allow once", "Deny"]);
+
+    let (status, outcome) = fire(button(&m, "Allow once"));
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    let settled = gate.next();
+    assert_eq!(settled["type"], "settled");
+    assert_eq!(
+        settled["outcome"],
+        json!({"outcome": "approved", "scope": "action"}),
+        "from a lock screen, this action alone"
+    );
+    let (status, body) = fire(button(&m, "Deny"));
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let updated = ntfy_message(&receiver.next(), &public);
+    assert_eq!(updated["message"], "Allowed from this notification.");
+}
+
+/// A connection to the daemon's socket, as an agent's gate holds it.
+struct Gate {
+    reader: BufReader<std::os::unix::net::UnixStream>,
+    writer: std::os::unix::net::UnixStream,
+}
+
+impl Gate {
+    fn connect(daemon: &Daemon) -> Gate {
+        let stream = std::os::unix::net::UnixStream::connect(daemon.sandbox.socket()).unwrap();
+        Gate {
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            writer: stream,
+        }
+    }
+
+    fn ask(&mut self, frame: &Value) -> Value {
+        self.writer
+            .write_all(format!("{frame}\n").as_bytes())
+            .unwrap();
+        self.next()
+    }
+
+    fn next(&mut self) -> Value {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+}
