@@ -16,7 +16,7 @@ use hark_core::pairing;
 use hark_core::store::WebSessionRecord;
 
 use crate::Web;
-use crate::api::ApiError;
+use crate::error::ApiError;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "hark_session";

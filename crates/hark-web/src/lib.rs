@@ -25,6 +25,7 @@
 pub mod api;
 pub mod assets;
 pub mod auth;
+pub mod error;
 pub mod feed;
 pub mod markdown;
 pub mod push;

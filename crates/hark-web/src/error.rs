@@ -1,0 +1,103 @@
+//! A refusal as every route gives it: a status and `{code, message}`
+//! (the socket's error codes, mapped to HTTP's), shared by the API and the
+//! session checks.
+
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use hark_core::bridge::wire::WireError;
+use hark_core::model::validate::Issue;
+use serde::Serialize;
+
+/// A refusal, as the page reads it: `{code, message}` (and the issues of
+/// an answer that does not fit).
+#[derive(Debug)]
+pub struct ApiError {
+    pub(crate) status: StatusCode,
+    pub(crate) body: ErrorBody,
+    pub(crate) retry_after: Option<Duration>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct ErrorBody {
+    pub(crate) code: String,
+    pub(crate) message: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) issues: Vec<Issue>,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            body: ErrorBody {
+                code: code.to_owned(),
+                message: message.into(),
+                issues: Vec::new(),
+            },
+            retry_after: None,
+        }
+    }
+
+    pub fn unauthorized() -> ApiError {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "no session: pair this device with a code from `hark web pair`",
+        )
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    pub fn invalid(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub fn unavailable(e: impl std::fmt::Display) -> ApiError {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            e.to_string(),
+        )
+    }
+}
+
+impl From<WireError> for ApiError {
+    fn from(e: WireError) -> ApiError {
+        let status =
+            StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let code = serde_json::to_value(e.code)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "unavailable".to_owned());
+        ApiError {
+            status,
+            body: ErrorBody {
+                code,
+                message: e.message,
+                issues: e.issues,
+            },
+            retry_after: None,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, axum::Json(self.body)).into_response();
+        if let Some(wait) = self.retry_after {
+            let secs = wait.as_secs_f64().ceil() as u64;
+            if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+        }
+        response
+    }
+}
