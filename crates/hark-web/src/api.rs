@@ -108,16 +108,7 @@ async fn pair(
     bytes: Bytes,
 ) -> Result<Response, ApiError> {
     if let Err(wait) = web.limiter.check(peer.ip()) {
-        let mut refusal = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too_many_requests",
-            format!(
-                "too many wrong codes; try again in {} s",
-                wait.as_secs_f64().ceil()
-            ),
-        );
-        refusal.retry_after = Some(wait);
-        return Err(refusal);
+        return Err(ApiError::too_many("wrong codes", wait));
     }
     let asked: PairBody = body(&bytes)?;
     let paired =
@@ -344,16 +335,7 @@ async fn push(
     Path(token): Path<String>,
 ) -> Answer<Outcome> {
     if let Err(wait) = web.push_limiter.check(peer.ip()) {
-        let mut refusal = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too_many_requests",
-            format!(
-                "too many wrong push tokens; try again in {} s",
-                wait.as_secs_f64().ceil()
-            ),
-        );
-        refusal.retry_after = Some(wait);
-        return Err(refusal);
+        return Err(ApiError::too_many("wrong push tokens", wait));
     }
     let refused = |refusal: ApiError| {
         web.push_limiter.failed(peer.ip());

@@ -40,6 +40,21 @@ impl ApiError {
         }
     }
 
+    /// Too many failures from here: try again after `wait` (429, with
+    /// `Retry-After`); `what` names what failed.
+    pub fn too_many(what: &str, wait: Duration) -> ApiError {
+        let mut refusal = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            format!(
+                "too many {what}; try again in {} s",
+                wait.as_secs_f64().ceil()
+            ),
+        );
+        refusal.retry_after = Some(wait);
+        refusal
+    }
+
     pub fn unauthorized() -> ApiError {
         ApiError::new(
             StatusCode::UNAUTHORIZED,

@@ -10,7 +10,7 @@ pub(super) fn checks() -> Vec<Finding> {
     vec![
         notifications(),
         Finding::ok("tray", "the menu bar, where the app's icon lives"),
-        autostart(),
+        super::autostart("`hark app --autostart on` writes the LaunchAgent"),
     ]
 }
 
@@ -36,22 +36,6 @@ fn notifications() -> Finding {
                 exe.display()
             ),
             "install hark.app (its `hark` is inside it); without it, questions still open the app's window",
-        ),
-    }
-}
-
-/// Whether the app starts at login (its LaunchAgent).
-fn autostart() -> Finding {
-    let entry = hark_core::autostart::entry_path()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    match hark_core::autostart::is_enabled() {
-        true => Finding::ok("autostart", format!("the app starts at login ({entry})")),
-        false => Finding::not(
-            Verdict::Note,
-            "autostart",
-            format!("the app does not start at login (no {entry})"),
-            "`hark app --autostart on` writes the LaunchAgent",
         ),
     }
 }

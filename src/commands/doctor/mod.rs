@@ -299,6 +299,24 @@ fn confinement(config: &Config) -> Finding {
     }
 }
 
+/// Whether the app starts at login (the platform's entry: the LaunchAgent,
+/// the Run key's value); `how` says how to turn it on.
+#[cfg_attr(not(any(windows, target_os = "macos")), allow(dead_code))]
+fn autostart(how: &str) -> Finding {
+    let entry = hark_core::autostart::entry_path()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    match hark_core::autostart::is_enabled() {
+        true => Finding::ok("autostart", format!("the app starts at login ({entry})")),
+        false => Finding::not(
+            Verdict::Note,
+            "autostart",
+            format!("the app does not start at login (no {entry})"),
+            how.to_owned(),
+        ),
+    }
+}
+
 /// Whether a read-only run can start here: it turns on Claude Code's own
 /// Bash sandbox, which refuses to start without its programs (Codex's
 /// read-only sandbox is Codex's own).

@@ -14,7 +14,11 @@ const NOTIFICATION_SETTINGS: &str =
 
 /// Toasts, the notification area, the Run key.
 pub(super) fn checks() -> Vec<Finding> {
-    vec![toasts(), notification_area(), autostart()]
+    vec![
+        toasts(),
+        notification_area(),
+        super::autostart("`hark app --autostart on` adds the Run key's value"),
+    ]
 }
 
 /// Whether toasts are shown to this user, and under which AppUserModelID.
@@ -54,22 +58,6 @@ fn notification_area() -> Finding {
             "tray",
             "no taskbar notification area in this session (no Shell_TrayWnd window: Explorer is not running)",
             "the app's icon lives there; without it, open the inbox with `hark inbox` or a toast",
-        ),
-    }
-}
-
-/// Whether the app starts at login (the Run key's value).
-fn autostart() -> Finding {
-    let entry = hark_core::autostart::entry_path()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    match hark_core::autostart::is_enabled() {
-        true => Finding::ok("autostart", format!("the app starts at login ({entry})")),
-        false => Finding::not(
-            Verdict::Note,
-            "autostart",
-            format!("the app does not start at login (no {entry})"),
-            "`hark app --autostart on` adds the Run key's value",
         ),
     }
 }
