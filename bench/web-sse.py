@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+# ask -> SSE event, and the web surface's memory. Starts `hark serve --web`
+# (scripted operator that answers nothing), pairs a client with a code from
+# `hark web pair --json`, follows /api/events as a browser's EventSource
+# would, and times 40 sequential `hark ask`s (after 5 warm-ups) from the
+# daemon's `operator.question.asked` log line, and from spawning `hark ask`,
+# to the `added` event read on the stream; each is then answered through the
+# API (POST /api/items/ID/reply with the CSRF token). Then compares the
+# daemon's resident memory (VmRSS) after the same 40 asks with and without
+# `--web`.
+# Usage: bench/web-sse.py target/release/hark
+import json, os, subprocess, sys, tempfile, time, statistics, shutil, http.client, socket
+from datetime import datetime
+
+HARK = sys.argv[1]
+QS = json.dumps({"questions": [{"question": "Q?", "header": "H", "multiSelect": False,
+                                "options": [{"label": "A", "description": ""}, {"label": "B", "description": ""}]}]})
+
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close(); return port
+
+
+def start(d, web):
+    env = dict(os.environ, HARK_CONFIG=os.path.join(d, "c.toml"), HARK_DATA_DIR=os.path.join(d, "data"),
+               HARK_SOCKET=os.path.join(d, "s.sock"), XDG_RUNTIME_DIR=d)
+    open(os.path.join(d, "script.json"), "w").write("{}")
+    args = [HARK, "serve", "--log-format", "json", "--prompter", "script:" + os.path.join(d, "script.json")]
+    port = free_port()
+    if web:
+        args += ["--web", f"127.0.0.1:{port}"]
+    log = open(os.path.join(d, "log"), "w+")
+    daemon = subprocess.Popen(args, env=env, stderr=log)
+    want = "web surface listening" if web else "hark is serving the operator"
+    # The daemon says it serves on its log; read it as it grows.
+    with open(os.path.join(d, "log")) as follow:
+        seen = ""
+        deadline = time.time() + 20
+        while want not in seen and time.time() < deadline:
+            seen += follow.read() or ""
+            if want not in seen:
+                time.sleep(0.01)
+    return daemon, env, port
+
+
+def asked_at(d, question_id):
+    for line in open(os.path.join(d, "log")):
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if e.get("question_id") == question_id and e.get("outcome") == "pending":
+            return datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")).timestamp()
+    return None
+
+
+def rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+
+
+def read_event(stream):
+    """The next SSE event on `stream` as (name, data), skipping comments."""
+    name, data = None, []
+    while True:
+        line = stream.readline().decode().rstrip("\n")
+        if line == "":
+            if name or data:
+                return name, "\n".join(data)
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "event":
+            name = value
+        elif field == "data":
+            data.append(value)
+
+
+def with_web(d):
+    daemon, env, port = start(d, True)
+    pair = json.loads(subprocess.run([HARK, "web", "pair", "--json"], env=env, capture_output=True, check=True).stdout)
+    conn = http.client.HTTPConnection("127.0.0.1", port)
+    origin = {"Origin": f"http://127.0.0.1:{port}", "Content-Type": "application/json"}
+    conn.request("POST", "/api/pair", json.dumps({"code": pair["code"], "device": "bench"}), origin)
+    paired = conn.getresponse()
+    cookie = paired.getheader("set-cookie").split(";")[0]
+    csrf = json.loads(paired.read())["csrf"]
+    events = http.client.HTTPConnection("127.0.0.1", port)
+    events.request("GET", "/api/events", headers={"Cookie": cookie, "Accept": "text/event-stream"})
+    stream = events.getresponse()
+    qf = os.path.join(d, "q.json"); open(qf, "w").write(QS)
+    spawn_to_event, asked_to_event = [], []
+    for i in range(45):
+        t0 = time.time()
+        asker = subprocess.Popen([HARK, "ask", "--session", f"b{i}", "--file", qf], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while True:
+            name, data = read_event(stream)
+            if name == "added":
+                break
+        t = time.time()
+        item = json.loads(data)
+        item = item.get("item", item)
+        asked = asked_at(d, item["id"])
+        if i >= 5:
+            spawn_to_event.append((t - t0) * 1000)
+            if asked:
+                asked_to_event.append((t - asked) * 1000)
+        conn.request("POST", f"/api/items/{item['id']}/reply",
+                     json.dumps({"action": "answer", "answers": {"Q?": "A"}}),
+                     dict(origin, Cookie=cookie, **{"X-CSRF-Token": csrf}))
+        replied = conn.getresponse()
+        body = replied.read()
+        if replied.status != 200:
+            sys.exit(f"the reply was refused: {replied.status} {body!r}")
+        asker.wait()
+    rss = rss_kb(daemon.pid)
+    daemon.terminate(); daemon.wait()
+    return spawn_to_event, asked_to_event, rss
+
+
+def without_web(d):
+    daemon, env, _ = start(d, False)
+    qf = os.path.join(d, "q.json"); open(qf, "w").write(QS)
+    for i in range(45):
+        asker = subprocess.Popen([HARK, "ask", "--session", f"b{i}", "--file", qf], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Answered from the command line once it waits.
+        while True:
+            listed = json.loads(subprocess.run([HARK, "inbox", "--json"], env=env, capture_output=True).stdout or b"[]")
+            if listed:
+                subprocess.run([HARK, "answer", listed[0]["id"], "--pick", "A"], env=env, capture_output=True)
+                break
+        asker.wait()
+    rss = rss_kb(daemon.pid)
+    daemon.terminate(); daemon.wait()
+    return rss
+
+
+def p90(xs):
+    return sorted(xs)[int(0.9 * len(xs))]
+
+
+a, b = tempfile.mkdtemp(), tempfile.mkdtemp()
+try:
+    spawn_to_event, asked_to_event, rss_web = with_web(a)
+    rss_plain = without_web(b)
+finally:
+    shutil.rmtree(a, ignore_errors=True); shutil.rmtree(b, ignore_errors=True)
+print("asked(log)->SSE added ms median %.2f p90 %.2f n=%d" % (statistics.median(asked_to_event), p90(asked_to_event), len(asked_to_event)))
+print("spawn hark ask->SSE added ms median %.2f p90 %.2f" % (statistics.median(spawn_to_event), p90(spawn_to_event)))
+print("daemon VmRSS after 45 asks: %.1f MB without --web, %.1f MB with (+%.1f MB)" % (rss_plain / 1024, rss_web / 1024, (rss_web - rss_plain) / 1024))
