@@ -7,6 +7,8 @@
 # Usage: bench/push.py target/release/hark
 import json, os, socket, subprocess, sys, threading, time, http.server, queue, urllib.request, tempfile, statistics
 from datetime import datetime
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_log import ServeLog
 q = queue.Queue()
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -25,11 +27,8 @@ open(cfg, "w").write(f'[web]\nlisten = "127.0.0.1:{port}"\npublic_url = "http://
 env = dict(os.environ, HARK_CONFIG=cfg, HARK_DATA_DIR=os.path.join(d, "data"), HARK_SOCKET=os.path.join(d, "s.sock"), XDG_RUNTIME_DIR=d)
 open(os.path.join(d, "script.json"), "w").write("{}")
 hark = sys.argv[1]
-log = open(os.path.join(d, "log"), "w+")
-daemon = subprocess.Popen([hark, "serve", "--log-format", "json", "--prompter", "script:" + os.path.join(d, "script.json")], env=env, stderr=log)
-for _ in range(100):
-    if "web surface listening" in open(os.path.join(d, "log")).read(): break
-    time.sleep(0.05)
+daemon = subprocess.Popen([hark, "serve", "--log-format", "json", "--prompter", "script:" + os.path.join(d, "script.json")], env=env, stderr=subprocess.PIPE)
+ServeLog(daemon, os.path.join(d, "log")).wait_for("web surface listening")
 qs = json.dumps({"questions": [{"question": "Q?", "header": "H", "multiSelect": False, "options": [{"label": "A", "description": ""}, {"label": "B", "description": ""}]}]})
 qf = os.path.join(d, "q.json"); open(qf, "w").write(qs)
 spawn_to_push, asked_to_push = [], []

@@ -12,6 +12,9 @@
 import json, os, subprocess, sys, tempfile, time, statistics, shutil, http.client, socket
 from datetime import datetime
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_log import ServeLog
+
 HARK = sys.argv[1]
 QS = json.dumps({"questions": [{"question": "Q?", "header": "H", "multiSelect": False,
                                 "options": [{"label": "A", "description": ""}, {"label": "B", "description": ""}]}]})
@@ -29,18 +32,10 @@ def start(d, web):
     port = free_port()
     if web:
         args += ["--web", f"127.0.0.1:{port}"]
-    log = open(os.path.join(d, "log"), "w+")
-    daemon = subprocess.Popen(args, env=env, stderr=log)
-    want = "web surface listening" if web else "hark is serving the operator"
-    # The daemon says it serves on its log; read it as it grows.
-    with open(os.path.join(d, "log")) as follow:
-        seen = ""
-        deadline = time.time() + 20
-        while want not in seen and time.time() < deadline:
-            seen += follow.read() or ""
-            if want not in seen:
-                time.sleep(0.01)
-    return daemon, env, port
+    daemon = subprocess.Popen(args, env=env, stderr=subprocess.PIPE)
+    log = ServeLog(daemon, os.path.join(d, "log"))
+    log.wait_for("web surface listening" if web else "hark is serving the operator")
+    return daemon, env, port, log
 
 
 def asked_at(d, question_id):
@@ -80,7 +75,7 @@ def read_event(stream):
 
 
 def with_web(d):
-    daemon, env, port = start(d, True)
+    daemon, env, port, _ = start(d, True)
     pair = json.loads(subprocess.run([HARK, "web", "pair", "--json"], env=env, capture_output=True, check=True).stdout)
     conn = http.client.HTTPConnection("127.0.0.1", port)
     origin = {"Origin": f"http://127.0.0.1:{port}", "Content-Type": "application/json"}
@@ -123,17 +118,15 @@ def with_web(d):
 
 
 def without_web(d):
-    daemon, env, _ = start(d, False)
+    daemon, env, _, log = start(d, False)
     qf = os.path.join(d, "q.json"); open(qf, "w").write(QS)
     for i in range(45):
         asker = subprocess.Popen([HARK, "ask", "--session", f"b{i}", "--file", qf], env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        # Answered from the command line once it waits.
-        while True:
-            listed = json.loads(subprocess.run([HARK, "inbox", "--json"], env=env, capture_output=True).stdout or b"[]")
-            if listed:
-                subprocess.run([HARK, "answer", listed[0]["id"], "--pick", "A"], env=env, capture_output=True)
-                break
+        # Answered from the command line once the daemon says it waits.
+        log.wait_for(f'"session_id":"b{i}"')
+        listed = json.loads(subprocess.run([HARK, "inbox", "--json"], env=env, capture_output=True).stdout)
+        subprocess.run([HARK, "answer", listed[0]["id"], "--pick", "A"], env=env, capture_output=True, check=True)
         asker.wait()
     rss = rss_kb(daemon.pid)
     daemon.terminate(); daemon.wait()

@@ -123,12 +123,7 @@ fn resume(pid: u32) -> io::Result<()> {
         TH32CS_SNAPTHREAD, THREADENTRY32, Thread32First, Thread32Next,
     };
     use windows_sys::Win32::System::Threading::{OpenThread, ResumeThread, THREAD_SUSPEND_RESUME};
-    // SAFETY: a snapshot handle, closed when `snapshot` drops.
-    let snapshot = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0) };
-    if snapshot == INVALID_HANDLE_VALUE {
-        return Err(io::Error::last_os_error());
-    }
-    let snapshot = Process(snapshot);
+    let snapshot = snapshot(TH32CS_SNAPTHREAD)?;
     // SAFETY: THREADENTRY32 is plain data; dwSize is set as required.
     let mut entry: THREADENTRY32 = unsafe { std::mem::zeroed() };
     entry.dwSize = std::mem::size_of::<THREADENTRY32>() as u32;

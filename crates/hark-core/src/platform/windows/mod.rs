@@ -384,14 +384,20 @@ pub struct ProcessEntry {
     pub created: Option<u64>,
 }
 
-/// The process snapshot's (Toolhelp's) entry for `pid`.
-pub fn process_entry(pid: u32) -> io::Result<ProcessEntry> {
-    // SAFETY: a snapshot handle, closed below.
-    let snapshot = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0) };
+/// A Toolhelp snapshot of `what` (its processes, its threads), closed
+/// when dropped.
+fn snapshot(what: u32) -> io::Result<Process> {
+    // SAFETY: no pointer is passed; the handle is checked and owned below.
+    let snapshot = unsafe { CreateToolhelp32Snapshot(what, 0) };
     if snapshot == INVALID_HANDLE_VALUE {
         return Err(io::Error::last_os_error());
     }
-    let snapshot = Process(snapshot);
+    Ok(Process(snapshot))
+}
+
+/// The process snapshot's (Toolhelp's) entry for `pid`.
+pub fn process_entry(pid: u32) -> io::Result<ProcessEntry> {
+    let snapshot = snapshot(TH32CS_SNAPPROCESS)?;
     // SAFETY: PROCESSENTRY32W is plain data; dwSize is set as required.
     let mut entry: PROCESSENTRY32W = unsafe { std::mem::zeroed() };
     entry.dwSize = std::mem::size_of::<PROCESSENTRY32W>() as u32;
