@@ -335,6 +335,7 @@ mod tests {
             created_at: SystemTime::now(),
             timeout: std::time::Duration::from_secs(60),
             parking: None,
+            mirrored: false,
         };
         for approval in [true, false] {
             if !approval {
@@ -384,6 +385,7 @@ mod tests {
             created_at: SystemTime::now(),
             timeout: std::time::Duration::from_secs(60),
             parking: None,
+            mirrored: false,
         };
         let mut out = Vec::new();
         show(&mut out, &item, 0).unwrap();

@@ -81,18 +81,21 @@ pub fn inbox(
 }
 
 #[tauri::command]
-pub fn reply(
+pub async fn reply(
     shell: State<'_, Arc<crate::shell::Shell>>,
     id: ItemId,
     reply: WireReply,
 ) -> Result<Outcome, IpcError> {
-    Ok(shell.registry.reply(id, reply.into(), Surface::Desktop)?)
+    Ok(shell
+        .registry
+        .reply(id, reply.into(), Surface::Desktop)
+        .await?)
 }
 
 /// A verdict on a write-mode approval, by the option the operator picked
 /// in the modal (the label-to-verdict mapping stays in the core).
 #[tauri::command]
-pub fn verdict(
+pub async fn verdict(
     shell: State<'_, Arc<crate::shell::Shell>>,
     id: ItemId,
     label: String,
@@ -106,7 +109,7 @@ pub fn verdict(
             ));
         }
     };
-    Ok(shell.registry.reply(id, reply, Surface::Desktop)?)
+    Ok(shell.registry.reply(id, reply, Surface::Desktop).await?)
 }
 
 #[tauri::command]

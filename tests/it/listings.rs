@@ -305,6 +305,7 @@ fn seed_answered(sandbox: &Sandbox, text: &str) -> ItemId {
         created_at: SystemTime::now(),
         timeout: Duration::from_secs(60),
         parking: None,
+        mirrored: false,
     };
     store.insert(&item).unwrap();
     let answers = [(
@@ -321,7 +322,7 @@ fn seed_answered(sandbox: &Sandbox, text: &str) -> ItemId {
             .settle(
                 item.id,
                 &outcome,
-                Some(hark_core::model::item::Surface::Cli)
+                Some(&hark_core::model::item::Surface::Cli)
             )
             .unwrap()
     );

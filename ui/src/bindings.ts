@@ -190,7 +190,11 @@ replied_by: string | null,
 /**
  * The paired device that replied, when `replied_by` is `web`.
  */
-replied_device: DeviceRef | null, settled_ms: number | null, 
+replied_device: DeviceRef | null, 
+/**
+ * The team's operator whose reply won, when `replied_by` is `hub`.
+ */
+replied_remote?: Remote, settled_ms: number | null, 
 /**
  * The operator dismissed it from the desktop inbox (it stays in the history).
  */

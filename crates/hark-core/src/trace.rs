@@ -44,7 +44,7 @@ pub fn settled(
     item: &Item,
     outcome: &Outcome,
     duration: Duration,
-    surface: Option<crate::model::item::Surface>,
+    surface: Option<&crate::model::item::Surface>,
 ) {
     let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
     let operator_replied = matches!(

@@ -218,11 +218,12 @@ async fn item(
     }
 }
 
-fn replied(web: &Web, authed: &Authed, id: ItemId, reply: Reply) -> Answer<Outcome> {
+async fn replied(web: &Web, authed: &Authed, id: ItemId, reply: Reply) -> Answer<Outcome> {
     let device = authed.session.device.id;
     let outcome = web
         .registry
         .reply(id, reply, Surface::Web { device })
+        .await
         .map_err(WireError::from)?;
     Ok(axum::Json(outcome))
 }
@@ -237,7 +238,7 @@ async fn reply(
 ) -> Answer<Outcome> {
     let id = item_id(&id)?;
     let wire: WireReply = body(&bytes)?;
-    replied(&web, &authed, id, wire.into())
+    replied(&web, &authed, id, wire.into()).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -262,7 +263,7 @@ async fn verdict(
         )
         .into());
     };
-    replied(&web, &authed, id, Reply::from(verdict))
+    replied(&web, &authed, id, Reply::from(verdict)).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -376,7 +377,7 @@ async fn push(
     let Some(reply) = crate::push::reply_of(&item, &choice) else {
         return refused(ApiError::invalid("this button does not fit its item"));
     };
-    match web.registry.reply(id, reply, Surface::Push) {
+    match web.registry.reply(id, reply, Surface::Push).await {
         Ok(outcome) => {
             tracing::info!(question_id = %id, "answered from the phone's push");
             Ok(axum::Json(outcome))

@@ -443,6 +443,7 @@ mod tests {
             created_at: SystemTime::now(),
             timeout: Duration::from_secs(60),
             parking: None,
+            mirrored: false,
         }
     }
 

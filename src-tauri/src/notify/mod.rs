@@ -363,9 +363,15 @@ fn on_action<R: Runtime>(app: &AppHandle<R>, item: &Item, action: &str) {
         let Some(reply) = Reply::from_picks(item, picks) else {
             return;
         };
-        if let Err(e) = shell.registry.reply(item.id, reply, Surface::Notification) {
-            tracing::info!(question_id = %item.id, "notification answer not taken: {e}");
-        }
+        // Replies are decided on the team's hub when there is one: not here,
+        // on the event loop.
+        let registry = shell.registry.clone();
+        let id = item.id;
+        tauri::async_runtime::spawn(async move {
+            if let Err(e) = registry.reply(id, reply, Surface::Notification).await {
+                tracing::info!(question_id = %id, "notification answer not taken: {e}");
+            }
+        });
     } else if shell.registry.get(item.id).is_some() {
         // The body or "Open": show the modal on this item.
         shell.open_item(app, item.id);

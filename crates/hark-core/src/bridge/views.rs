@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::approval::Approval;
 use crate::model::attribution::Attribution;
 use crate::model::ids::{DeviceId, ItemId, RunId, SessionId};
-use crate::model::item::{Asker, Item, Outcome, Surface};
+use crate::model::item::{Asker, Item, Outcome, Remote, Surface};
 use crate::model::run::RunStatus;
 use crate::model::schema::AskRequest;
 use crate::registry::StoreHealth;
@@ -42,6 +42,10 @@ pub struct ItemView {
     /// The paired device that replied, when `replied_by` is `web`.
     #[serde(default)]
     pub replied_device: Option<DeviceRef>,
+    /// The team's operator whose reply won, when `replied_by` is `hub`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub replied_remote: Option<Remote>,
     pub settled_ms: Option<u64>,
     /// The operator dismissed it from the desktop inbox (it stays in the history).
     #[serde(default)]
@@ -161,9 +165,13 @@ impl ItemState {
 }
 
 impl ItemView {
-    /// Who replied, as a person reads it: `desktop`, `web (Pixel 8)`.
+    /// Who replied, as a person reads it: `desktop`, `web (Pixel 8)`,
+    /// `alice on devbox`.
     pub fn replied_by_label(&self) -> Option<String> {
         let by = self.replied_by.as_ref()?;
+        if let Some(remote) = &self.replied_remote {
+            return Some(remote.to_string());
+        }
         Some(match &self.replied_device {
             Some(DeviceRef {
                 name: Some(name), ..
@@ -187,11 +195,13 @@ impl ItemView {
     ) -> ItemView {
         ItemView {
             outcome: Some(outcome),
-            replied_by: replied_by.map(|s| s.name().to_owned()),
+            replied_by: replied_by.as_ref().map(|s| s.name().to_owned()),
             // Named from the store by `operator::settled`.
             replied_device: replied_by
+                .as_ref()
                 .and_then(Surface::device)
                 .map(|id| DeviceRef { id, name: None }),
+            replied_remote: replied_by.as_ref().and_then(Surface::remote).cloned(),
             settled_ms: Some(unix_ms(at)),
             state: ItemState::Settled,
             ..ItemView::pending(item)
@@ -217,6 +227,7 @@ impl From<Record> for ItemView {
             outcome: r.outcome,
             replied_by: r.replied_by,
             replied_device: r.replied_device.map(|(id, name)| DeviceRef { id, name }),
+            replied_remote: r.replied_remote,
             settled_ms: r.settled_ms,
             dismissed: r.dismissed,
             state,

@@ -498,6 +498,8 @@ impl From<crate::registry::ReplyError> for WireError {
             ReplyError::HumanReplyMismatch { .. } => {
                 WireError::new(ErrorCode::HumanReplyMismatch, message)
             }
+            ReplyError::DecidedElsewhere { .. } => WireError::new(ErrorCode::NotPending, message),
+            ReplyError::Undecided(_) => WireError::new(ErrorCode::Unavailable, message),
         }
     }
 }

@@ -306,12 +306,15 @@ async fn serve_frame(
             ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "nothing to cancel"))
         }
         // A reply on the socket is the command line's, or the studio's.
-        ClientFrame::Reply { id, reply, via } => operator::reply(
-            &daemon.registry,
-            id,
-            reply,
-            via.map_or(Surface::Cli, Surface::from),
-        ),
+        ClientFrame::Reply { id, reply, via } => {
+            operator::reply(
+                &daemon.registry,
+                id,
+                reply,
+                via.map_or(Surface::Cli, Surface::from),
+            )
+            .await
+        }
         ClientFrame::List { filter } => operator::list(&daemon.registry, &filter),
         ClientFrame::Get { id } => operator::get(&daemon.registry, id),
         ClientFrame::ClearSettled => operator::clear_settled(&daemon.registry),

@@ -21,8 +21,13 @@ use crate::store::{StoreError, unix_ms};
 use crate::text::{json_len, size};
 
 /// Applies an operator's reply; the registry's rules decide.
-pub fn reply(registry: &Registry, id: ItemId, reply: WireReply, surface: Surface) -> ServerFrame {
-    match registry.reply(id, reply.into(), surface) {
+pub async fn reply(
+    registry: &Registry,
+    id: ItemId,
+    reply: WireReply,
+    surface: Surface,
+) -> ServerFrame {
+    match registry.reply(id, reply.into(), surface).await {
         Ok(outcome) => ServerFrame::Replied { id, outcome },
         Err(e) => ServerFrame::Error(e.into()),
     }
@@ -224,8 +229,9 @@ pub fn settled(
     replied_by: Option<Surface>,
     at: std::time::SystemTime,
 ) -> ItemView {
+    let device = replied_by.as_ref().and_then(Surface::device);
     let mut view = ItemView::settled(item, outcome, replied_by, at);
-    if let (Some(device), Some(store)) = (replied_by.and_then(Surface::device), registry.store()) {
+    if let (Some(device), Some(store)) = (device, registry.store()) {
         view.replied_device = Some(DeviceRef {
             id: device,
             name: store.device_name(device).ok().flatten(),

@@ -144,6 +144,7 @@ impl Daemon {
                     transcript: caller.transcript,
                 })
                 .filter(|_| caller.parks),
+            mirrored: false,
         }
     }
 }

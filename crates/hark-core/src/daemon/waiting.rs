@@ -54,7 +54,7 @@ pub(super) async fn wait_for_operator(
             },
             answered = &mut prompt, if prompting => {
                 prompting = false;
-                apply(&daemon.registry, daemon.prompter.surface(), &pending.item, answered);
+                apply(&daemon.registry, daemon.prompter.surface(), &pending.item, answered).await;
             }
             frame = read_frame(&mut reader, &mut buf) => match frame {
                 Ok(true) if serde_json::from_slice::<ClientFrame>(&buf).ok() == Some(ClientFrame::Cancel) => {
@@ -84,20 +84,25 @@ pub(super) async fn wait_for_operator(
 }
 
 /// Hands what the prompter returned to the registry, which resolves it.
-fn apply(registry: &Registry, surface: Surface, item: &Item, answered: Result<Picks, Unanswered>) {
+async fn apply(
+    registry: &Registry,
+    surface: Surface,
+    item: &Item,
+    answered: Result<Picks, Unanswered>,
+) {
     let id = item.id;
     let result = match answered {
         Ok(picks) => match Reply::from_picks(item, picks) {
-            Some(reply) => registry.reply(id, reply, surface).map(|_| ()),
+            Some(reply) => registry.reply(id, reply, surface).await.map(|_| ()),
             None => {
                 tracing::warn!(question_id = %id, "the prompter picked no verdict for the approval");
                 Ok(())
             }
         },
         Err(Unanswered::Skipped) if item.approval.is_some() => {
-            registry.reply(id, Reply::Deny, surface).map(|_| ())
+            registry.reply(id, Reply::Deny, surface).await.map(|_| ())
         }
-        Err(Unanswered::Skipped) => registry.reply(id, Reply::Skip, surface).map(|_| ()),
+        Err(Unanswered::Skipped) => registry.reply(id, Reply::Skip, surface).await.map(|_| ()),
         Err(Unanswered::Cancelled(reason)) => {
             registry.cancel(id, &reason);
             Ok(())
@@ -124,7 +129,7 @@ pub(super) fn keep_prompting(daemon: &Daemon, item: Arc<Item>, prompt: PromptFut
     let surface = daemon.prompter.surface();
     tokio::spawn(async move {
         tokio::select! {
-            answered = prompt => apply(&registry, surface, &item, answered),
+            answered = prompt => apply(&registry, surface, &item, answered).await,
             _ = watched => {}
         }
     });

@@ -124,6 +124,11 @@ pub struct Item {
     /// with no timeout for the operator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parking: Option<Parking>,
+    /// Filed from the team's hub: another host asked, and that host's clock
+    /// times it out. No agent waits on it here; it settles when the hub
+    /// says which reply won.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mirrored: bool,
 }
 
 /// How an item that parks is found again, and whether it has parked.
@@ -188,7 +193,7 @@ pub enum Outcome {
 /// the reply came in (a socket client is always `Cli`), so no client can
 /// claim to be the desktop.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Surface {
     /// The desktop app's window.
@@ -210,11 +215,33 @@ pub enum Surface {
     Web { device: DeviceId },
     /// A button of the phone push (ntfy), its one-time token the credential.
     Push,
+    /// Another operator of the team, through the hub: the hub decided their
+    /// reply won (see `hark-hub`).
+    Hub(Remote),
+}
+
+/// An operator of the team as the hub names them: who, on which host, and
+/// through which of their surfaces.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Remote {
+    pub operator: String,
+    pub host: String,
+    /// The surface they replied from (`desktop`, `web`, …), as they said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub surface: Option<String>,
+}
+
+impl std::fmt::Display for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} on {}", self.operator, self.host)
+    }
 }
 
 impl Surface {
     /// Its name, as the store records it.
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             Surface::Desktop => "desktop",
             Surface::Notification => "notification",
@@ -224,13 +251,22 @@ impl Surface {
             Surface::Studio => "studio",
             Surface::Web { .. } => "web",
             Surface::Push => "push",
+            Surface::Hub(_) => "hub",
         }
     }
 
     /// The paired device that replied, for the web surface.
-    pub fn device(self) -> Option<DeviceId> {
+    pub fn device(&self) -> Option<DeviceId> {
         match self {
-            Surface::Web { device } => Some(device),
+            Surface::Web { device } => Some(*device),
+            _ => None,
+        }
+    }
+
+    /// The team's operator that replied, through the hub.
+    pub fn remote(&self) -> Option<&Remote> {
+        match self {
+            Surface::Hub(remote) => Some(remote),
             _ => None,
         }
     }

@@ -12,14 +12,16 @@
 //! store refuses waits in memory until it can be made (see [`recording`]),
 //! and the item is served all the same.
 
+mod decided;
 mod parking;
 mod recording;
 
+pub use decided::{Decider, Deciding, Decision, Offer, Undecided};
 pub use parking::{Found, Waited};
 pub use recording::{RETRY, StoreHealth};
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::{Notify, broadcast, oneshot};
@@ -55,6 +57,9 @@ struct Shared {
     backlog: Mutex<recording::Backlog>,
     /// Wakes the retry task when the store begins to fail or on shutdown.
     retry: Notify,
+    /// Decides every settlement, when the daemon shares its items (the
+    /// team's hub); see [`decided`].
+    decider: OnceLock<Arc<dyn Decider>>,
 }
 
 #[derive(Debug, Default)]
@@ -186,6 +191,13 @@ pub enum ReplyError {
         takes: &'static str,
         got: &'static str,
     },
+    /// Another settlement won first on the team's hub (`by` names it:
+    /// "answered by alice on devbox").
+    #[error("item {id} was {by} first")]
+    DecidedElsewhere { id: ItemId, by: String },
+    /// The team's hub could not decide; the item is still pending.
+    #[error("{0}; the item is still pending")]
+    Undecided(String),
 }
 
 /// An opened item, held by the asker. Dropping it before the item settles
@@ -265,6 +277,7 @@ impl Registry {
             expiry: Notify::new(),
             backlog: Mutex::default(),
             retry: Notify::new(),
+            decider: OnceLock::new(),
         });
         tokio::spawn(expire_items(shared.clone()));
         if shared.store.is_some() {
@@ -343,45 +356,29 @@ impl Registry {
     /// (defaults filled in); a reply that does not fit is refused and the item
     /// stays pending. Exactly one reply wins. `surface` names who replied
     /// (`desktop`, `terminal`, `cli`, `script`) for the record.
-    pub fn reply(&self, id: ItemId, reply: Reply, surface: Surface) -> Result<Outcome, ReplyError> {
+    ///
+    /// With a decider (the team's hub), the reply is offered to it and the
+    /// item settles with whichever reply won there.
+    pub async fn reply(
+        &self,
+        id: ItemId,
+        reply: Reply,
+        surface: Surface,
+    ) -> Result<Outcome, ReplyError> {
         let item = self.get(id).ok_or(ReplyError::NotPending(id))?;
-        let outcome = match (&item.approval, reply) {
-            (_, Reply::Cancel) => Outcome::Cancelled {
-                reason: CANCELLED_BY_OPERATOR.into(),
-            },
-            (None, Reply::Answer(answer)) => Outcome::Answered(
-                resolve_answer(&item.request, &answer).map_err(ReplyError::Invalid)?,
-            ),
-            (None, Reply::Skip) => Outcome::Skipped {
-                unconfirmed_defaults: unconfirmed_defaults(&item.request),
-            },
-            (None, reply @ (Reply::Approve(_) | Reply::Deny)) => {
-                return Err(ReplyError::HumanReplyMismatch {
-                    id,
-                    kind: "question set",
-                    takes: "answers or a skip",
-                    got: reply.name(),
-                });
+        let outcome = outcome_of(&item, reply)?;
+        match self.decider() {
+            None => self
+                .settle(id, Some(surface), |_| outcome)
+                .ok_or(ReplyError::NotPending(id)),
+            Some(decider) => {
+                let offer = Offer {
+                    outcome,
+                    replied_by: Some(surface),
+                };
+                self.decide_reply(decider, item, offer).await
             }
-            (Some(approval), Reply::Approve(scope)) => {
-                let scope = scope.unwrap_or_else(|| approval.default_scope());
-                if !approval.offered().contains(&scope) {
-                    return Err(ReplyError::NotOffered { id, scope });
-                }
-                Outcome::Approved { scope }
-            }
-            (Some(_), Reply::Deny) => Outcome::Denied,
-            (Some(_), reply @ (Reply::Answer(_) | Reply::Skip)) => {
-                return Err(ReplyError::HumanReplyMismatch {
-                    id,
-                    kind: "approval",
-                    takes: "approve or deny",
-                    got: reply.name(),
-                });
-            }
-        };
-        self.settle(id, Some(surface), |_| outcome)
-            .ok_or(ReplyError::NotPending(id))
+        }
     }
 
     /// Settles an item as cancelled. Returns false when it was not pending.
@@ -395,9 +392,10 @@ impl Registry {
     }
 
     /// Settles an item with an unanswered outcome decided elsewhere (cancel,
-    /// no operator). Returns false when it was not pending.
+    /// no operator). Returns false when it was not pending (or is mirrored
+    /// from another host, which settles it).
     pub fn settle_as(&self, id: ItemId, outcome: Outcome) -> bool {
-        self.settle(id, None, |_| outcome).is_some()
+        self.conclude(id, outcome)
     }
 
     /// Tells followers a run's record changed.
@@ -429,7 +427,8 @@ impl Registry {
 
     /// Stops accepting items and cancels every pending one, so each waiting
     /// agent gets its error at once. A parked item is kept: no agent waits
-    /// on it, and it waits for the operator across the restart.
+    /// on it, and it waits for the operator across the restart; nor is a
+    /// mirrored one: its own host settles it.
     pub fn shutdown(&self, reason: &str) {
         let ids: Vec<ItemId> = {
             let mut state = self.lock();
@@ -437,7 +436,7 @@ impl Registry {
             state
                 .pending
                 .values()
-                .filter(|e| e.item.parked_at().is_none())
+                .filter(|e| e.item.parked_at().is_none() && !e.item.mirrored)
                 .map(|e| e.item.id)
                 .collect()
         };
@@ -474,10 +473,15 @@ impl Registry {
         self.record(recording::Write::Settle {
             item: entry.item.clone(),
             outcome: outcome.clone(),
-            replied_by: surface,
+            replied_by: surface.clone(),
             at,
         });
-        trace::settled(&entry.item, &outcome, entry.opened.elapsed(), surface);
+        trace::settled(
+            &entry.item,
+            &outcome,
+            entry.opened.elapsed(),
+            surface.as_ref(),
+        );
         let _ = self.shared.events.send(Event::Settled {
             item: entry.item.clone(),
             outcome: outcome.clone(),
@@ -504,17 +508,24 @@ impl Registry {
                     return None;
                 }
                 match state.expirations.first() {
-                    Some(&(deadline, id)) if deadline <= now => id,
+                    Some(&(deadline, id)) if deadline <= now => (deadline, id),
                     Some(&(deadline, _)) => return Some(deadline),
                     None => return None,
                 }
             };
             // An item whose agent can be resumed parks: no timeout
             // manufactures an answer from silence.
+            let (deadline, due) = due;
             if self.park(due).is_none() {
-                self.settle(due, None, |entry| Outcome::TimedOut {
-                    after_ms: millis(entry.opened.elapsed()),
-                });
+                let after_ms = self
+                    .lock()
+                    .pending
+                    .get(&due)
+                    .map_or(0, |entry| millis(entry.opened.elapsed()));
+                if !self.conclude(due, Outcome::TimedOut { after_ms }) {
+                    // Not pending here: its deadline is stale.
+                    self.lock().expirations.remove(&(deadline, due));
+                }
             }
         }
     }
@@ -522,6 +533,46 @@ impl Registry {
     fn is_shut_down(&self) -> bool {
         self.lock().shutdown
     }
+}
+
+/// What `reply` settles `item` with, when it fits.
+fn outcome_of(item: &Item, reply: Reply) -> Result<Outcome, ReplyError> {
+    let id = item.id;
+    Ok(match (&item.approval, reply) {
+        (_, Reply::Cancel) => Outcome::Cancelled {
+            reason: CANCELLED_BY_OPERATOR.into(),
+        },
+        (None, Reply::Answer(answer)) => {
+            Outcome::Answered(resolve_answer(&item.request, &answer).map_err(ReplyError::Invalid)?)
+        }
+        (None, Reply::Skip) => Outcome::Skipped {
+            unconfirmed_defaults: unconfirmed_defaults(&item.request),
+        },
+        (None, reply @ (Reply::Approve(_) | Reply::Deny)) => {
+            return Err(ReplyError::HumanReplyMismatch {
+                id,
+                kind: "question set",
+                takes: "answers or a skip",
+                got: reply.name(),
+            });
+        }
+        (Some(approval), Reply::Approve(scope)) => {
+            let scope = scope.unwrap_or_else(|| approval.default_scope());
+            if !approval.offered().contains(&scope) {
+                return Err(ReplyError::NotOffered { id, scope });
+            }
+            Outcome::Approved { scope }
+        }
+        (Some(_), Reply::Deny) => Outcome::Denied,
+        (Some(_), reply @ (Reply::Answer(_) | Reply::Skip)) => {
+            return Err(ReplyError::HumanReplyMismatch {
+                id,
+                kind: "approval",
+                takes: "approve or deny",
+                got: reply.name(),
+            });
+        }
+    })
 }
 
 /// How many inbox events a slow follower may fall behind before it must

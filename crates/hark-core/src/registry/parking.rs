@@ -247,7 +247,7 @@ mod tests {
         tokio::time::advance(Duration::from_secs(24 * 3600)).await;
         assert!(registry.get(id).is_some());
         let watched = registry.watch(id).unwrap();
-        let answered = registry.reply(id, yes(), Surface::Cli).unwrap();
+        let answered = registry.reply(id, yes(), Surface::Cli).await.unwrap();
         assert_eq!(watched.await.unwrap(), answered);
         assert!(matches!(answered, Outcome::Answered(_)));
     }
@@ -257,7 +257,7 @@ mod tests {
         let registry = Registry::new();
         let mut pending = registry.open(parking(Duration::from_secs(5)));
         let id = pending.item.id;
-        let answered = registry.reply(id, yes(), Surface::Cli).unwrap();
+        let answered = registry.reply(id, yes(), Surface::Cli).await.unwrap();
         assert_eq!(pending.wait().await, Waited::Settled(answered.clone()));
         assert_eq!(
             registry.by_tool_use("toolu_1", &"s1".into()).unwrap(),
@@ -303,7 +303,7 @@ mod tests {
             registry.by_tool_use("toolu_1", &"s1".into()).unwrap(),
             Some(Found::Pending(item)) if item.id == id
         ));
-        let answered = registry.reply(id, yes(), Surface::Cli).unwrap();
+        let answered = registry.reply(id, yes(), Surface::Cli).await.unwrap();
         assert_eq!(
             registry.by_tool_use("toolu_1", &"s1".into()).unwrap(),
             Some(Found::Settled {

@@ -92,7 +92,7 @@ impl Write {
                 replied_by,
                 at,
             } => store
-                .settle_at(item.id, outcome, *replied_by, *at)
+                .settle_at(item.id, outcome, replied_by.as_ref(), *at)
                 .map(|_| ()),
         }
     }
@@ -158,8 +158,12 @@ impl Backlog {
                 } => {
                     let mut settled = Record::from(&**item);
                     settled.outcome = Some(outcome.clone());
-                    settled.replied_by = replied_by.map(|s| s.name().to_owned());
-                    settled.replied_device = replied_by.and_then(|s| s.device()).map(|d| (d, None));
+                    settled.replied_by = replied_by.as_ref().map(|s| s.name().to_owned());
+                    settled.replied_device = replied_by
+                        .as_ref()
+                        .and_then(|s| s.device())
+                        .map(|d| (d, None));
+                    settled.replied_remote = replied_by.as_ref().and_then(|s| s.remote()).cloned();
                     settled.settled_ms = Some(unix_ms(*at));
                     match unstored.iter_mut().find(|r| r.id == item.id) {
                         Some(r) => *r = settled,

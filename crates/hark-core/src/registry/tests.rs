@@ -25,6 +25,7 @@ pub(super) fn item(timeout: Duration) -> Item {
         created_at: SystemTime::now(),
         timeout,
         parking: None,
+        mirrored: false,
     }
 }
 
@@ -57,14 +58,16 @@ async fn exactly_one_reply_wins() {
     let registry = Registry::new();
     let mut pending = registry.open(item(Duration::from_secs(60)));
     let id = pending.item.id;
-    let first = registry.reply(
-        id,
-        Reply::Answer(Picks::from([("Go?".into(), Pick::Label("No".into()))]).into()),
-        Surface::Cli,
-    );
+    let first = registry
+        .reply(
+            id,
+            Reply::Answer(Picks::from([("Go?".into(), Pick::Label("No".into()))]).into()),
+            Surface::Cli,
+        )
+        .await;
     assert!(matches!(first, Ok(Outcome::Answered(_))));
     assert_eq!(
-        registry.reply(id, Reply::Skip, Surface::Cli),
+        registry.reply(id, Reply::Skip, Surface::Cli).await,
         Err(ReplyError::NotPending(id))
     );
     assert!(!registry.cancel(id, "late"));
@@ -82,11 +85,13 @@ async fn a_reply_that_does_not_fit_leaves_the_item_pending() {
     let registry = Registry::new();
     let pending = registry.open(item(Duration::from_secs(60)));
     let id = pending.item.id;
-    let refused = registry.reply(
-        id,
-        Reply::Answer(Picks::from([("Go?".into(), Pick::Label("Maybe".into()))]).into()),
-        Surface::Cli,
-    );
+    let refused = registry
+        .reply(
+            id,
+            Reply::Answer(Picks::from([("Go?".into(), Pick::Label("Maybe".into()))]).into()),
+            Surface::Cli,
+        )
+        .await;
     assert!(matches!(refused, Err(ReplyError::Invalid(_))));
     assert!(registry.get(id).is_some());
 }
@@ -97,6 +102,7 @@ async fn a_skip_names_the_unconfirmed_defaults() {
     let mut pending = registry.open(item(Duration::from_secs(60)));
     registry
         .reply(pending.item.id, Reply::Skip, Surface::Cli)
+        .await
         .unwrap();
     let outcome = pending.outcome().await;
     assert_eq!(outcome.name(), "skipped");
@@ -115,7 +121,7 @@ async fn a_verdict_on_a_question_set_is_a_mismatch_and_changes_nothing() {
     let pending = registry.open(item(Duration::from_secs(60)));
     let id = pending.item.id;
     assert!(matches!(events.recv().await, Ok(Event::Added(_))));
-    let refused = registry.reply(id, Reply::Approve(None), Surface::Cli);
+    let refused = registry.reply(id, Reply::Approve(None), Surface::Cli).await;
     assert!(matches!(
         refused,
         Err(ReplyError::HumanReplyMismatch { got: "approve", .. })
@@ -131,6 +137,7 @@ async fn followers_see_items_added_and_settled() {
     let pending = registry.open(item(Duration::from_secs(60)));
     registry
         .reply(pending.item.id, Reply::Skip, Surface::Cli)
+        .await
         .unwrap();
     assert!(matches!(events.recv().await, Ok(Event::Added(i)) if i.id == pending.item.id));
     let Ok(Event::Settled {
@@ -246,6 +253,7 @@ async fn an_item_the_store_refuses_is_listed_answered_and_recorded_once_it_can()
     let mut earlier = registry.open(item(Duration::from_secs(60)));
     registry
         .reply(earlier.item.id, Reply::Skip, Surface::Cli)
+        .await
         .unwrap();
     earlier.outcome().await;
     let before = store.list(&ItemFilter::default()).unwrap();
@@ -282,7 +290,7 @@ async fn an_item_the_store_refuses_is_listed_answered_and_recorded_once_it_can()
     assert_eq!((by_id.len(), &by_id[0].outcome), (1, &None));
 
     // Answered, and the answer reaches the asker.
-    registry.reply(id, answer_no(), Surface::Cli).unwrap();
+    registry.reply(id, answer_no(), Surface::Cli).await.unwrap();
     let Outcome::Answered(resolution) = held.outcome().await else {
         panic!("not answered")
     };
@@ -319,7 +327,7 @@ async fn an_outcome_the_store_refuses_is_listed_in_place_of_its_pending_row() {
         text: "y".repeat(20_000),
     };
     let reply = Reply::Answer(Picks::from([("Go?".into(), long)]).into());
-    registry.reply(id, reply, Surface::Cli).unwrap();
+    registry.reply(id, reply, Surface::Cli).await.unwrap();
     assert_eq!(pending.outcome().await.name(), "answered");
     assert_eq!(store.get(id).unwrap().unwrap().outcome, None);
     assert_eq!(registry.store_health().unwrap().unrecorded, 1);

@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, params};
 use super::{RESTARTED, Store, StoreError, sql_count, to_json, unix_ms};
 use crate::model::approval::Approval;
 use crate::model::ids::{DeviceId, ItemId, RunId, SessionId};
-use crate::model::item::{Asker, Item, ItemFilter, Outcome, Parking, Surface};
+use crate::model::item::{Asker, Item, ItemFilter, Outcome, Parking, Remote, Surface};
 use crate::model::schema::AskRequest;
 
 /// One stored item, pending or settled.
@@ -32,11 +32,15 @@ pub struct Record {
     /// The paired device that replied on the web, and its name (`None`
     /// when the store no longer has it).
     pub replied_device: Option<(DeviceId, Option<String>)>,
+    /// The team's operator whose reply won on the hub.
+    pub replied_remote: Option<Remote>,
     pub settled_ms: Option<u64>,
     /// The operator dismissed it from the desktop inbox (it stays in the history).
     pub dismissed: bool,
     /// How an item that parks is found again, and when it parked.
     pub parking: Option<Parking>,
+    /// Filed from the team's hub (another host asked).
+    pub mirrored: bool,
 }
 
 impl From<&Item> for Record {
@@ -55,9 +59,11 @@ impl From<&Item> for Record {
             outcome: None,
             replied_by: None,
             replied_device: None,
+            replied_remote: None,
             settled_ms: None,
             dismissed: false,
             parking: item.parking.clone(),
+            mirrored: item.mirrored,
         }
     }
 }
@@ -75,6 +81,7 @@ impl Record {
             created_at: UNIX_EPOCH + Duration::from_millis(self.created_ms),
             timeout: Duration::from_millis(self.deadline_ms.saturating_sub(self.created_ms)),
             parking: self.parking,
+            mirrored: self.mirrored,
         }
     }
 }
@@ -87,18 +94,20 @@ impl Store {
         self.lock()
             .execute(
                 "UPDATE items SET outcome = 'cancelled', detail = ?1, settled_ms = ?2
-                 WHERE outcome IS NULL AND parked_ms IS NULL",
+                 WHERE outcome IS NULL AND parked_ms IS NULL AND mirrored = 0",
                 params![detail, self.now_ms()],
             )
             .map_err(|e| self.sql(e))
     }
 
-    /// Records a newly pending item.
+    /// Records a newly pending item. An item recorded already (one the hub
+    /// files again after a restart) is left as it is.
     pub fn insert(&self, item: &Item) -> Result<(), StoreError> {
         self.lock()
             .execute(
-                "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, approval, tool_use_id, parked_ms, transcript)
-                 VALUES (?1, ?8, ?2, ?7, ?3, ?4, ?5, ?6, ?9, ?10, ?11, ?12)",
+                "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, approval, tool_use_id, parked_ms, transcript, mirrored)
+                 VALUES (?1, ?8, ?2, ?7, ?3, ?4, ?5, ?6, ?9, ?10, ?11, ?12, ?13)
+                 ON CONFLICT (id) DO NOTHING",
                 params![
                     item.id.to_string(),
                     item.session_id,
@@ -115,6 +124,7 @@ impl Store {
                         .as_ref()
                         .and_then(|p| p.transcript.as_ref())
                         .map(|t| t.to_string_lossy().into_owned()),
+                    item.mirrored,
                 ],
             )
             .map(|_| ())
@@ -127,7 +137,7 @@ impl Store {
         &self,
         id: ItemId,
         outcome: &Outcome,
-        replied_by: Option<Surface>,
+        replied_by: Option<&Surface>,
     ) -> Result<bool, StoreError> {
         self.settle_at(id, outcome, replied_by, self.clock.now())
     }
@@ -138,13 +148,14 @@ impl Store {
         &self,
         id: ItemId,
         outcome: &Outcome,
-        replied_by: Option<Surface>,
+        replied_by: Option<&Surface>,
         at: SystemTime,
     ) -> Result<bool, StoreError> {
         let detail = serde_json::to_string(outcome)?;
+        let remote = replied_by.and_then(Surface::remote).map(to_json);
         self.lock()
             .execute(
-                "UPDATE items SET outcome = ?2, detail = ?3, replied_by = ?4, settled_ms = ?5, replied_device = ?6
+                "UPDATE items SET outcome = ?2, detail = ?3, replied_by = ?4, settled_ms = ?5, replied_device = ?6, replied_remote = ?7
                  WHERE id = ?1 AND outcome IS NULL",
                 params![
                     id.to_string(),
@@ -153,6 +164,7 @@ impl Store {
                     replied_by.map(Surface::name),
                     unix_ms(at) as i64,
                     replied_by.and_then(Surface::device).map(|d| d.to_string()),
+                    remote,
                 ],
             )
             .map(|n| n == 1)
@@ -295,7 +307,7 @@ impl Store {
     }
 }
 
-const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed, approval, tool_use_id, parked_ms, transcript, replied_device, (SELECT name FROM devices WHERE devices.id = items.replied_device) FROM items";
+const SELECT: &str = "SELECT id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, detail, replied_by, settled_ms, dismissed, approval, tool_use_id, parked_ms, transcript, replied_device, (SELECT name FROM devices WHERE devices.id = items.replied_device), mirrored, replied_remote FROM items";
 
 /// A row as SQLite returns it, before its JSON columns are read.
 struct RawRow {
@@ -317,6 +329,8 @@ struct RawRow {
     transcript: Option<String>,
     replied_device: Option<String>,
     replied_device_name: Option<String>,
+    mirrored: bool,
+    replied_remote: Option<String>,
 }
 
 fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
@@ -339,6 +353,8 @@ fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
         transcript: r.get(15)?,
         replied_device: r.get(16)?,
         replied_device_name: r.get(17)?,
+        mirrored: r.get(18)?,
+        replied_remote: r.get(19)?,
     })
 }
 
@@ -376,8 +392,15 @@ impl RawRow {
                 )),
                 None => None,
             },
+            replied_remote: match &self.replied_remote {
+                Some(remote) => {
+                    Some(serde_json::from_str(remote).map_err(|e| bad("replied_remote", &e))?)
+                }
+                None => None,
+            },
             settled_ms: self.settled_ms.map(|ms| ms.max(0) as u64),
             dismissed: self.dismissed,
+            mirrored: self.mirrored,
             parking: self.tool_use_id.clone().map(|tool_use_id| Parking {
                 tool_use_id,
                 parked_at: self

@@ -136,6 +136,13 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX push_tokens_by_item ON push_tokens (item_id);
 "#,
+    // The team's hub: items filed from other hosts (their host settles
+    // them, so a restart here does not), and the team's operator whose
+    // reply won there.
+    r#"
+    ALTER TABLE items ADD COLUMN mirrored INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE items ADD COLUMN replied_remote TEXT;
+"#,
 ];
 
 /// A count as SQLite takes it (a count past its range means "all").

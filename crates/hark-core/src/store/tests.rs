@@ -36,6 +36,7 @@ fn item(session: &str) -> Item {
         created_at: SystemTime::now(),
         timeout: Duration::from_secs(300),
         parking: None,
+        mirrored: false,
     }
 }
 
@@ -62,7 +63,7 @@ fn items_round_trip_and_settle_once() {
     });
     assert!(
         store
-            .settle(a.id, &answered, Some(crate::model::item::Surface::Cli))
+            .settle(a.id, &answered, Some(&crate::model::item::Surface::Cli))
             .unwrap()
     );
     assert!(
@@ -235,7 +236,7 @@ fn sessions_sum_up_their_items_waiting_ones_first() {
             &Outcome::Skipped {
                 unconfirmed_defaults: Default::default(),
             },
-            Some(crate::model::item::Surface::Cli),
+            Some(&crate::model::item::Surface::Cli),
         )
         .unwrap();
     let sessions = store.sessions(10).unwrap();

@@ -34,6 +34,7 @@ fn item(request: AskRequest) -> Item {
         created_at: SystemTime::now(),
         timeout: Duration::from_secs(60),
         parking: None,
+        mirrored: false,
     }
 }
 
