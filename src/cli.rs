@@ -96,6 +96,30 @@ pub enum Command {
     /// agents there ask you here, and their items say which host asked.
     /// That socket takes questions only: nothing there can answer or list.
     Ssh(SshArgs),
+    /// The team's hub (NATS JetStream).
+    #[command(subcommand)]
+    Hub(HubCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HubCommand {
+    /// Make a credential for one host: an nkey seed written to OUT (only
+    /// you can read it; keep it on that host), and the entry for the NATS
+    /// server's config printed, with what the role may do.
+    Credential {
+        /// `agent`: may ask and read answers, never answer (a CI runner);
+        /// `operator`: may answer.
+        #[arg(long, value_enum)]
+        role: HubRoleArg,
+        #[arg(long, value_name = "OUT")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HubRoleArg {
+    Operator,
+    Agent,
 }
 
 #[derive(Debug, Args)]
@@ -239,6 +263,11 @@ pub struct ServeArgs {
     /// on the network.
     #[arg(long)]
     pub insecure_http: bool,
+    /// Join the team's hub at URL (`nats://host:4222`), over the config's
+    /// `[hub] url`, with the config's credential: the team's items show
+    /// here, and every reply is decided there.
+    #[arg(long, value_name = "URL")]
+    pub hub: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -268,6 +297,12 @@ pub struct McpArgs {
     /// (`--permission-prompt-tool mcp__operator__approve`).
     #[arg(long)]
     pub approvals: bool,
+    /// Ask the team's hub directly, on a host with no daemon (a CI
+    /// runner): at URL, or the config's `[hub] url` when none is given,
+    /// with the config's credential (an agent's). The bounded wait ends
+    /// unanswered; nothing parks.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    pub hub: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -21,9 +21,12 @@ pub fn operator_ask(args: McpArgs) -> Result<ExitStatus, Failed> {
         .enable_all()
         .build()
         .map_err(Failed::Runtime)?;
-    runtime
-        .block_on(hark_mcp::OperatorServer::new(settings).serve_stdio())
-        .map_err(Failed::Mcp)?;
+    match args.hub {
+        Some(url) => runtime.block_on(crate::commands::hub::serve_agent(&config, url, settings))?,
+        None => runtime
+            .block_on(hark_mcp::OperatorServer::new(settings).serve_stdio())
+            .map_err(Failed::Mcp)?,
+    }
     Ok(ExitStatus::Success)
 }
 

@@ -6,6 +6,7 @@ pub mod answer;
 pub mod app;
 pub mod ask;
 pub mod doctor;
+pub mod hub;
 pub mod inbox;
 pub mod listings;
 pub mod mcp;
@@ -55,6 +56,15 @@ pub enum Failed {
     Autostart(#[from] hark_core::autostart::AutostartError),
     #[error(transparent)]
     Web(#[from] hark_web::WebError),
+    #[error(transparent)]
+    Hub(#[from] hark_hub::HubError),
+    #[error("no hub to ask: give `--hub URL` or set `[hub] url` in the config")]
+    NoHub,
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl Failed {
@@ -89,6 +99,7 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::McpConfig(args) => mcp::config(args),
         Command::Ssh(args) => Ok(runtime()?.block_on(ssh::run(args))),
         Command::Web(command) => Ok(runtime()?.block_on(web::run(command))),
+        Command::Hub(command) => hub::run(command),
         Command::Ask(args) => Ok(runtime()?.block_on(ask::run(args))),
         Command::Run(args) => Ok(runtime()?.block_on(run::run(args))),
         Command::Resume(args) => Ok(runtime()?.block_on(run::resume(args))),

@@ -43,6 +43,25 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
             eprintln!("hark: the web surface is on {}", serving.url);
             let _ = prepared.daemon.web_url.set(serving.url);
         }
+        // Before the socket serves: every item from the first is decided
+        // on the hub.
+        let _hub = match hark_hub::HubOptions::from_config(
+            prepared.config.hub.as_ref(),
+            args.hub.clone(),
+            hark_hub::Role::Operator,
+        ) {
+            Some(options) => {
+                let hub = hark_hub::Hub::connect(options).await?;
+                eprintln!(
+                    "hark: on the team's hub at {} as {} on {}",
+                    hub.options().url,
+                    hub.options().operator,
+                    hub.options().host
+                );
+                Some(hub.serve(&prepared.daemon.registry))
+            }
+            None => None,
+        };
         eprintln!(
             "hark: serving on {} — agents started with `--mcp-config \"$(hark mcp-config)\"` ask here",
             prepared.socket_file.path().display()

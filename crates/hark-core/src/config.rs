@@ -33,6 +33,13 @@
 //! ntfy = { server = "https://ntfy.sh", topic = "hark-…", token = "tk_…" } # token: optional, an ntfy access token
 //! detail = "title-only"    # title-only (the agent and project, no question text) or full (the question and its options)
 //!
+//! [hub]                    # the team's hub (NATS JetStream); off when absent
+//! url = "nats://hub.example:4222" # or tls://…; `--hub URL` without it
+//! nkey = "/path/alice.nk"  # this host's nkey seed (`hark hub credential`); or creds = "/path/x.creds"
+//! ca = "/path/ca.pem"      # trust this CA for the server's TLS (then TLS is required)
+//! host = "devbox"          # this host's name on the hub, unique in the team (default: the hostname)
+//! operator = "alice"       # the name your replies carry (default: the user name)
+//!
 //! [approvals]              # the write-mode gate (`hark run --read-only`); adds to its defaults
 //! read_only_tools = ["MyViewer"]                  # tools that pass unasked
 //! external_effects = ["make deploy"]              # asked every time, never granted longer
@@ -103,6 +110,32 @@ pub struct Config {
     pub web: Option<Web>,
     /// A phone push for each new item, through ntfy (needs `web`).
     pub push: Option<Push>,
+    /// The team's hub, when configured.
+    pub hub: Option<Hub>,
+}
+
+/// The `[hub]` part of the config.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hub {
+    /// The NATS server(s): `nats://host:4222`, `tls://…`, comma-separated.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// This host's nkey seed file.
+    #[serde(default)]
+    pub nkey: Option<PathBuf>,
+    /// A NATS `.creds` file, for servers run with accounts.
+    #[serde(default)]
+    pub creds: Option<PathBuf>,
+    /// A CA certificate for the server's TLS.
+    #[serde(default)]
+    pub ca: Option<PathBuf>,
+    /// This host's name on the hub (default: the hostname).
+    #[serde(default)]
+    pub host: Option<String>,
+    /// The operator's name (default: the user name).
+    #[serde(default)]
+    pub operator: Option<String>,
 }
 
 /// The `[push]` part of the config.
@@ -292,6 +325,7 @@ impl Default for Config {
             confine: Confine::default(),
             web: None,
             push: None,
+            hub: None,
         }
     }
 }

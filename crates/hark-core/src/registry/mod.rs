@@ -600,4 +600,6 @@ async fn expire_items(shared: Arc<Shared>) {
 }
 
 #[cfg(test)]
+mod decided_tests;
+#[cfg(test)]
 mod tests;

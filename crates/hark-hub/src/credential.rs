@@ -1,0 +1,104 @@
+//! Who may do what on the hub, enforced by the NATS server: each host
+//! connects with an nkey (a key pair whose public half the server's config
+//! lists), and the server's per-subject permissions say what that key may
+//! publish. An agent's key may post items and write the asker's side of a
+//! decision, never the operator's: an agent cannot answer itself, on any
+//! host. hark makes the key pair and prints the server's user entry; it
+//! keeps no users of its own.
+
+use serde_json::{Value, json};
+
+use crate::Role;
+use crate::wire::{DECISIONS, ITEMS};
+
+/// A new credential: the seed (secret: the host keeps it) and the public
+/// key the server's config names.
+#[derive(Debug)]
+pub struct Credential {
+    pub seed: String,
+    pub public: String,
+}
+
+/// Makes a user key pair.
+pub fn make() -> Credential {
+    let pair = nkeys::KeyPair::new_user();
+    Credential {
+        // A freshly made user pair always has its seed.
+        seed: pair.seed().unwrap_or_default(),
+        public: pair.public_key(),
+    }
+}
+
+/// What `role` may publish and subscribe to, in the server's terms.
+pub fn permissions(role: Role) -> Value {
+    let publish = match role {
+        Role::Operator => json!({
+            "allow": ["$JS.API.>", format!("$KV.{ITEMS}.>"), format!("$KV.{DECISIONS}.>")],
+        }),
+        Role::Agent => json!({
+            "allow": agent_api()
+                .into_iter()
+                .chain([format!("$KV.{ITEMS}.*"), format!("$KV.{DECISIONS}.*.asker")])
+                .collect::<Vec<_>>(),
+            "deny": [format!("$KV.{DECISIONS}.*.operator")],
+        }),
+    };
+    json!({ "publish": publish, "subscribe": { "allow": ["_INBOX.>"] } })
+}
+
+/// The JetStream API calls an agent's client makes: bind the buckets, read
+/// and follow them. Not create, delete, purge or update them.
+fn agent_api() -> Vec<String> {
+    let mut api = vec!["$JS.API.INFO".to_owned()];
+    for bucket in [ITEMS, DECISIONS] {
+        let stream = format!("KV_{bucket}");
+        api.push(format!("$JS.API.STREAM.INFO.{stream}"));
+        api.push(format!("$JS.API.CONSUMER.CREATE.{stream}"));
+        api.push(format!("$JS.API.CONSUMER.CREATE.{stream}.>"));
+        api.push(format!("$JS.API.DIRECT.GET.{stream}"));
+        api.push(format!("$JS.API.DIRECT.GET.{stream}.>"));
+    }
+    api
+}
+
+/// The entry for the server's `authorization { users = [ … ] }`.
+pub fn server_user(public: &str, role: Role) -> Value {
+    json!({ "nkey": public, "permissions": permissions(role) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_may_write_the_askers_side_and_never_the_operators() {
+        let agent = permissions(Role::Agent);
+        let allowed: Vec<&str> = agent["publish"]["allow"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(allowed.contains(&"$KV.hark_decisions.*.asker"));
+        assert!(
+            !allowed
+                .iter()
+                .any(|s| s.contains("operator") || *s == "$JS.API.>")
+        );
+        assert_eq!(
+            agent["publish"]["deny"][0].as_str(),
+            Some("$KV.hark_decisions.*.operator")
+        );
+    }
+
+    #[test]
+    fn a_made_credential_is_a_user_key() {
+        let made = make();
+        assert!(made.seed.starts_with("SU"));
+        assert!(made.public.starts_with('U'));
+        assert_eq!(
+            nkeys::KeyPair::from_seed(&made.seed).unwrap().public_key(),
+            made.public
+        );
+    }
+}

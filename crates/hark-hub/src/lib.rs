@@ -1,0 +1,215 @@
+//! hark's team hub: the items of several hosts and the one reply that wins,
+//! shared through NATS JetStream.
+//!
+//! A daemon with a hub ([`Hub::serve`]) publishes each item it is asked,
+//! files every other host's item into its registry (so every surface shows
+//! it, named with its host), and has every settlement decided on the hub
+//! (see [`decide`]): whoever's reply the server takes first wins,
+//! everywhere. An agent-only host (a CI runner, through `hark
+//! mcp-operator-ask --hub`) does the same for its own items with an
+//! agent's credential, which the server lets ask and read but never
+//! answer (see [`credential`]).
+//!
+//! The wire records and the buckets are in [`wire`]. SQLite stays each
+//! daemon's own history: the hub is not an audit log.
+
+pub mod credential;
+pub mod decide;
+mod mirror;
+pub mod wire;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, kv};
+
+pub use mirror::Serving;
+
+/// Whose credential the hub is reached with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// An operator's daemon: asks, shows the team's items, answers.
+    Operator,
+    /// An agent-only host: asks, reads its answers, never answers.
+    Agent,
+}
+
+/// How to reach the hub, and who this host is there.
+#[derive(Debug, Clone)]
+pub struct HubOptions {
+    /// `nats://hub.example:4222` (or `tls://…`); several comma-separated.
+    pub url: String,
+    /// An nkey seed file (`SU…`), the credential the server knows by its
+    /// public key.
+    pub nkey: Option<PathBuf>,
+    /// A `.creds` file (a JWT and its seed), for servers run with accounts.
+    pub creds: Option<PathBuf>,
+    /// A CA certificate to trust for the server's TLS (the platform's roots
+    /// otherwise); TLS is then required.
+    pub ca: Option<PathBuf>,
+    /// This host's name on the hub; unique in the team (its items and its
+    /// clock's timeouts are its own).
+    pub host: String,
+    /// The operator's name their replies carry.
+    pub operator: String,
+    pub role: Role,
+    /// How long a request to the server may take before its outcome is
+    /// unknown.
+    pub timeout: Duration,
+}
+
+impl HubOptions {
+    /// The default request timeout.
+    pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// From the config's `[hub]`, its URL replaced by `url` when given;
+    /// `None` when neither names a server.
+    pub fn from_config(
+        hub: Option<&hark_core::config::Hub>,
+        url: Option<String>,
+        role: Role,
+    ) -> Option<HubOptions> {
+        let hub = hub.cloned().unwrap_or_default();
+        let url = url.or(hub.url)?;
+        let host = hub
+            .host
+            .unwrap_or_else(|| gethostname::gethostname().to_string_lossy().into_owned());
+        let operator = hub.operator.unwrap_or_else(|| {
+            ["USER", "USERNAME", "LOGNAME"]
+                .iter()
+                .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
+                .unwrap_or_else(|| "operator".to_owned())
+        });
+        Some(HubOptions {
+            url,
+            nkey: hub.nkey,
+            creds: hub.creds,
+            ca: hub.ca,
+            host,
+            operator,
+            role,
+            timeout: HubOptions::TIMEOUT,
+        })
+    }
+}
+
+/// Why the hub could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    #[error("cannot read the hub credential {path}: {source}")]
+    Credential {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the hub at {url} is unreachable: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error(
+        "the hub's buckets are not ready ({0}); an operator's daemon makes them on its first connect"
+    )]
+    Buckets(String),
+    #[error("the hub refused the item: {0}")]
+    Publish(String),
+    #[error("reading the hub: {0}")]
+    Read(String),
+    #[error("the hub did not say who settled item {0}; it is still pending")]
+    Undecided(hark_core::model::ids::ItemId),
+    #[error("encoding a hub record: {0}")]
+    Encode(serde_json::Error),
+}
+
+/// A connection to the hub, its buckets bound.
+#[derive(Debug, Clone)]
+pub struct Hub {
+    js: jetstream::Context,
+    items: kv::Store,
+    decisions: kv::Store,
+    options: std::sync::Arc<HubOptions>,
+}
+
+/// How long the hub keeps an item and its decision: a parked item waits
+/// this long at most.
+const KEEP: Duration = Duration::from_secs(30 * 24 * 3600);
+
+impl Hub {
+    /// Connects with the options' credential and binds the buckets (an
+    /// operator's daemon makes them when they are missing).
+    pub async fn connect(options: HubOptions) -> Result<Hub, HubError> {
+        let unreachable = |reason: String| HubError::Unreachable {
+            url: options.url.clone(),
+            reason,
+        };
+        let mut connect = match (&options.nkey, &options.creds) {
+            (Some(path), _) => {
+                let seed =
+                    std::fs::read_to_string(path).map_err(|source| HubError::Credential {
+                        path: path.clone(),
+                        source,
+                    })?;
+                async_nats::ConnectOptions::with_nkey(seed.trim().to_owned())
+            }
+            (None, Some(path)) => async_nats::ConnectOptions::with_credentials_file(path)
+                .await
+                .map_err(|source| HubError::Credential {
+                    path: path.clone(),
+                    source,
+                })?,
+            (None, None) => async_nats::ConnectOptions::new(),
+        };
+        if let Some(ca) = &options.ca {
+            connect = connect.add_root_certificates(ca.clone()).require_tls(true);
+        }
+        let client = connect
+            .name(format!("hark {} ({:?})", options.host, options.role))
+            .connection_timeout(options.timeout)
+            .request_timeout(Some(options.timeout))
+            // Reconnects forever: a daemon outlives the hub's restarts.
+            .max_reconnects(None)
+            .connect(options.url.as_str())
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        let mut js = jetstream::new(client);
+        js.set_timeout(options.timeout);
+        let (items, decisions) = match options.role {
+            Role::Operator => (
+                bucket(&js, wire::ITEMS).await?,
+                bucket(&js, wire::DECISIONS).await?,
+            ),
+            Role::Agent => (
+                bound(&js, wire::ITEMS).await?,
+                bound(&js, wire::DECISIONS).await?,
+            ),
+        };
+        Ok(Hub {
+            js,
+            items,
+            decisions,
+            options: std::sync::Arc::new(options),
+        })
+    }
+
+    pub fn options(&self) -> &HubOptions {
+        &self.options
+    }
+}
+
+/// The bucket, made when missing.
+async fn bucket(js: &jetstream::Context, name: &str) -> Result<kv::Store, HubError> {
+    if let Ok(store) = js.get_key_value(name).await {
+        return Ok(store);
+    }
+    js.create_key_value(kv::Config {
+        bucket: name.to_owned(),
+        history: 1,
+        max_age: KEEP,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| HubError::Buckets(e.to_string()))
+}
+
+/// The bucket, which must exist.
+async fn bound(js: &jetstream::Context, name: &str) -> Result<kv::Store, HubError> {
+    js.get_key_value(name)
+        .await
+        .map_err(|e| HubError::Buckets(format!("{name}: {e}")))
+}

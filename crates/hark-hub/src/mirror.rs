@@ -1,0 +1,353 @@
+//! A daemon on the hub: its own items published, the team's filed into its
+//! registry, and every settlement decided on the hub and applied here.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::jetstream::kv::{Entry, Operation};
+use futures_util::StreamExt;
+use hark_core::model::ids::ItemId;
+use hark_core::model::item::{Item, Remote, Surface};
+use hark_core::registry::{Decider, Deciding, Decision, Event, Offer, Registry, Undecided};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+
+use crate::wire::{Decided, Origin, Posted, Side, VERSION};
+use crate::{Hub, HubError, Role};
+
+/// The hub's tasks for one registry; they end when it is dropped.
+#[derive(Debug)]
+pub struct Serving {
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// How many decisions that came before their item are kept for it.
+const EARLY: usize = 4096;
+/// The longest pause between two tries of a write the hub did not take.
+const MOST_BACKOFF: Duration = Duration::from_secs(30);
+
+#[derive(Debug)]
+struct Mirror {
+    hub: Hub,
+    registry: Registry,
+    /// This host's replies on their way to the hub, by nonce: the surface
+    /// they came from, for the record when the hub's echo comes first.
+    offers: Arc<Mutex<HashMap<String, Surface>>>,
+    /// Decisions read before their item was filed here.
+    early: Mutex<VecDeque<(ItemId, Decision)>>,
+}
+
+impl Hub {
+    /// Puts `registry` on the hub: from now on its settlements are decided
+    /// there. An operator's daemon also files the team's items.
+    pub fn serve(&self, registry: &Registry) -> Serving {
+        let mirror = Arc::new(Mirror {
+            hub: self.clone(),
+            registry: registry.clone(),
+            offers: Arc::default(),
+            early: Mutex::default(),
+        });
+        // Followed before the decider is set: no item is asked unseen; and
+        // the ones waiting already (parked before a restart) posted again.
+        let events = registry.subscribe();
+        registry.decide_through(mirror.clone());
+        for item in registry.pending() {
+            if !item.mirrored {
+                tokio::spawn(post_until_taken(self.clone(), item));
+            }
+        }
+        let mut tasks = vec![
+            tokio::spawn(publish_own(mirror.clone(), events)),
+            tokio::spawn(follow(mirror.clone(), Bucket::Decisions)),
+        ];
+        if self.options.role == Role::Operator {
+            tasks.push(tokio::spawn(follow(mirror, Bucket::Items)));
+        }
+        Serving { tasks }
+    }
+
+    /// Puts this host's item on the hub.
+    pub async fn post(&self, item: &Item, origin: Origin) -> Result<(), HubError> {
+        let posted = Posted {
+            v: VERSION,
+            host: self.options.host.clone(),
+            origin,
+            item: item.clone(),
+        };
+        let bytes = serde_json::to_vec(&posted).map_err(HubError::Encode)?;
+        self.items
+            .put(item.id.to_string(), bytes.into())
+            .await
+            .map(|_| ())
+            .map_err(|e| HubError::Publish(e.to_string()))
+    }
+
+    fn remote(&self, surface: &Surface) -> Remote {
+        Remote {
+            operator: self.options.operator.clone(),
+            host: self.options.host.clone(),
+            surface: Some(surface.name().to_owned()),
+        }
+    }
+}
+
+impl Mirror {
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Who a decision read from the hub names: this host's own surface when
+    /// the offer is still on its way, else the team's operator.
+    fn decision(&self, decided: Decided) -> Decision {
+        let ours = Self::lock(&self.offers).get(&decided.nonce).cloned();
+        Decision {
+            replied_by: ours.or_else(|| decided.by.map(Surface::Hub)),
+            outcome: decided.outcome,
+            ours: false,
+        }
+    }
+
+    /// Applies a decision read from the hub; keeps it when its item is not
+    /// here yet.
+    fn apply(&self, id: ItemId, decision: Decision) {
+        if self.registry.apply(id, &decision) || self.registry.get(id).is_some() {
+            return;
+        }
+        let mut early = Self::lock(&self.early);
+        if early.len() == EARLY {
+            early.pop_front();
+        }
+        early.push_back((id, decision));
+    }
+
+    /// Files another host's item, unless this daemon has it already.
+    fn file(&self, posted: Posted) {
+        let id = posted.item.id;
+        if self.registry.get(id).is_some() || self.settled_here(id) {
+            return;
+        }
+        let mut item = posted.item;
+        item.asker.host = Some(posted.host);
+        // This daemon cannot vouch for a process on another host.
+        item.asker.confined = false;
+        item.asker.pid = None;
+        self.registry.open_mirrored(item);
+        let early = {
+            let mut early = Self::lock(&self.early);
+            early
+                .iter()
+                .position(|(e, _)| *e == id)
+                .and_then(|at| early.remove(at))
+        };
+        if let Some((_, decision)) = early {
+            self.registry.apply(id, &decision);
+        }
+    }
+
+    /// This daemon's history has the item settled already.
+    fn settled_here(&self, id: ItemId) -> bool {
+        let Some(store) = self.registry.store() else {
+            return false;
+        };
+        matches!(store.get(id), Ok(Some(record)) if record.outcome.is_some())
+    }
+
+    /// One of this host's items the hub has: if this daemon no longer holds
+    /// it (it restarted meanwhile) and nobody settled it, it is withdrawn.
+    async fn own(&self, posted: Posted) {
+        let id = posted.item.id;
+        if self.registry.get(id).is_some() || !matches!(self.hub.winner(id).await, Ok(None)) {
+            return;
+        }
+        let withdrawn = Decided {
+            v: VERSION,
+            outcome: hark_core::model::item::Outcome::Cancelled {
+                reason: format!("hark restarted on {}", posted.host),
+            },
+            by: None,
+            nonce: uuid::Uuid::new_v4().to_string(),
+        };
+        if let Err(e) = self.hub.decide(id, Side::Asker, &withdrawn).await {
+            tracing::warn!(question_id = %id, "could not withdraw an item left on the hub: {e}");
+        }
+    }
+}
+
+impl Decider for Mirror {
+    fn decide(&self, item: Arc<Item>, offer: Offer) -> Deciding {
+        let hub = self.hub.clone();
+        let offers = self.offers.clone();
+        let nonce = uuid::Uuid::new_v4().to_string();
+        let side = match offer.replied_by {
+            Some(_) => Side::Operator,
+            None => Side::Asker,
+        };
+        let decided = Decided {
+            v: VERSION,
+            outcome: offer.outcome.clone(),
+            by: offer.replied_by.as_ref().map(|s| hub.remote(s)),
+            nonce: nonce.clone(),
+        };
+        if let Some(surface) = &offer.replied_by {
+            Self::lock(&offers).insert(nonce.clone(), surface.clone());
+        }
+        Box::pin(async move {
+            let result = hub.decide(item.id, side, &decided).await;
+            Self::lock(&offers).remove(&nonce);
+            match result {
+                Ok((_, true)) => Ok(Decision {
+                    outcome: decided.outcome,
+                    replied_by: offer.replied_by,
+                    ours: true,
+                }),
+                Ok((winner, false)) => Ok(Decision {
+                    outcome: winner.outcome,
+                    replied_by: winner.by.map(Surface::Hub),
+                    ours: false,
+                }),
+                Err(e) => {
+                    if side == Side::Asker {
+                        tokio::spawn(file_later(hub, item.id, decided));
+                    }
+                    Err(Undecided(e.to_string()))
+                }
+            }
+        })
+    }
+}
+
+/// Files the asker's side of an item the hub did not take (this host
+/// settled it unanswered meanwhile), once the hub is back, so the team's
+/// windows close too. An operator's answer that won in between came after
+/// this host stopped waiting: it is reported, not delivered.
+async fn file_later(hub: Hub, id: ItemId, decided: Decided) {
+    let mut pause = Duration::from_secs(1);
+    loop {
+        // A retry's pause, not a wait for an event: the hub says nothing
+        // when it is back.
+        tokio::time::sleep(pause).await;
+        match hub.decide(id, Side::Asker, &decided).await {
+            Ok((_, true)) => return,
+            Ok((winner, false)) => {
+                tracing::warn!(
+                    question_id = %id,
+                    outcome = winner.outcome.name(),
+                    by = ?winner.by,
+                    "the hub settled an item after this host had stopped waiting on it; its agent did not get that reply"
+                );
+                return;
+            }
+            Err(e) => tracing::debug!(question_id = %id, "the hub is still away: {e}"),
+        }
+        pause = (pause * 2).min(MOST_BACKOFF);
+    }
+}
+
+/// Which bucket a follower reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bucket {
+    Items,
+    Decisions,
+}
+
+/// Follows a bucket from its current values on, again after every break.
+async fn follow(mirror: Arc<Mirror>, bucket: Bucket) {
+    let mut pause = Duration::from_millis(500);
+    loop {
+        let store = match bucket {
+            Bucket::Items => &mirror.hub.items,
+            Bucket::Decisions => &mirror.hub.decisions,
+        };
+        match store.watch_all().await {
+            Ok(mut watch) => {
+                pause = Duration::from_millis(500);
+                while let Some(entry) = watch.next().await {
+                    match entry {
+                        Ok(entry) => mirror.took(bucket, entry).await,
+                        Err(e) => {
+                            tracing::warn!(?bucket, "following the hub: {e}");
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(?bucket, "cannot follow the hub: {e}"),
+        }
+        // A retry's pause, not a wait for an event (see file_later).
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MOST_BACKOFF);
+    }
+}
+
+impl Mirror {
+    /// One value read from a bucket.
+    async fn took(&self, bucket: Bucket, entry: Entry) {
+        if entry.operation != Operation::Put {
+            return;
+        }
+        match bucket {
+            Bucket::Decisions => {
+                let Some((id, side)) = Side::of_key(&entry.key) else {
+                    return;
+                };
+                if let Some(decided) = Decided::read(&entry.value, side) {
+                    let decision = self.decision(decided);
+                    self.apply(id, decision);
+                }
+            }
+            Bucket::Items => {
+                let Ok(posted) = serde_json::from_slice::<Posted>(&entry.value) else {
+                    tracing::warn!(key = entry.key, "an item on the hub that hark cannot read");
+                    return;
+                };
+                if posted.item.id.to_string() != entry.key {
+                    tracing::warn!(key = entry.key, "an item on the hub under another's key");
+                } else if posted.host == self.hub.options.host {
+                    self.own(posted).await;
+                } else {
+                    self.file(posted);
+                }
+            }
+        }
+    }
+}
+
+/// Publishes this daemon's own items as they are asked (and again when
+/// they park), and all of them again after falling behind.
+async fn publish_own(mirror: Arc<Mirror>, mut events: tokio::sync::broadcast::Receiver<Event>) {
+    loop {
+        let items = match events.recv().await {
+            Ok(Event::Added(item) | Event::Parked(item)) => vec![item],
+            Ok(_) => continue,
+            Err(RecvError::Lagged(_)) => mirror.registry.pending(),
+            Err(RecvError::Closed) => return,
+        };
+        for item in items.into_iter().filter(|i| !i.mirrored) {
+            tokio::spawn(post_until_taken(mirror.hub.clone(), item));
+        }
+    }
+}
+
+/// Posts an item, again and again until the hub takes it.
+async fn post_until_taken(hub: Hub, item: Arc<Item>) {
+    let mut pause = Duration::from_millis(500);
+    let origin = match hub.options.role {
+        Role::Operator => Origin::Daemon,
+        Role::Agent => Origin::Agent,
+    };
+    while let Err(e) = hub.post(&item, origin).await {
+        tracing::warn!(question_id = %item.id, "the hub did not take the item: {e}");
+        // A retry's pause (see file_later).
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MOST_BACKOFF);
+    }
+}

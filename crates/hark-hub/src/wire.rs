@@ -1,0 +1,176 @@
+//! What the hub holds, in two JetStream key-value buckets:
+//!
+//! - `hark_items`, key `<item id>`: the item as its host asked it
+//!   ([`Posted`]), put by that host (a daemon, or an agent-only host).
+//! - `hark_decisions`, keys `<item id>.operator` and `<item id>.asker`: the
+//!   one settlement that won ([`Decided`]). Both are written with
+//!   `Nats-Expected-Last-Subject-Sequence: 0` over the subject
+//!   `$KV.hark_decisions.<item id>.*`, so the server takes the first of
+//!   either and refuses every later one: one winner, decided by the server.
+//!   The two keys exist so the server's permissions can tell them apart:
+//!   an agent's credential may write `.asker` (its own timeout) but never
+//!   `.operator` (an answer).
+//!
+//! A decision read from `.asker` is only ever an unanswered outcome: an
+//! agent's credential that wrote an answer there is read as a withdrawal.
+
+use hark_core::model::ids::ItemId;
+use hark_core::model::item::{Item, Outcome, Remote};
+use serde::{Deserialize, Serialize};
+
+/// The bucket of items.
+pub const ITEMS: &str = "hark_items";
+/// The bucket of decisions.
+pub const DECISIONS: &str = "hark_decisions";
+/// The version of the records below.
+pub const VERSION: u32 = 1;
+
+/// An item as the hub carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Posted {
+    pub v: u32,
+    /// The host that asked (`[hub] host`): its clock times the item out.
+    pub host: String,
+    /// What asked there: a daemon (which parks and resumes), or an agent
+    /// with no daemon (a CI job).
+    pub origin: Origin,
+    pub item: Item,
+}
+
+/// What put an item on the hub.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    Daemon,
+    Agent,
+}
+
+/// Which side settled an item: its key in the decisions bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// An operator replied (answer, skip, verdict, cancel).
+    Operator,
+    /// The asking host ended it unanswered (its timeout, its agent gone).
+    Asker,
+}
+
+impl Side {
+    pub fn key(self, id: ItemId) -> String {
+        let side = match self {
+            Side::Operator => "operator",
+            Side::Asker => "asker",
+        };
+        format!("{id}.{side}")
+    }
+
+    /// The side and item a decisions key names.
+    pub fn of_key(key: &str) -> Option<(ItemId, Side)> {
+        let (id, side) = key.rsplit_once('.')?;
+        let side = match side {
+            "operator" => Side::Operator,
+            "asker" => Side::Asker,
+            _ => return None,
+        };
+        Some((ItemId(id.parse().ok()?), side))
+    }
+}
+
+/// The subject both sides' decisions on `id` fall under.
+pub fn decisions_of(id: ItemId) -> String {
+    format!("$KV.{DECISIONS}.{id}.*")
+}
+
+/// A settlement, as the hub records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decided {
+    pub v: u32,
+    pub outcome: Outcome,
+    /// The operator who replied (`None` on the asker's side).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<Remote>,
+    /// Unique to this offer, so its maker knows it when it reads it back
+    /// (after a timeout whose outcome was unknown).
+    pub nonce: String,
+}
+
+impl Decided {
+    /// Reads a decision from `side`'s key: an asker's side carries no
+    /// answer, whatever its writer put there.
+    pub fn read(bytes: &[u8], side: Side) -> Option<Decided> {
+        let mut decided: Decided = serde_json::from_slice(bytes).ok()?;
+        if side == Side::Asker {
+            decided.by = None;
+            if !unanswered(&decided.outcome) {
+                decided.outcome = Outcome::Cancelled {
+                    reason: "the asking host withdrew it".into(),
+                };
+            }
+        } else if decided.by.is_none() {
+            decided.by = Some(Remote {
+                operator: "an operator".into(),
+                host: "the hub".into(),
+                surface: None,
+            });
+        }
+        Some(decided)
+    }
+}
+
+/// An outcome an asker's side may record: no answer in it.
+pub fn unanswered(outcome: &Outcome) -> bool {
+    matches!(
+        outcome,
+        Outcome::TimedOut { .. } | Outcome::Cancelled { .. } | Outcome::NoOperator
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_name_their_item_and_side() {
+        let id = ItemId(uuid_from(7));
+        assert_eq!(
+            Side::of_key(&Side::Operator.key(id)),
+            Some((id, Side::Operator))
+        );
+        assert_eq!(Side::of_key(&Side::Asker.key(id)), Some((id, Side::Asker)));
+        assert_eq!(Side::of_key(&format!("{id}.other")), None);
+        assert_eq!(Side::of_key("not-an-id.operator"), None);
+    }
+
+    #[test]
+    fn an_answer_on_the_askers_side_reads_as_a_withdrawal() {
+        let forged = serde_json::to_vec(&Decided {
+            v: VERSION,
+            outcome: Outcome::Denied,
+            by: Some(Remote {
+                operator: "mallory".into(),
+                host: "ci".into(),
+                surface: None,
+            }),
+            nonce: "n".into(),
+        })
+        .unwrap();
+        let read = Decided::read(&forged, Side::Asker).unwrap();
+        assert!(matches!(read.outcome, Outcome::Cancelled { .. }));
+        assert_eq!(read.by, None);
+        let timed_out = serde_json::to_vec(&Decided {
+            v: VERSION,
+            outcome: Outcome::TimedOut { after_ms: 5 },
+            by: None,
+            nonce: "n".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            Decided::read(&timed_out, Side::Asker).unwrap().outcome,
+            Outcome::TimedOut { after_ms: 5 }
+        );
+        assert_eq!(Decided::read(b"{not json", Side::Operator), None);
+    }
+
+    fn uuid_from(n: u8) -> uuid::Uuid {
+        uuid::Uuid::from_bytes([n; 16])
+    }
+}
