@@ -111,8 +111,10 @@ pub enum HubCommand {
         /// `operator`: may answer.
         #[arg(long, value_enum)]
         role: HubRoleArg,
+        /// Where the seed goes (default: hub.nk in hark's data directory,
+        /// where `[hub]` finds it, out of what `hark run` confines can read).
         #[arg(long, value_name = "OUT")]
-        out: PathBuf,
+        out: Option<PathBuf>,
     },
 }
 
@@ -154,6 +156,10 @@ pub struct AppArgs {
     /// install it) that starts the app with the `hark` at PATH.
     #[arg(long, value_name = "PATH")]
     pub desktop_entry: Option<PathBuf>,
+    /// Join the team's hub at URL, over the config's `[hub] url` (see
+    /// `hark serve --hub`).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["autostart", "desktop_entry"])]
+    pub hub: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -106,6 +106,8 @@ pub enum AppError {
     #[error(transparent)]
     Web(#[from] hark_web::WebError),
     #[error(transparent)]
+    Hub(#[from] hark_hub::HubError),
+    #[error(transparent)]
     Tauri(#[from] tauri::Error),
 }
 
@@ -185,6 +187,9 @@ impl Changed {
     }
 }
 
+/// The hub's tasks, kept as long as the app runs.
+struct HubServing(#[allow(dead_code)] hark_hub::Serving);
+
 /// Binds the app socket, opens the store and serves the bridge with the
 /// desktop prompter; follows the registry to keep windows and tray current.
 fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), AppError> {
@@ -206,6 +211,20 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), AppError> {
         let serving = tauri::async_runtime::block_on(hark_web::start(registry.clone(), web))?;
         eprintln!("hark: the web surface is on {}", serving.url);
         let _ = prepared.daemon.web_url.set(serving.url);
+    }
+    // And the team's hub, with `[hub]` (or `hark app --hub URL`): the
+    // team's items show here, every reply is decided there.
+    let hub_url = std::env::var(hark_core::env::HUB).ok();
+    if let Some(options) = hark_hub::HubOptions::from_config(
+        prepared.config.hub.as_ref(),
+        hub_url,
+        hark_hub::Role::Operator,
+    ) {
+        let serving = tauri::async_runtime::block_on(async {
+            let hub = hark_hub::Hub::connect(options).await?;
+            Ok::<_, hark_hub::HubError>(hub.serve(&registry))
+        })?;
+        app.manage(HubServing(serving));
     }
     let notifications = prepared.config.notifications.clone();
     let notifier = Arc::new(Notifier::new(notifications.clone()));

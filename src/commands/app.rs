@@ -15,7 +15,7 @@ pub fn run(args: AppArgs) -> Result<ExitStatus, Failed> {
         return Ok(ExitStatus::Success);
     }
     match args.autostart {
-        None => launch(),
+        None => launch(args.hub.as_deref()),
         Some(Switch::On) => {
             let path = autostart::enable(&this_hark()?)?;
             println!("hark starts at login: {}", path.display());
@@ -42,7 +42,7 @@ pub fn run(args: AppArgs) -> Result<ExitStatus, Failed> {
 /// Replaces this process with the desktop app installed next to `hark`, so
 /// the `hark` that serves MCP never loads GTK or WebKit. (Windows has no
 /// exec: there `hark` runs the app and ends with it.)
-pub fn launch() -> Result<ExitStatus, Failed> {
+pub fn launch(hub: Option<&str>) -> Result<ExitStatus, Failed> {
     let here = std::env::current_exe().map_err(Failed::ThisHark)?;
     let app = here.with_file_name(if cfg!(windows) {
         "hark-app.exe"
@@ -52,13 +52,17 @@ pub fn launch() -> Result<ExitStatus, Failed> {
     if !app.exists() {
         return Err(Failed::AppMissing(app));
     }
+    let mut command = std::process::Command::new(&app);
+    if let Some(url) = hub {
+        command.env(hark_core::env::HUB, url);
+    }
     #[cfg(unix)]
     let source = {
         use std::os::unix::process::CommandExt;
-        std::process::Command::new(&app).exec()
+        command.exec()
     };
     #[cfg(windows)]
-    let source = match std::process::Command::new(&app).status() {
+    let source = match command.status() {
         Ok(status) if status.success() => return Ok(ExitStatus::Success),
         Ok(status) => std::io::Error::other(format!("the app ended with {status}")),
         Err(e) => e,

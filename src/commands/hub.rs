@@ -17,7 +17,13 @@ use crate::exit::ExitStatus;
 /// Runs a `hark hub` command.
 pub fn run(command: HubCommand) -> Result<ExitStatus, Failed> {
     match command {
-        HubCommand::Credential { role, out } => credential(role, &out),
+        HubCommand::Credential { role, out } => {
+            let out = match out {
+                Some(out) => out,
+                None => hark_core::config::Hub::default_nkey().map_err(Failed::NoHome)?,
+            };
+            credential(role, &out)
+        }
     }
 }
 
@@ -29,6 +35,12 @@ fn credential(role: HubRoleArg, out: &std::path::Path) -> Result<ExitStatus, Fai
         HubRoleArg::Agent => Role::Agent,
     };
     let made = hark_hub::credential::make();
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        hark_core::files::ensure_private_dir(dir).map_err(|e| Failed::Write {
+            path: out.to_owned(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+    }
     write_secret(out, &made.seed).map_err(|source| Failed::Write {
         path: out.to_owned(),
         source,

@@ -60,6 +60,8 @@ pub enum Failed {
     Hub(#[from] hark_hub::HubError),
     #[error("no hub to ask: give `--hub URL` or set `[hub] url` in the config")]
     NoHub,
+    #[error(transparent)]
+    NoHome(#[from] hark_core::files::NoHomeError),
     #[error("cannot write {}: {source}", path.display())]
     Write {
         path: PathBuf,

@@ -60,6 +60,7 @@ mod desktop;
 mod doctor;
 mod fake_agent;
 mod forged;
+mod hub;
 mod inbox;
 mod install;
 mod intake;

@@ -35,7 +35,7 @@
 //!
 //! [hub]                    # the team's hub (NATS JetStream); off when absent
 //! url = "nats://hub.example:4222" # or tls://…; `--hub URL` without it
-//! nkey = "/path/alice.nk"  # this host's nkey seed (`hark hub credential`); or creds = "/path/x.creds"
+//! nkey = "/path/alice.nk"  # this host's nkey seed (default: hub.nk in the data dir, where `hark hub credential` puts it); or creds = "/path/x.creds"
 //! ca = "/path/ca.pem"      # trust this CA for the server's TLS (then TLS is required)
 //! host = "devbox"          # this host's name on the hub, unique in the team (default: the hostname)
 //! operator = "alice"       # the name your replies carry (default: the user name)
@@ -112,6 +112,15 @@ pub struct Config {
     pub push: Option<Push>,
     /// The team's hub, when configured.
     pub hub: Option<Hub>,
+}
+
+impl Hub {
+    /// Where `hark hub credential` keeps this host's seed, and where it is
+    /// read from when `nkey` is not set: the data directory, which what
+    /// `hark run` confines does not see (the config directory it can read).
+    pub fn default_nkey() -> Result<PathBuf, crate::files::NoHomeError> {
+        Ok(crate::store::Store::default_path()?.with_file_name("hub.nk"))
+    }
 }
 
 /// The `[hub]` part of the config.

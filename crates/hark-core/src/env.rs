@@ -32,3 +32,7 @@ pub const LOG_FORMAT: &str = "HARK_LOG_FORMAT";
 pub fn var_os(name: &str) -> Option<std::ffi::OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())
 }
+
+/// The team's hub to join, over the config's `[hub] url` (`hark app --hub`
+/// hands it to the app this way).
+pub const HUB: &str = "HARK_HUB";

@@ -80,9 +80,13 @@ impl HubOptions {
                 .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
                 .unwrap_or_else(|| "operator".to_owned())
         });
+        let nkey = hub.nkey.or_else(|| {
+            let default = hark_core::config::Hub::default_nkey().ok()?;
+            (hub.creds.is_none() && default.exists()).then_some(default)
+        });
         Some(HubOptions {
             url,
-            nkey: hub.nkey,
+            nkey,
             creds: hub.creds,
             ca: hub.ca,
             host,
@@ -111,7 +115,7 @@ pub enum HubError {
     Publish(String),
     #[error("reading the hub: {0}")]
     Read(String),
-    #[error("the hub did not say who settled item {0}; it is still pending")]
+    #[error("the hub did not say who settled item {0}")]
     Undecided(hark_core::model::ids::ItemId),
     #[error("encoding a hub record: {0}")]
     Encode(serde_json::Error),

@@ -119,7 +119,11 @@ impl Mirror {
     /// Applies a decision read from the hub; keeps it when its item is not
     /// here yet.
     fn apply(&self, id: ItemId, decision: Decision) {
-        if self.registry.apply(id, &decision) || self.registry.get(id).is_some() {
+        if self.registry.apply(id, &decision)
+            || self.registry.get(id).is_some()
+            || self.hub.options.role == Role::Agent
+            || self.settled_here(id)
+        {
             return;
         }
         let mut early = Self::lock(&self.early);
@@ -148,8 +152,27 @@ impl Mirror {
                 .position(|(e, _)| *e == id)
                 .and_then(|at| early.remove(at))
         };
-        if let Some((_, decision)) = early {
-            self.registry.apply(id, &decision);
+        match early {
+            Some((_, decision)) => {
+                self.registry.apply(id, &decision);
+            }
+            // Its decision may have come and gone unseen (more early ones
+            // than are kept): ask.
+            None => {
+                let (hub, registry) = (self.hub.clone(), self.registry.clone());
+                tokio::spawn(async move {
+                    if let Ok(Some(decided)) = hub.winner(id).await {
+                        registry.apply(
+                            id,
+                            &Decision {
+                                replied_by: decided.by.map(Surface::Hub),
+                                outcome: decided.outcome,
+                                ours: false,
+                            },
+                        );
+                    }
+                });
+            }
         }
     }
 
@@ -267,7 +290,9 @@ async fn follow(mirror: Arc<Mirror>, bucket: Bucket) {
             Bucket::Items => &mirror.hub.items,
             Bucket::Decisions => &mirror.hub.decisions,
         };
-        match store.watch_all().await {
+        // From each key's current value on: what was asked and settled
+        // while this daemon was away, then what comes.
+        match store.watch_with_history(">").await {
             Ok(mut watch) => {
                 pause = Duration::from_millis(500);
                 while let Some(entry) = watch.next().await {

@@ -96,6 +96,23 @@ impl Registry {
         }
     }
 
+    /// Why a reply to `id` finds nothing pending: another operator of the
+    /// team won on the hub (the store names them), or it is just settled.
+    pub(super) fn not_pending(&self, id: ItemId) -> ReplyError {
+        let record = self.store().and_then(|store| store.get(id).ok().flatten());
+        match record {
+            Some(crate::store::Record {
+                outcome: Some(outcome),
+                replied_remote: Some(remote),
+                ..
+            }) => ReplyError::DecidedElsewhere {
+                id,
+                by: format!("{} by {remote}", outcome.name()),
+            },
+            _ => ReplyError::NotPending(id),
+        }
+    }
+
     /// Settles an item with the asker's side's outcome: at once without a
     /// decider; with one, once it decides (an answer may have won first).
     /// False when the item is not pending here, or is mirrored (its own

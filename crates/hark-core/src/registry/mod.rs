@@ -365,7 +365,9 @@ impl Registry {
         reply: Reply,
         surface: Surface,
     ) -> Result<Outcome, ReplyError> {
-        let item = self.get(id).ok_or(ReplyError::NotPending(id))?;
+        let Some(item) = self.get(id) else {
+            return Err(self.not_pending(id));
+        };
         let outcome = outcome_of(&item, reply)?;
         match self.decider() {
             None => self

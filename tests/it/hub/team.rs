@@ -1,0 +1,223 @@
+//! A team on one machine: a nats-server whose users are the team's hosts,
+//! and each host a sandbox of its own (its config's `[hub]`, its seed).
+
+use std::collections::HashMap;
+use std::process::{Output, Stdio};
+
+use hark_harness::nats::{NatsOptions, NatsServer, NatsUser, Permissions, Rule};
+use hark_hub::Role;
+use rmcp::ServiceExt;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+
+use crate::support::{Agent, Daemon, Host, Sandbox, sandbox, serve_in};
+
+/// The hosts every team test has: two operators' and one CI runner's.
+const HOSTS: [(&str, Role); 3] = [
+    ("alpha", Role::Operator),
+    ("beta", Role::Operator),
+    ("ci-runner", Role::Agent),
+];
+
+pub struct Team {
+    pub nats: NatsServer,
+    seeds: HashMap<&'static str, String>,
+}
+
+/// An operator's daemon on the hub.
+pub struct Operator {
+    pub daemon: Daemon,
+    pub sandbox: Sandbox,
+}
+
+/// A host with no daemon: its agents ask the hub directly.
+pub struct AgentHost {
+    pub sandbox: Sandbox,
+}
+
+impl Team {
+    /// The server, its users the hosts' keys with their roles' permissions.
+    pub fn start() -> Team {
+        let mut seeds = HashMap::new();
+        let mut users = Vec::new();
+        for (host, role) in HOSTS {
+            let made = hark_hub::credential::make();
+            users.push(NatsUser {
+                nkey: made.public.clone(),
+                permissions: permissions(role),
+            });
+            seeds.insert(host, made.seed);
+        }
+        let nats = NatsServer::start(&NatsOptions { users })
+            .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+        Team { nats, seeds }
+    }
+
+    /// A sandbox for `host`, its config's `[hub]` naming the server.
+    pub fn host(&self, host: &str, operator: &str) -> Sandbox {
+        let sandbox = sandbox();
+        let seed = sandbox.path("hub.nk");
+        std::fs::write(&seed, &self.seeds[host]).unwrap();
+        let config = format!(
+            "[hub]\nurl = {:?}\nnkey = {:?}\nhost = {host:?}\noperator = {operator:?}\n",
+            self.nats.url(),
+            seed.display().to_string(),
+        );
+        std::fs::write(sandbox.config(), config).unwrap();
+        sandbox
+    }
+
+    /// `hark serve` on `host`, as `operator`, once it is on the hub.
+    pub fn operator(&self, host: &str, operator: &str) -> Operator {
+        let sandbox = self.host(host, operator);
+        Operator::start(sandbox)
+    }
+
+    pub fn agent_host(&self, host: &str) -> AgentHost {
+        AgentHost {
+            sandbox: self.host(host, "ci"),
+        }
+    }
+
+    /// With `host`'s agent credential, writes an operator's answer to `id`
+    /// on the hub directly (not through hark's rules): what a hostile
+    /// agent would try.
+    pub async fn forge_answer(&self, host: &AgentHost, id: &str) -> Result<(), String> {
+        let options = hark_hub::HubOptions {
+            url: self.nats.url(),
+            nkey: Some(host.sandbox.path("hub.nk")),
+            creds: None,
+            ca: None,
+            host: "ci-runner".into(),
+            operator: "mallory".into(),
+            role: Role::Agent,
+            timeout: std::time::Duration::from_secs(2),
+        };
+        let hub = hark_hub::Hub::connect(options)
+            .await
+            .map_err(|e| e.to_string())?;
+        let id = hark_core::model::ids::ItemId(id.parse().unwrap());
+        let forged = hark_hub::wire::Decided {
+            v: hark_hub::wire::VERSION,
+            outcome: serde_json::from_value(json!({"outcome": "answered",
+                "answers": {"Which database?": "SQLite"}, "defaulted": []}))
+            .unwrap(),
+            by: Some(hark_core::model::item::Remote {
+                operator: "mallory".into(),
+                host: "ci-runner".into(),
+                surface: None,
+            }),
+            nonce: "forged".into(),
+        };
+        match hub
+            .decide(id, hark_hub::wire::Side::Operator, &forged)
+            .await
+        {
+            Ok((_, true)) => Ok(()),
+            Ok((winner, false)) => Err(format!("lost to {winner:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+impl Operator {
+    /// Starts `hark serve` in `sandbox` and waits until it is on the hub.
+    pub fn start(sandbox: Sandbox) -> Operator {
+        let daemon = serve_in(&sandbox, json!({}), &[]);
+        daemon
+            .log
+            .wait("on the team's hub", hark_harness::PATIENCE, |lines| {
+                lines
+                    .iter()
+                    .any(|l| l.text.contains("on the team's hub"))
+                    .then_some(())
+            })
+            .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+        Operator { daemon, sandbox }
+    }
+
+    /// The id of the first question asked here (its own, or filed from
+    /// the hub).
+    pub fn asked(&self) -> String {
+        let asked = self.daemon.log.wait_event("operator.question.asked", &[]);
+        asked["question_id"].as_str().unwrap().to_owned()
+    }
+
+    /// The item `id` once it settled here, as the inbox shows it.
+    pub fn settled(&self, id: &str) -> Value {
+        self.daemon
+            .log
+            .wait("the item settled", hark_harness::PATIENCE, |lines| {
+                lines
+                    .iter()
+                    .any(|l| {
+                        l.text.contains(id)
+                            && (l.text.contains("operator.question.answered")
+                                || l.text.contains("operator.question.unanswered"))
+                    })
+                    .then_some(())
+            })
+            .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+        history(&self.sandbox, id)
+    }
+
+    /// An agent of this operator's own, asking through this daemon.
+    pub async fn agent(&self) -> Agent {
+        crate::support::agent(&self.sandbox, &[]).await
+    }
+}
+
+impl AgentHost {
+    /// `hark mcp-operator-ask --hub` as an agent host would spawn it.
+    pub async fn agent(&self, env: &[(&str, &str)]) -> Agent {
+        let mut cmd = self.sandbox.hark(["mcp-operator-ask", "--hub"]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let transport = TokioChildProcess::builder(tokio::process::Command::from(cmd))
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap()
+            .0;
+        Host::default().serve(transport).await.unwrap()
+    }
+}
+
+/// `hark answer ID --pick LABEL` on `sandbox`'s daemon.
+pub fn answer_on(sandbox: &Sandbox, id: &str, label: &str) -> Output {
+    sandbox
+        .hark(["answer", id, "--pick", label])
+        .output()
+        .unwrap()
+}
+
+/// The item `id` as `sandbox`'s inbox lists it.
+pub fn history(sandbox: &Sandbox, id: &str) -> Value {
+    crate::support::inbox(sandbox)
+        .into_iter()
+        .find(|item| item["id"] == id)
+        .unwrap_or_else(|| panic!("item {id} is not in the inbox"))
+}
+
+/// The server's terms for a role's permissions.
+fn permissions(role: Role) -> Permissions {
+    let terms = hark_hub::credential::permissions(role);
+    let rule = |v: &Value| Rule {
+        allow: strings(&v["allow"]),
+        deny: strings(&v["deny"]),
+    };
+    Permissions {
+        publish: rule(&terms["publish"]),
+        subscribe: rule(&terms["subscribe"]),
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
