@@ -39,6 +39,7 @@
 //! ca = "/path/ca.pem"      # trust this CA for the server's TLS (then TLS is required)
 //! host = "devbox"          # this host's name on the hub, unique in the team (default: the hostname)
 //! operator = "alice"       # the name your replies carry (default: the user name)
+//! replicas = 3             # servers that keep each bucket, when this daemon makes them (default 1)
 //!
 //! [approvals]              # the write-mode gate (`hark run --read-only`); adds to its defaults
 //! read_only_tools = ["MyViewer"]                  # tools that pass unasked
@@ -145,6 +146,11 @@ pub struct Hub {
     /// The operator's name (default: the user name).
     #[serde(default)]
     pub operator: Option<String>,
+    /// How many servers of a cluster keep each bucket, when this daemon
+    /// makes them (the first operator's daemon to connect does): 3 on a
+    /// three-node cluster, so one node down loses nothing.
+    #[serde(default)]
+    pub replicas: Option<usize>,
 }
 
 /// The `[push]` part of the config.

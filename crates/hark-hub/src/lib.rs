@@ -56,6 +56,8 @@ pub struct HubOptions {
     /// How long a request to the server may take before its outcome is
     /// unknown.
     pub timeout: Duration,
+    /// How many servers keep each bucket, when this host makes them.
+    pub replicas: usize,
 }
 
 impl HubOptions {
@@ -93,6 +95,7 @@ impl HubOptions {
             operator,
             role,
             timeout: HubOptions::TIMEOUT,
+            replicas: hub.replicas.unwrap_or(1).max(1),
         })
     }
 }
@@ -168,15 +171,15 @@ impl Hub {
             .request_timeout(Some(options.timeout))
             // Reconnects forever: a daemon outlives the hub's restarts.
             .max_reconnects(None)
-            .connect(options.url.as_str())
+            .connect(servers(&options.url).map_err(|e| unreachable(e.to_string()))?)
             .await
             .map_err(|e| unreachable(e.to_string()))?;
         let mut js = jetstream::new(client);
         js.set_timeout(options.timeout);
         let (items, decisions) = match options.role {
             Role::Operator => (
-                bucket(&js, wire::ITEMS).await?,
-                bucket(&js, wire::DECISIONS).await?,
+                bucket(&js, wire::ITEMS, options.replicas).await?,
+                bucket(&js, wire::DECISIONS, options.replicas).await?,
             ),
             Role::Agent => (
                 bound(&js, wire::ITEMS).await?,
@@ -196,8 +199,25 @@ impl Hub {
     }
 }
 
+/// The servers a comma-separated URL list names.
+fn servers(urls: &str) -> Result<Vec<async_nats::ServerAddr>, async_nats::ConnectError> {
+    urls.split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(|u| {
+            u.parse::<async_nats::ServerAddr>().map_err(|e| {
+                async_nats::ConnectError::with_source(async_nats::ConnectErrorKind::ServerParse, e)
+            })
+        })
+        .collect()
+}
+
 /// The bucket, made when missing.
-async fn bucket(js: &jetstream::Context, name: &str) -> Result<kv::Store, HubError> {
+async fn bucket(
+    js: &jetstream::Context,
+    name: &str,
+    replicas: usize,
+) -> Result<kv::Store, HubError> {
     if let Ok(store) = js.get_key_value(name).await {
         return Ok(store);
     }
@@ -205,6 +225,7 @@ async fn bucket(js: &jetstream::Context, name: &str) -> Result<kv::Store, HubErr
         bucket: name.to_owned(),
         history: 1,
         max_age: KEEP,
+        num_replicas: replicas,
         ..Default::default()
     })
     .await

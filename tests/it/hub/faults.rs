@@ -20,7 +20,7 @@ async fn a_server_restart_mid_wait_still_delivers_the_answer() {
     let agent = ci.agent(&[("HARK_ASK_TIMEOUT", "120")]).await;
     let asking = tokio::spawn(async move { ask(&agent, questions(&[db()])).await });
     let id = alpha.asked();
-    team.nats.kill();
+    team.server().kill();
     // While the hub is down nothing can win: the reply is refused and the
     // item stays pending.
     let refused = answer_on(&alpha.sandbox, &id, "SQLite");
@@ -30,7 +30,7 @@ async fn a_server_restart_mid_wait_still_delivers_the_answer() {
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );
-    team.nats
+    team.server()
         .restart()
         .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
     // A reply whose acknowledgement the reconnecting client never got has
@@ -77,4 +77,68 @@ async fn an_operator_back_from_offline_shows_what_was_asked_and_answered() {
     assert_eq!(settled["replied_by"], "hub");
     assert_eq!(settled["replied_remote"]["operator"], "alice");
     assert_eq!(settled["asker"]["host"], "ci-runner");
+}
+
+/// A three-node cluster loses two nodes while both operators answer: no
+/// reply can be confirmed then, none is reported as won unless it was;
+/// once the nodes are back, the one committed (or, if none was, the next)
+/// is what the agent gets and what both daemons record. Never two.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_losing_its_quorum_mid_answer_never_answers_twice() {
+    let mut team = Team::start_cluster(3);
+    let alpha = team.operator("alpha", "alice");
+    let beta = team.operator("beta", "bob");
+    let ci = team.agent_host("ci-runner");
+    let agent = ci.agent(&[("HARK_ASK_TIMEOUT", "300")]).await;
+    let asking = tokio::spawn(async move { ask(&agent, questions(&[db()])).await });
+    let id = alpha.asked();
+    assert_eq!(beta.asked(), id);
+
+    for node in [1, 2] {
+        team.cluster().kill(node).unwrap();
+    }
+    let (on_alpha, on_beta) = std::thread::scope(|s| {
+        let a = s.spawn(|| answer_on(&alpha.sandbox, &id, "SQLite"));
+        let b = s.spawn(|| answer_on(&beta.sandbox, &id, "Postgres (Recommended)"));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let confirmed: Vec<&str> = [(&on_alpha, "SQLite"), (&on_beta, "Postgres (Recommended)")]
+        .into_iter()
+        .filter(|(out, _)| out.status.success())
+        .map(|(_, pick)| pick)
+        .collect();
+    assert!(confirmed.len() <= 1, "two replies were confirmed");
+    for node in [1, 2] {
+        team.cluster()
+            .restart(node)
+            .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+    }
+    team.cluster()
+        .wait_meta_leader(0)
+        .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+    // Neither committed: the next reply decides.
+    let taken = (0..TRIES)
+        .map(|_| answer_on(&alpha.sandbox, &id, "SQLite"))
+        .find(|out| {
+            out.status.success() || String::from_utf8_lossy(&out.stderr).contains("already settled")
+        });
+    assert!(
+        taken.is_some(),
+        "no reply was ever taken after the quorum came back"
+    );
+
+    let got: Value = serde_json::from_str(&text(&asking.await.unwrap())).unwrap();
+    let winner = got["answers"]["Which database?"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for pick in confirmed {
+        assert_eq!(pick, winner, "a reply reported won is the one delivered");
+    }
+    for daemon in [&alpha, &beta] {
+        assert_eq!(
+            daemon.settled(&id)["outcome"]["answers"]["Which database?"],
+            winner.as_str()
+        );
+    }
 }

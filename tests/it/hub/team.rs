@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::process::{Output, Stdio};
 
-use hark_harness::nats::{NatsOptions, NatsServer, NatsUser, Permissions, Rule};
+use hark_harness::nats::{NatsCluster, NatsOptions, NatsServer, NatsUser, Permissions, Rule};
 use hark_hub::Role;
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
@@ -20,8 +20,14 @@ const HOSTS: [(&str, Role); 3] = [
 ];
 
 pub struct Team {
-    pub nats: NatsServer,
+    servers: Servers,
     seeds: HashMap<&'static str, String>,
+}
+
+/// One server, or a cluster of them.
+enum Servers {
+    One(NatsServer),
+    Cluster(NatsCluster),
 }
 
 /// An operator's daemon on the hub.
@@ -38,6 +44,17 @@ pub struct AgentHost {
 impl Team {
     /// The server, its users the hosts' keys with their roles' permissions.
     pub fn start() -> Team {
+        Team::on(|options| NatsServer::start(options).map(Servers::One))
+    }
+
+    /// A cluster of `size` servers instead, each bucket kept on all.
+    pub fn start_cluster(size: usize) -> Team {
+        Team::on(|options| NatsCluster::start(size, options).map(Servers::Cluster))
+    }
+
+    fn on(
+        start: impl FnOnce(&NatsOptions) -> Result<Servers, hark_harness::nats::NatsError>,
+    ) -> Team {
         let mut seeds = HashMap::new();
         let mut users = Vec::new();
         for (host, role) in HOSTS {
@@ -48,9 +65,31 @@ impl Team {
             });
             seeds.insert(host, made.seed);
         }
-        let nats = NatsServer::start(&NatsOptions { users })
+        let servers = start(&NatsOptions { users })
             .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
-        Team { nats, seeds }
+        Team { servers, seeds }
+    }
+
+    /// Every server's URL, as the config's `url` takes them.
+    pub fn url(&self) -> String {
+        match &self.servers {
+            Servers::One(server) => server.url(),
+            Servers::Cluster(cluster) => cluster.urls().join(","),
+        }
+    }
+
+    pub fn server(&mut self) -> &mut NatsServer {
+        match &mut self.servers {
+            Servers::One(server) => server,
+            Servers::Cluster(_) => panic!("a cluster, not one server"),
+        }
+    }
+
+    pub fn cluster(&mut self) -> &mut NatsCluster {
+        match &mut self.servers {
+            Servers::Cluster(cluster) => cluster,
+            Servers::One(_) => panic!("one server, not a cluster"),
+        }
     }
 
     /// A sandbox for `host`, its config's `[hub]` naming the server.
@@ -58,9 +97,13 @@ impl Team {
         let sandbox = sandbox();
         let seed = sandbox.path("hub.nk");
         std::fs::write(&seed, &self.seeds[host]).unwrap();
+        let replicas = match &self.servers {
+            Servers::One(_) => 1,
+            Servers::Cluster(cluster) => cluster.len(),
+        };
         let config = format!(
-            "[hub]\nurl = {:?}\nnkey = {:?}\nhost = {host:?}\noperator = {operator:?}\n",
-            self.nats.url(),
+            "[hub]\nurl = {:?}\nnkey = {:?}\nhost = {host:?}\noperator = {operator:?}\nreplicas = {replicas}\n",
+            self.url(),
             seed.display().to_string(),
         );
         std::fs::write(sandbox.config(), config).unwrap();
@@ -84,7 +127,7 @@ impl Team {
     /// agent would try.
     pub async fn forge_answer(&self, host: &AgentHost, id: &str) -> Result<(), String> {
         let options = hark_hub::HubOptions {
-            url: self.nats.url(),
+            url: self.url(),
             nkey: Some(host.sandbox.path("hub.nk")),
             creds: None,
             ca: None,
@@ -92,6 +135,7 @@ impl Team {
             operator: "mallory".into(),
             role: Role::Agent,
             timeout: std::time::Duration::from_secs(2),
+            replicas: 1,
         };
         let hub = hark_hub::Hub::connect(options)
             .await
