@@ -15,14 +15,16 @@
 //!   tray host; `monitor` reads what the monitor prints.
 //! - `sshd`: a real OpenSSH server on 127.0.0.1, for agents on a host
 //!   reached over SSH.
+//! - `nats`: a real nats-server (or a cluster of them) on 127.0.0.1 with
+//!   JetStream and nkey users, killed and restarted, for the team hub.
 //! - `browser`: headless Chromium as a phone (390×844, touch) under
 //!   chromedriver, driven through WebDriver; taps, axe-core, screenshots.
 //! - `report`: an error with its causes, as a benchmark or a test prints it.
 //!
 //! Each module that can fail has its own error enum (`SandboxError`,
 //! `WaitError`, `ProcessError`, `DaemonError`, `DesktopError`,
-//! `BrowserError`), whose messages leave their cause to `source()`: print
-//! one with [`Report`].
+//! `BrowserError`, `NatsError`, `SshdError`), whose messages leave their
+//! cause to `source()`: print one with [`Report`].
 
 pub mod browser;
 pub mod clock;
@@ -30,6 +32,7 @@ pub mod daemon;
 pub mod desktop;
 pub mod lines;
 pub mod monitor;
+pub mod nats;
 pub mod process;
 pub mod report;
 pub mod sandbox;
@@ -39,6 +42,7 @@ pub use browser::{Browser, BrowserError};
 pub use daemon::{Daemon, DaemonError};
 pub use desktop::{DesktopError, Session, TrayHost};
 pub use lines::{Event, Line, Lines, PATIENCE, WaitError};
+pub use nats::{NatsCluster, NatsError, NatsOptions, NatsServer, NatsUser, Permissions, Rule};
 pub use process::ProcessError;
 pub use report::Report;
 pub use sandbox::{Sandbox, SandboxError, scratch};
