@@ -7,11 +7,14 @@
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::context::{PublishError, PublishErrorKind};
-use async_nats::jetstream::stream::{LastRawMessageErrorKind, Stream};
+use async_nats::jetstream::stream::Stream;
 use async_nats::jetstream::{self, publish::PublishAck};
 use hark_harness::{NatsCluster, NatsOptions};
 
-use super::{WAIT, connect, decide, decisions_bucket, in_flight, ok, within};
+use super::{
+    WAIT, connect, decide, decisions_bucket, in_flight, last_on_leader, ok, race_for_one_decision,
+    within,
+};
 
 /// The decisions stream once it has a leader with every replica current:
 /// the leader's node index.
@@ -32,22 +35,6 @@ async fn settled_leader(js: &jetstream::Context) -> usize {
         assert!(Instant::now() < deadline, "no settled stream leader");
         // A real request again (each one waits on the server's answer).
         tokio::task::yield_now().await;
-    }
-}
-
-/// Asks again (the cluster may still be electing) until the server says
-/// what it has for `subject`: its value, or `None` when it has none.
-async fn committed(js: &jetstream::Context, subject: &str) -> Option<String> {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Ok(stream) = js.get_stream("KV_hark_decisions").await {
-            match stream.get_last_raw_message_by_subject(subject).await {
-                Ok(message) => return Some(String::from_utf8_lossy(&message.payload).into()),
-                Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return None,
-                Err(_) => {}
-            }
-        }
-        assert!(Instant::now() < deadline, "no answer for {subject}");
     }
 }
 
@@ -79,6 +66,21 @@ async fn decide_until_settled(
     }
 }
 
+/// The race of `super`, its racers spread over three nodes and the bucket
+/// on all three: one winner still; a replicated stream may refuse a loser
+/// with 10164 (in flight) rather than 10071.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_decision_wins_a_race_across_a_cluster() {
+    let started = Instant::now();
+    let cluster = ok(NatsCluster::start(3, &NatsOptions::default()));
+    eprintln!(
+        "cluster: 3 nodes with a metadata leader in {:?}",
+        started.elapsed()
+    );
+    let in_flight = race_for_one_decision(&cluster.urls(), 3).await;
+    eprintln!("race, 3 nodes: {in_flight} of 15 refusals were 10164, the rest 10071");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_decision_during_a_lost_quorum_is_an_unknown_outcome() {
     let mut cluster = ok(NatsCluster::start(3, &NatsOptions::default()));
@@ -105,12 +107,12 @@ async fn a_decision_during_a_lost_quorum_is_an_unknown_outcome() {
     ok(cluster.restart(others[0]));
     ok(cluster.wait_meta_leader(others[0]));
     let back = Instant::now();
-    let first_read = committed(&js, "$KV.hark_decisions.cut.operator").await;
+    let first_read = last_on_leader(&js, "$KV.hark_decisions.cut.operator").await;
     let first_read_after = back.elapsed();
     let (retried, on_the_way) = decide_until_settled(&js, "cut", "asker").await;
     let settled_after = back.elapsed();
-    let operator = committed(&js, "$KV.hark_decisions.cut.operator").await;
-    let asker = committed(&js, "$KV.hark_decisions.cut.asker").await;
+    let operator = last_on_leader(&js, "$KV.hark_decisions.cut.operator").await;
+    let asker = last_on_leader(&js, "$KV.hark_decisions.cut.asker").await;
     // No double answer: one decision on the item, and the retry's answer
     // agrees with it (refused exactly when the cut decision was committed).
     match &retried {
@@ -121,7 +123,7 @@ async fn a_decision_during_a_lost_quorum_is_an_unknown_outcome() {
         }
     }
     assert_eq!(
-        committed(&js, "$KV.hark_decisions.before.operator").await,
+        last_on_leader(&js, "$KV.hark_decisions.before.operator").await,
         Some("allow".to_owned())
     );
     eprintln!(
