@@ -48,6 +48,10 @@
 //! - `web_browser`: the web surface in headless Chromium as a phone
 //!   (390×844, touch): pairing, a question and an approval answered by
 //!   taps, axe-core on every page.
+//! - `nats_server`: not hark yet but the facts the team hub rests on,
+//!   against a real nats-server (`hark_harness::nats`) with async-nats: one
+//!   decision wins a race, the server refuses an agent's answer, a restart
+//!   keeps data and watches, a cluster without quorum has unknown outcomes.
 //! - `support`: what they share beyond the harness: the build under test,
 //!   sandboxes and daemons, MCP clients, the questions, the fake agent's
 //!   record; `support::desktop` drives the app through WebDriver.
@@ -66,6 +70,7 @@ mod install;
 mod intake;
 mod layout;
 mod listings;
+mod nats_server;
 mod parking;
 mod run;
 mod ssh;

@@ -25,9 +25,13 @@ use serde_json::{Value, json};
 use crate::lines::{Lines, WaitError};
 use crate::sandbox::outside_tmp;
 
-/// How long a server may take to be ready, or a cluster to elect its
-/// JetStream metadata leader.
+/// How long a server may take to be ready.
 pub const START_PATIENCE: Duration = Duration::from_secs(20);
+
+/// How long a cluster may take to elect its JetStream metadata leader:
+/// measured from 0.3 s to 7 s on three fresh nodes on loopback (a split
+/// vote waits out a randomized election timeout, and another may follow).
+pub const LEADER_PATIENCE: Duration = Duration::from_secs(60);
 
 /// The oldest nats-server the tests accept (per-key TTL and the KV
 /// features the hub uses).
@@ -232,7 +236,7 @@ impl Node {
     /// JetStream metadata leader (itself or another node).
     fn wait_meta_leader(&self) -> Result<(), NatsError> {
         self.log
-            .wait("a JetStream metadata leader", START_PATIENCE, |lines| {
+            .wait("JetStream metadata leader", LEADER_PATIENCE, |lines| {
                 lines
                     .iter()
                     .any(|l| {
@@ -338,7 +342,11 @@ pub struct NatsCluster {
 
 impl NatsCluster {
     /// Starts `size` nodes and waits until each knows the JetStream
-    /// metadata leader, so the cluster takes JetStream requests.
+    /// metadata leader, so the cluster takes JetStream requests. A
+    /// replicated stream created at once may still be refused for a moment
+    /// with 10005, "no suitable peers for placement" (the leader has not
+    /// heard from every peer yet): ask again, as `decisions_bucket` in
+    /// tests/it/nats_server does.
     pub fn start(size: usize, options: &NatsOptions) -> Result<NatsCluster, NatsError> {
         let dir = tempfile::tempdir_in(outside_tmp()).map_err(|source| NatsError::Write {
             path: outside_tmp(),
