@@ -138,13 +138,7 @@ fn the_installer_puts_hark_in_place_and_its_uninstaller_takes_it_away() {
         format!("hark {}", env!("CARGO_PKG_VERSION"))
     );
 
-    let link = std::fs::read(&shortcut).expect("the Start-menu shortcut is there");
-    assert_eq!(link[..4], [0x4C, 0, 0, 0], "a shell link's header");
-    assert_eq!(link[4..20], SHELL_LINK_CLSID, "a shell link's header");
-    assert!(
-        contains(&link, &utf16(&format!(r"{dir_win}\hark-app.exe"))),
-        "the shortcut starts the installed app"
-    );
+    shortcut_checks(&wine, &dir_win, &start_menu);
 
     let key = reg_query(&wine, UNINSTALL_KEY).expect("the Uninstall key is there");
     assert_eq!(reg_value(&key, "DisplayName"), Some("hark"), "{key}");
@@ -181,6 +175,28 @@ fn the_installer_puts_hark_in_place_and_its_uninstaller_takes_it_away() {
         !path.split(';').any(|p| p == dir_win),
         "{dir_win} off the PATH: {path}"
     );
+}
+
+/// The Start-menu shortcut is a shell link to the installed app, and
+/// `hark doctor` reads it for the id it carries.
+fn shortcut_checks(wine: &Wine, dir_win: &str, start_menu: &str) {
+    let shortcut = unix(&format!(r"{start_menu}\hark.lnk"));
+    let link = std::fs::read(&shortcut).expect("the Start-menu shortcut is there");
+    assert_eq!(link[..4], [0x4C, 0, 0, 0], "a shell link's header");
+    assert_eq!(link[4..20], SHELL_LINK_CLSID, "a shell link's header");
+    assert!(
+        contains(&link, &utf16(&format!(r"{dir_win}\hark-app.exe"))),
+        "the shortcut starts the installed app"
+    );
+
+    // `hark doctor` reads the installed shortcut for the id it carries.
+    let doctor = wine_output(wine, &format!(r"{dir_win}\hark.exe"), &["doctor"], "-all");
+    let said = format!("{}{}", stdout(&doctor), stderr(&doctor));
+    assert!(
+        said.contains(&format!(r"Start-menu shortcut ({start_menu}\hark.lnk)")),
+        "the doctor reads the shortcut: {said}"
+    );
+    assert!(!said.contains("hark has no Start-menu shortcut"), "{said}");
 }
 
 /// Runs `uninstaller /S` as Settings → Apps does: an NSIS uninstaller
