@@ -19,6 +19,7 @@
 //! first instance is created beside the first, measured with a ten-line
 //! C probe); and the desktop app (WebView2).
 
+mod installer;
 mod support;
 
 use std::process::Stdio;

@@ -2,10 +2,11 @@
 //! wrapper of the WinRT toast API). A click on the toast or one of its
 //! buttons comes back as its action; a dismissal as a close. Limits: a
 //! toast cannot be taken back or replaced from here (a settled item's stays
-//! until dismissed, and does nothing when clicked), and an app installed
-//! without a Start-menu shortcut has no AppUserModelID of its own, so its
-//! toasts are sent under PowerShell's (they say so). Compiled in CI; never
-//! run.
+//! until dismissed, and does nothing when clicked). Toasts go under the
+//! app's own AppUserModelID (`dev.hark.app`) when its Start-menu shortcut
+//! carries it, as hark's installer makes it; otherwise (hark built or
+//! unpacked by hand) under PowerShell's, which says so on each toast.
+//! Compiled in CI; never run (the app needs WebView2, which Wine lacks).
 
 use tauri_winrt_notification::Toast;
 use tokio::sync::mpsc;
@@ -28,10 +29,11 @@ impl Backend for Toasts {
         let id = self.counted.next_id();
         let (clicked, dismissed) = (self.counted.sender.clone(), self.counted.sender.clone());
         let note = note.clone();
+        let app_id = hark_core::platform::toast_app_id();
         // Built and shown on a blocking thread: a toast is COM objects, not
         // to be sent between threads, and showing one waits a little.
         let shown = move || {
-            let mut toast = Toast::new(Toast::POWERSHELL_APP_ID)
+            let mut toast = Toast::new(app_id)
                 .title(&note.title)
                 .text1(&note.body)
                 .on_activated(move |action| {

@@ -3,7 +3,10 @@
 //! icon lives in, the Run key that starts it at login, and what a run's
 //! job object does and does not do.
 
-use hark_core::platform::{TOAST_APP_ID, user_dword, window_class_exists};
+use hark_core::platform::{
+    APP_ID, POWERSHELL_APP_ID, shortcut_app_id, start_menu_shortcut, user_dword,
+    window_class_exists,
+};
 
 use super::{Finding, Verdict};
 
@@ -21,7 +24,9 @@ pub(super) fn checks() -> Vec<Finding> {
     ]
 }
 
-/// Whether toasts are shown to this user, and under which AppUserModelID.
+/// Whether toasts are shown to this user, and under which AppUserModelID:
+/// the app's own when its Start-menu shortcut carries it, else
+/// PowerShell's.
 fn toasts() -> Finding {
     let what = "notifications";
     if user_dword(PUSH_NOTIFICATIONS, "ToastEnabled") == Some(0) {
@@ -32,20 +37,41 @@ fn toasts() -> Finding {
             "turn them on in Settings → System → Notifications; without them, questions still open the app's window",
         );
     }
-    let app = format!(r"{NOTIFICATION_SETTINGS}\{TOAST_APP_ID}");
-    if user_dword(&app, "Enabled") == Some(0) {
+    let carried = shortcut_app_id();
+    let own = matches!(&carried, Some(Some(id)) if id == APP_ID);
+    let (id, whose) = match own {
+        true => (APP_ID, "hark's"),
+        false => (POWERSHELL_APP_ID, "Windows PowerShell's"),
+    };
+    if user_dword(&format!(r"{NOTIFICATION_SETTINGS}\{id}"), "Enabled") == Some(0) {
         return Finding::not(
             Verdict::Missing,
             what,
-            format!("toasts of {TOAST_APP_ID}, which hark's are sent under, are turned off"),
-            "turn on Windows PowerShell's notifications in Settings → System → Notifications",
+            format!("toasts of {id}, which hark's are sent under, are turned off"),
+            format!("turn on {whose} notifications in Settings → System → Notifications"),
         );
     }
+    let shortcut = start_menu_shortcut().unwrap_or_default();
+    let shortcut = shortcut.display();
+    if own {
+        return Finding::ok(
+            what,
+            format!(
+                "toasts, sent under hark's AppUserModelID ({APP_ID}), which its Start-menu shortcut carries ({shortcut})"
+            ),
+        );
+    }
+    let missing = match carried {
+        None => format!("hark has no Start-menu shortcut ({shortcut})"),
+        Some(_) => format!(
+            "hark's Start-menu shortcut ({shortcut}) does not carry its AppUserModelID ({APP_ID})"
+        ),
+    };
     Finding::not(
         Verdict::Note,
         what,
-        format!("toasts, sent under PowerShell's AppUserModelID ({TOAST_APP_ID})"),
-        "hark has no Start-menu shortcut with an AppUserModelID of its own, so its toasts show as PowerShell's",
+        format!("toasts, sent under PowerShell's AppUserModelID ({POWERSHELL_APP_ID}): {missing}"),
+        "install hark with its installer (hark-VERSION-x64-setup.exe), whose Start-menu shortcut gives its toasts an id of their own",
     )
 }
 

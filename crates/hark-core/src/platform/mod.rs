@@ -20,6 +20,7 @@
 //! [`Stream`] is a connected socket, [`split`] its two halves,
 //! [`Listener`] what [`accept`] takes connections from.
 
+pub mod shell_link;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]

@@ -495,12 +495,40 @@ pub fn has_run_value(name: &str) -> bool {
     code == 0
 }
 
-/// The AppUserModelID the app's toasts go under (`src-tauri/src/notify/
-/// toast.rs`): PowerShell's, which every Windows has registered; an app of
-/// its own needs a Start-menu shortcut carrying it, which only an installer
-/// makes.
-pub const TOAST_APP_ID: &str =
+/// The app's own AppUserModelID: its Tauri identifier, which the Start-menu
+/// shortcut hark's installer makes carries (`scripts/windows/hark.nsi`).
+pub const APP_ID: &str = "dev.hark.app";
+
+/// PowerShell's AppUserModelID, which every Windows has registered: the
+/// app's toasts go under it when no shortcut carries [`APP_ID`] (hark run
+/// from where it was built, or unpacked by hand).
+pub const POWERSHELL_APP_ID: &str =
     r"{1AC14E77-02E7-4E5D-B744-2EB1AE5198B7}\WindowsPowerShell\v1.0\powershell.exe";
+
+/// Where hark's installer puts its Start-menu shortcut, for this user
+/// (`%APPDATA%\Microsoft\Windows\Start Menu\Programs\hark.lnk`).
+pub fn start_menu_shortcut() -> Option<std::path::PathBuf> {
+    let appdata = std::env::var_os("APPDATA")?;
+    Some(std::path::PathBuf::from(appdata).join(r"Microsoft\Windows\Start Menu\Programs\hark.lnk"))
+}
+
+/// The AppUserModelID hark's Start-menu shortcut carries: `None` when there
+/// is no shortcut, `Some(None)` when it carries none.
+pub fn shortcut_app_id() -> Option<Option<String>> {
+    let link = std::fs::read(start_menu_shortcut()?).ok()?;
+    Some(super::shell_link::app_user_model_id(&link))
+}
+
+/// The AppUserModelID the app's toasts go under (`src-tauri/src/notify/
+/// toast.rs`): its own when its Start-menu shortcut carries it (Windows
+/// shows a desktop app's toasts only under an id a shortcut carries), else
+/// PowerShell's.
+pub fn toast_app_id() -> &'static str {
+    match shortcut_app_id() {
+        Some(Some(id)) if id == APP_ID => APP_ID,
+        _ => POWERSHELL_APP_ID,
+    }
+}
 
 /// A DWORD value under `HKEY_CURRENT_USER\subkey`, if it is there.
 pub fn user_dword(subkey: &str, name: &str) -> Option<u32> {
