@@ -329,7 +329,7 @@ async fn a_phone_pairs_answers_a_question_and_allows_an_approval_by_touch() {
         if section == "history" {
             wait_for(
                 &browser,
-                "//table[@id='history']//tr[contains(., 'session phone') and contains(., \"by web (Operator's phone)\")]",
+                "//table[@id='history']//tr[contains(., 'session phone') and contains(., \"answered on phone (Operator's phone)\")]",
             )
             .await;
         }

@@ -324,7 +324,10 @@ fn a_push_button_answers_its_agent_once_and_nothing_else() {
     let a_row = history.iter().find(|i| i["id"] == a_id.as_str()).unwrap();
     assert_eq!(a_row["replied_by"], "push");
     let listed = stdout(&succeed(&daemon.sandbox, &["inbox", "--all"]));
-    assert!(listed.contains("by push"), "{listed}");
+    assert!(
+        listed.contains("answered on phone (from its notification)"),
+        "{listed}"
+    );
 
     // Failures are limited as pairings are: four so far, one more, and
     // then even a good token waits.
