@@ -10,11 +10,9 @@
 //! has no session).
 //!
 //! A push is replaced by a follow-up with the same `sequence_id` (ntfy
-//! 2.16 updates the notification in place; an older server shows it as one
-//! more notification): when its item parks (its agent is paused, the item
-//! waits with no deadline), one that says so, with the same buttons, whose
-//! tokens then last until the item settles; when it settles, one that says
-//! how it ended, with no buttons.
+//! 2.16 replaces in place; an older server adds one more): when its item
+//! parks, one saying so with the same buttons (their tokens then held until
+//! it settles); when it settles, one saying how it ended, with no buttons.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -310,8 +308,7 @@ struct Pusher {
     http: Http,
     store: Arc<Store>,
     options: PushOptions,
-    /// Items pushed and not yet settled, with their push's buttons (a
-    /// follow-up that keeps them carries the same tokens).
+    /// Items pushed and not yet settled, with their push's buttons.
     pushed: HashMap<ItemId, Vec<Action>>,
 }
 
