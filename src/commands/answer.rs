@@ -28,14 +28,12 @@ async fn find_pending(socket: &Path, id: &str) -> Result<ItemView, ExitStatus> {
     let Some(outcome) = &item.outcome else {
         return Ok(item);
     };
-    let by = item
+    let how = item
         .replied_by_label()
-        .map(|b| format!(" by {b}"))
-        .unwrap_or_default();
+        .unwrap_or_else(|| outcome.name().to_owned());
     eprintln!(
-        "hark: item {} is already settled ({}{by}); exactly one reply counts",
-        item.id,
-        outcome.name()
+        "hark: item {} is already settled ({how}); exactly one reply counts",
+        item.id
     );
     Err(ExitStatus::Refused)
 }

@@ -259,7 +259,7 @@ fn line(r: &ItemView, now_ms: u64) -> String {
             };
             let by = r
                 .replied_by_label()
-                .map(|b| format!(" by {b}"))
+                .map(|b| format!(", {b}"))
                 .unwrap_or_default();
             format!(
                 "{:<9} {short}  {} — {who} — after {waited} s{by} {what}",

@@ -29,6 +29,8 @@
 //! - `desktop`: the app under Xvfb with a private D-Bus session and dunst,
 //!   driven through tauri-driver + WebKitWebDriver. Its tests take turns
 //!   (one desktop at a time); the others run beside them.
+//! - `desktop_web`: the app serving the web surface too: a hundred replies
+//!   from a browser, the socket and the app's window race to one item.
 //! - `forged`: other programs on the session bus forge the notification
 //!   server's signals and the tray host's menu clicks; no question is
 //!   answered or cancelled by them.
@@ -61,6 +63,7 @@ mod bridge;
 mod codex;
 mod confine;
 mod desktop;
+mod desktop_web;
 mod doctor;
 mod fake_agent;
 mod forged;

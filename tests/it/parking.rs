@@ -13,7 +13,7 @@ use crate::support::*;
 
 /// A `hark run` in `session` with a 1 s wait, whose agent asks and ends
 /// with what the question returned (its result: stdout's last line).
-fn parking_run(daemon: &Daemon, session: &str, extra: &[&str]) -> Child {
+pub(crate) fn parking_run(daemon: &Daemon, session: &str, extra: &[&str]) -> Child {
     let prompt = ask_line();
     let mut run = daemon
         .sandbox
@@ -48,7 +48,7 @@ fn starts(daemon: &Daemon, session: &str) -> Vec<Value> {
 
 /// Waits until the item of `session` parks and its agent has exited; the
 /// item's id.
-fn parked(daemon: &Daemon, session: &str) -> String {
+pub(crate) fn parked(daemon: &Daemon, session: &str) -> String {
     let event = daemon
         .log
         .wait_event("operator.question.parked", &[("session_id", session)]);
@@ -78,7 +78,7 @@ fn parked(daemon: &Daemon, session: &str) -> String {
 
 /// Waits for the run to end well, its agent having received the answer
 /// SQLite; its stderr.
-fn resumed_with_sqlite(run: Child) -> String {
+pub(crate) fn resumed_with_sqlite(run: Child) -> String {
     let (out, stdout, stderr) = finished(run);
     assert!(out.status.success(), "{stderr}");
     assert!(

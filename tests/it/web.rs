@@ -469,7 +469,7 @@ fn the_agent_receives_exactly_the_web_answer_and_history_names_the_device() {
     assert_eq!(stored["replied_by"], "web");
     assert_eq!(stored["replied_device"]["name"], "Pixel 8");
     let listed = stdout(&succeed(&web.daemon.sandbox, &["inbox", "--all"]));
-    assert!(listed.contains("by web (Pixel 8)"), "{listed}");
+    assert!(listed.contains("answered on phone (Pixel 8)"), "{listed}");
     let view = web.get_json(&device, "/api/inbox");
     assert_eq!(view["history"][0]["replied_device"]["name"], "Pixel 8");
 

@@ -7,7 +7,8 @@
 //! modal, the inbox's sections) and nothing serious or critical may be
 //! found; no page scrolls sideways and every target is a finger's size.
 //! The phone view of the question is saved as docs/phone.png (the README
-//! shows it).
+//! shows it). A push's click (`/#item/ID`) opens the modal on that item,
+//! through pairing on a phone not yet paired.
 
 use std::path::{Path, PathBuf};
 
@@ -328,7 +329,7 @@ async fn a_phone_pairs_answers_a_question_and_allows_an_approval_by_touch() {
         if section == "history" {
             wait_for(
                 &browser,
-                "//table[@id='history']//tr[contains(., 'session phone') and contains(., \"by web (Operator's phone)\")]",
+                "//table[@id='history']//tr[contains(., 'session phone') and contains(., \"answered on phone (Operator's phone)\")]",
             )
             .await;
         }
@@ -351,6 +352,91 @@ async fn a_phone_pairs_answers_a_question_and_allows_an_approval_by_touch() {
     assert!(!new_run.is_displayed().await.unwrap());
 
     for agent in [agent, older, newer] {
+        agent.cancel().await.unwrap();
+    }
+    browser.stop().await;
+    drop(daemon);
+}
+
+/// The id of the item `session` asked, once the daemon has it.
+fn asked_id(daemon: &Daemon, session: &str) -> String {
+    daemon
+        .log
+        .wait_event("operator.question.asked", &[("session_id", session)])["question_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The modal, showing the question `text`.
+fn modal_on(text: &str) -> String {
+    format!(
+        "//main[@id='modal' and not(@hidden)]//*[@id='question-text' and normalize-space(.)='{text}']"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_push_click_opens_its_item_on_the_phone_even_before_pairing() {
+    let sandbox = sandbox();
+    let daemon = serve_in(&sandbox, json!({}), &["--web", "127.0.0.1:0"]);
+    let listening = daemon.log.wait_event("web surface listening", &[]);
+    let url = listening["url"].as_str().unwrap().to_owned();
+    let (older, older_call) = ask(
+        &sandbox,
+        "older",
+        question("Which port?", "Port", &["80", "443"], false),
+    )
+    .await;
+    let older_id = asked_id(&daemon, "older");
+    let (newer, newer_call) = ask(
+        &sandbox,
+        "newer",
+        question("Which branch?", "Branch", &["main", "develop"], false),
+    )
+    .await;
+    let newer_id = asked_id(&daemon, "newer");
+    let browser = Browser::phone(&sandbox)
+        .await
+        .unwrap_or_else(|e| panic!("{}", report(e)));
+
+    // The newer one's push is tapped on a phone not yet paired: pairing,
+    // which keeps the item to open (and nothing else) through it.
+    browser
+        .goto(&format!("{url}/#item/{newer_id}"))
+        .await
+        .unwrap();
+    wait_for(&browser, "//form[@id='pair-form']").await;
+    let at = browser.client.current_url().await.unwrap();
+    assert_eq!(at.fragment(), Some(format!("item={newer_id}").as_str()));
+    let pairing: Value =
+        serde_json::from_slice(&succeed(&sandbox, &["web", "pair", "--json"]).stdout).unwrap();
+    let code = browser.client.find(Locator::Id("pair-code")).await.unwrap();
+    code.send_keys(pairing["code"].as_str().unwrap())
+        .await
+        .unwrap();
+    tap(&browser, "//button[@id='pair-submit']").await;
+    // Paired: the modal opens on that item, not on the older one.
+    wait_for(&browser, &modal_on("Which branch?")).await;
+
+    // The older one's push, tapped with the page open: the page follows.
+    browser
+        .goto(&format!("{url}/#item/{older_id}"))
+        .await
+        .unwrap();
+    wait_for(&browser, &modal_on("Which port?")).await;
+    tap(&browser, &option("443")).await;
+    tap(&browser, "//button[@id='submit']").await;
+    let got: Value = serde_json::from_str(&text(&older_call.await.unwrap())).unwrap();
+    assert_eq!(got["answers"], json!({"Which port?": "443"}), "{got}");
+
+    // The newer one is what is left.
+    wait_for(&browser, &modal_on("Which branch?")).await;
+    tap(&browser, &option("develop")).await;
+    tap(&browser, "//button[@id='submit']").await;
+    let got: Value = serde_json::from_str(&text(&newer_call.await.unwrap())).unwrap();
+    assert_eq!(got["answers"], json!({"Which branch?": "develop"}), "{got}");
+
+    for agent in [older, newer] {
         agent.cancel().await.unwrap();
     }
     browser.stop().await;

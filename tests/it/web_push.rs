@@ -8,7 +8,9 @@
 //! the agent gets that option, the push is replaced by an "answered"
 //! one with the same `sequence_id`; a token used twice, one whose item
 //! settled, one expired and one never given are refused and change
-//! nothing; `detail = "title-only"` publishes none of the question's text.
+//! nothing; an item that parks has its push replaced by one saying so,
+//! whose buttons (their tokens held until it settles) resume the paused
+//! run; `detail = "title-only"` publishes none of the question's text.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -160,7 +162,9 @@ fn ntfy_message(published: &Published, public: &str) -> Value {
     let priority = m["priority"].as_u64().unwrap();
     assert!((1..=5).contains(&priority), "{m}");
     assert!(m["tags"].as_array().unwrap().iter().all(Value::is_string));
-    assert_eq!(m["click"], format!("{public}/"));
+    // A tap opens the web surface on this item (through pairing).
+    let id = m["sequence_id"].as_str().expect("a sequence id");
+    assert_eq!(m["click"], format!("{public}/#item/{id}"), "{m}");
     let actions = m["actions"].as_array().unwrap();
     assert!(actions.len() <= 3, "ntfy shows at most three: {m}");
     for action in actions {
@@ -172,7 +176,6 @@ fn ntfy_message(published: &Published, public: &str) -> Value {
         assert_eq!(action["headers"], json!({}));
         assert_eq!(action["body"], "");
     }
-    assert!(m["sequence_id"].is_string(), "{m}");
     m.clone()
 }
 
@@ -321,7 +324,10 @@ fn a_push_button_answers_its_agent_once_and_nothing_else() {
     let a_row = history.iter().find(|i| i["id"] == a_id.as_str()).unwrap();
     assert_eq!(a_row["replied_by"], "push");
     let listed = stdout(&succeed(&daemon.sandbox, &["inbox", "--all"]));
-    assert!(listed.contains("by push"), "{listed}");
+    assert!(
+        listed.contains("answered on phone (from its notification)"),
+        "{listed}"
+    );
 
     // Failures are limited as pairings are: four so far, one more, and
     // then even a good token waits.
@@ -334,6 +340,56 @@ fn a_push_button_answers_its_agent_once_and_nothing_else() {
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(pending_ids(&daemon).len(), 1, "C still waits");
     drop(asker_c);
+}
+
+#[test]
+fn a_parked_items_push_says_so_and_its_buttons_still_resume_the_run() {
+    let receiver = Receiver::start();
+    let (daemon, public) = serve_push(&receiver, "full");
+    // Nobody answers in the run's 1 s wait: the item parks, its agent is
+    // paused.
+    let run = crate::parking::parking_run(&daemon, "push-parked", &[]);
+    let first = ntfy_message(&receiver.next(), &public);
+    let id = first["sequence_id"].as_str().unwrap().to_owned();
+    assert_eq!(first["message"], "Which database?");
+    assert_eq!(crate::parking::parked(&daemon, "push-parked"), id);
+
+    // Its push is replaced in place, saying so, with the same buttons.
+    let parked = ntfy_message(&receiver.next(), &public);
+    assert_eq!(parked["sequence_id"], id.as_str(), "{parked}");
+    assert_eq!(
+        parked["message"],
+        "Parked: the agent is paused until you answer.\nWhich database?"
+    );
+    assert_eq!(parked["title"], first["title"]);
+    assert!(
+        parked["tags"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("parked")),
+        "{parked}"
+    );
+    assert_eq!(parked["actions"], first["actions"], "the same tokens");
+    assert_eq!(parked["actions"].as_array().unwrap().len(), 2);
+    // Its tokens last until it settles, as the item now waits.
+    let store = rusqlite::Connection::open(daemon.sandbox.data_dir().join("hark.db")).unwrap();
+    let held: i64 = store
+        .query_row(
+            "SELECT count(*) FROM push_tokens WHERE item_id = ?1 AND expires_ms = ?2",
+            rusqlite::params![id, i64::MAX],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(held, 2, "both buttons' tokens are held");
+
+    // SQLite, from the parked push: the agent resumes with it.
+    let (status, outcome) = fire(button(&parked, "SQLite"));
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    crate::parking::resumed_with_sqlite(run);
+    let settled = ntfy_message(&receiver.next(), &public);
+    assert_eq!(settled["sequence_id"], id.as_str());
+    assert_eq!(settled["message"], "Answered from this notification.");
+    assert_eq!(settled["actions"], json!([]));
 }
 
 #[test]

@@ -6,7 +6,7 @@
 // item (a waiting one in the modal, a run's output); / filters the list by
 // text, project or session, Esc clears the filter.
 import * as ipc from './ipc.js';
-import { askerDetail, clip, coalesced, roughly } from './text.js';
+import { askerDetail, clip, coalesced, repliedBy, roughly } from './text.js';
 
 /** @typedef {import('./bindings').ItemView} Item */
 
@@ -44,16 +44,6 @@ function who(item) {
   span.textContent = item.attribution.line;
   span.title = askerDetail(item);
   return span;
-}
-
-/**
- * The paired browser that answered, as " (its name)"; empty for another
- * surface.
- * @param {Item} item
- */
-function device(item) {
-  const answered = item.replied_device;
-  return answered?.name ? ` (${answered.name})` : '';
 }
 
 /** @param {Item} item */
@@ -177,7 +167,8 @@ const refresh = coalesced(async () => {
   history.replaceChildren(...view.history.map((item) => {
     const outcome = item.outcome ? item.outcome.outcome.replace('_', ' ').toUpperCase() : '';
     const waited = (item.settled_ms ?? view.now_ms) - item.created_ms;
-    const by = item.replied_by ? ` by ${item.replied_by}${device(item)}` : '';
+    const replied = repliedBy(item);
+    const by = replied ? `, ${replied}` : '';
     const time = document.createElement('span');
     time.append(ago(item.created_ms, view.now_ms, 'asked '), `, waited ${roughly(waited)}${by}`);
     const tr = row(outcome, questions(item), who(item), time,

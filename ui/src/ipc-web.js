@@ -2,7 +2,9 @@
 // The transport in a browser: the daemon's HTTP API (`hark serve --web`),
 // with the session's cookie, the CSRF token on every state-changing
 // request, and the SSE stream of changes. The browser has no window for the
-// app to switch: the page's two views are the URL's `#modal` and `#inbox`.
+// app to switch: the page's two views are the URL's `#modal` and `#inbox`,
+// and `#item/ID` (where a push's click leads) opens the modal on that item,
+// through pairing if this browser has no session yet.
 // Nothing here touches the page's globals when loaded: `webTransport` is
 // given them, so the node tests drive it with fakes.
 
@@ -63,6 +65,29 @@
 
 /** Where a browser without a session goes. */
 export const PAIR_PAGE = '/pair.html';
+
+/** An item's id as the API gives it (a UUID). */
+const ITEM_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The item a URL's fragment opens: `#item/ID` on the page (a push's
+ * click), `item=ID` among the pair page's fragment parameters; null for
+ * anything else (only an id is taken, so nothing else rides along).
+ * @param {string} hash the fragment, with its `#`
+ * @returns {string | null}
+ */
+export function itemOfHash(hash) {
+  const id = hash.startsWith('#item/')
+    ? decodeURIComponent(hash.slice('#item/'.length))
+    : new URLSearchParams(hash.slice(1)).get('item');
+  return id && ITEM_ID.test(id) ? id.toLowerCase() : null;
+}
+
+/** The page's URL that opens item `id` (a push's click, after pairing). @param {string} id */
+export const itemPage = (id) => `/#item/${id}`;
+
+/** The pair page, returning to item `id` (if any) once paired. @param {string | null} id */
+export const pairPage = (id) => (id ? `${PAIR_PAGE}#item=${id}` : PAIR_PAGE);
 
 /** The SSE events that change what the pages show: each refetches. */
 export const SSE_EVENTS = /** @type {const} */ (['added', 'parked', 'settled', 'run_changed', 'store_health', 'devices', 'resync']);
@@ -125,8 +150,8 @@ export function webTransport(env) {
   const viewListeners = [];
   /** @type {(() => void)[]} */
   const inboxListeners = [];
-  /** The item the modal should show first (the inbox's Answer). @type {string | null} */
-  let focus = null;
+  /** The item the modal should show first (the inbox's Answer, or `#item/ID`). @type {string | null} */
+  let focus = itemOfHash(env.location.hash);
   /** @type {EventSource | null} */
   let source = null;
   let reconnectMs = 1000;
@@ -149,7 +174,8 @@ export function webTransport(env) {
     }
     if (response.status === 401) {
       session = null;
-      env.location.assign(PAIR_PAGE);
+      // The item a push's click opened is opened once paired.
+      env.location.assign(pairPage(focus));
       throw /** @type {IpcError} */ ({ code: 'unpaired', message: 'this browser is not paired with hark: pair it again' });
     }
     if (!response.ok) throw await responseError(response);
@@ -193,7 +219,12 @@ export function webTransport(env) {
     });
   }
 
-  env.onHashChange(() => { for (const fn of viewListeners) fn(currentView()); });
+  env.onHashChange(() => {
+    const opened = itemOfHash(env.location.hash);
+    if (opened) focus = opened;
+    for (const fn of viewListeners) fn(currentView());
+    if (opened) changed();
+  });
 
   /** @param {string} id */
   const item = (id) => `/api/items/${encodeURIComponent(id)}`;

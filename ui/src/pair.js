@@ -1,8 +1,9 @@
 // @ts-check
 // The pair page: a one-time code (typed, or from the QR link's `#code=`)
 // and a name for this device are exchanged for a session (an HttpOnly
-// cookie set by the response); then the questions.
-import { pair } from './ipc-web.js';
+// cookie set by the response); then the questions, or the one item a
+// push's click opened (`#item=ID`, which the page sent here with).
+import { itemOfHash, itemPage, pair } from './ipc-web.js';
 import { deviceName } from './device.js';
 
 /** @param {string} id */
@@ -16,6 +17,9 @@ function showError(message) {
   error.hidden = message === null;
 }
 
+/** The item to open once paired (a push's click), if any. @type {string | null} */
+let opening = null;
+
 /**
  * `hark web pair`'s link carries the code in the fragment (never sent to a
  * server or a proxy's log); `?code=` is read too. The URL then drops it.
@@ -25,8 +29,9 @@ function showError(message) {
 function readLink() {
   const code = new URLSearchParams(location.hash.slice(1)).get('code')
     ?? new URLSearchParams(location.search).get('code');
+  opening = itemOfHash(location.hash) ?? opening;
   if (code) {
-    history.replaceState(null, '', location.pathname);
+    history.replaceState(null, '', opening ? `${location.pathname}#item=${opening}` : location.pathname);
     field('pair-code').value = code;
     showError(null);
   }
@@ -49,7 +54,7 @@ window.addEventListener('hashchange', readLink);
   try {
     await pair(window.fetch.bind(window), code, device);
     // The code is spent: leave it out of the history.
-    location.replace('/');
+    location.replace(opening ? itemPage(opening) : '/');
   } catch (err) {
     const e = /** @type {import('./bindings').IpcError} */ (err);
     showError(e && e.message ? e.message : String(err));

@@ -21,6 +21,29 @@ export function clip(text, max) {
 }
 
 /**
+ * How an item settled and who replied, as the core's
+ * `ItemView::replied_by_label` says it: "answered by desktop", "answered on
+ * phone (Pixel 8)" (a paired browser, by its name), "allowed on phone (from
+ * its notification)" (a push's button), "skipped by alice on devbox" (the
+ * team's hub); null when nobody replied.
+ * @param {import('./bindings').ItemView} item @returns {string | null}
+ */
+export function repliedBy(item) {
+  const by = item.replied_by;
+  if (!by) return null;
+  const outcome = item.outcome?.outcome;
+  const how = outcome === 'approved' ? 'allowed' : outcome ?? 'replied';
+  const device = item.replied_device;
+  const remote = item.replied_remote;
+  let who;
+  if (remote) who = `by ${remote.operator} on ${remote.host}`;
+  else if (device) who = `on phone (${device.name ?? `device ${device.id}`})`;
+  else if (by === 'push') who = 'on phone (from its notification)';
+  else who = `by ${by}`;
+  return `${how} ${who}`;
+}
+
+/**
  * The whole of who asked, for a hover: the command line (its start: it can
  * run to pages) and the directory.
  * @param {import('./bindings').ItemView} item @returns {string}

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { choose } from '../src/transport.js';
-import { PAIR_PAGE, SSE_EVENTS, pair, requestInit, webTransport } from '../src/ipc-web.js';
+import { PAIR_PAGE, SSE_EVENTS, itemOfHash, itemPage, pair, pairPage, requestInit, webTransport } from '../src/ipc-web.js';
 import { deviceName } from '../src/device.js';
 
 /** A JSON response. */
@@ -200,6 +200,50 @@ test('the browser\'s views are the URL\'s; Answer in the inbox opens the modal o
   assert.deepEqual(views, ['inbox', 'modal']);
   assert.equal(changed, 1);
   assert.equal((await web.inbox()).focus, 'i2');
+});
+
+const ID = '0b6f3a52-8d1e-4c1a-9a77-2f0e5d4c3b21';
+
+test('a push\'s click (`#item/ID`) opens the modal on that item, through pairing when unpaired', async () => {
+  assert.equal(itemOfHash(`#item/${ID}`), ID);
+  assert.equal(itemOfHash(`#item/${ID.toUpperCase()}`), ID);
+  assert.equal(itemOfHash(`#item=${ID}&code=ABCD`), ID, "the pair page's parameters");
+  for (const hash of ['', '#modal', '#inbox', '#item/', '#item/../../evil', `#item/${ID}x`, '#item=javascript:alert(1)']) {
+    assert.equal(itemOfHash(hash), null, hash);
+  }
+  assert.equal(itemPage(ID), `/#item/${ID}`);
+
+  // Unpaired: to the pair page, which returns to the item.
+  const unpaired = browser({ 'GET /api/session': () => json(401, { code: 'unauthorized', message: 'no session' }) });
+  unpaired.location.hash = `#item/${ID}`;
+  const lost = webTransport(unpaired.env);
+  await assert.rejects(lost.device(), { code: 'unpaired' });
+  assert.deepEqual(unpaired.assigned, [`${PAIR_PAGE}#item=${ID}`]);
+  assert.equal(pairPage(null), PAIR_PAGE);
+
+  // Paired: the modal, on that item while it waits.
+  const pending = [{ id: 'i1' }, { id: ID }];
+  const b = browser({ 'GET /api/inbox?pending_only=true': () => json(200, { pending, view: null, focus: null }) });
+  b.location.hash = `#item/${ID}`;
+  const web = webTransport(b.env);
+  const views = [];
+  let changed = 0;
+  web.onViewChanged((v) => views.push(v));
+  web.onInboxChanged(() => { changed += 1; });
+  const view = await web.inbox(true);
+  assert.deepEqual([view.view, view.focus], ['modal', ID]);
+  // Another click on the page already open: only its fragment changes.
+  b.location.hash = '#inbox';
+  b.hashChange();
+  b.location.hash = '#item/i1';
+  b.hashChange();
+  assert.equal(changed, 0, 'not an id: nothing to open');
+  pending[0].id = '1b6f3a52-8d1e-4c1a-9a77-2f0e5d4c3b21';
+  b.location.hash = `#item/${pending[0].id}`;
+  b.hashChange();
+  assert.deepEqual(views, ['inbox', 'modal', 'modal']);
+  assert.equal(changed, 1);
+  assert.equal((await web.inbox(true)).focus, pending[0].id);
 });
 
 test('what only the app does is refused in the browser, and the modal\'s "shown" is a no-op', async () => {

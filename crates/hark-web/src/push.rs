@@ -5,14 +5,16 @@
 //! being the agent's text), or an approval's Allow and Deny — each calling
 //! `POST <public_url>/api/push/<token>` with a one-time token bound to the
 //! item and that choice (the store keeps its hash), so it is answered from
-//! the lock screen. Tapping the notification opens the web surface.
+//! the lock screen. Tapping the notification opens the web surface on
+//! that item (`<public_url>/#item/<id>`, through pairing if the browser
+//! has no session).
 //!
-//! A settled item's push is replaced: a follow-up with the same
-//! `sequence_id` (ntfy 2.16 updates the notification in place; an older
-//! server shows it as one more notification) says how it ended, with no
-//! buttons.
+//! A push is replaced by a follow-up with the same `sequence_id` (ntfy
+//! 2.16 replaces in place; an older server adds one more): when its item
+//! parks, one saying so with the same buttons (their tokens then held until
+//! it settles); when it settles, one saying how it ended, with no buttons.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -36,8 +38,9 @@ use tokio::sync::broadcast::error::RecvError;
 
 /// The most buttons an ntfy notification shows.
 pub const MAX_ACTIONS: usize = 3;
-/// How long a button's token lasts for an item that parks (its agent
-/// waits past its deadline): a day; otherwise until the item's deadline.
+/// How long a button's token lasts for an item that may park (its agent
+/// waits past its deadline) until it does: a day at least; otherwise until
+/// the item's deadline. Once it parked, until it settles.
 pub const PARKING_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// How long a publish may take.
 const PUBLISH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -145,7 +148,7 @@ pub struct Message {
 }
 
 /// An ntfy `http` action button.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Action {
     pub action: &'static str,
     pub label: String,
@@ -214,6 +217,9 @@ fn texts(item: &Item, detail: PushDetail) -> (String, String) {
     }
 }
 
+/// What a parked item's follow-up says, before what its push said.
+const PARKED: &str = "Parked: the agent is paused until you answer.";
+
 /// What a settled item's follow-up says.
 fn ended(outcome: &Outcome, by: Option<Surface>) -> String {
     let how = match outcome {
@@ -268,13 +274,14 @@ pub fn start(
         http,
         store,
         options,
-        pushed: HashSet::new(),
+        pushed: HashMap::new(),
     };
     tokio::spawn(async move {
         let mut pusher = pusher;
         loop {
             match events.recv().await {
                 Ok(Event::Added(item)) => pusher.added(&item).await,
+                Ok(Event::Parked(item)) => pusher.parked(&item).await,
                 Ok(Event::Settled {
                     item,
                     outcome,
@@ -301,22 +308,30 @@ struct Pusher {
     http: Http,
     store: Arc<Store>,
     options: PushOptions,
-    /// Items pushed and not yet settled.
-    pushed: HashSet<ItemId>,
+    /// Items pushed and not yet settled, with their push's buttons.
+    pushed: HashMap<ItemId, Vec<Action>>,
 }
 
 impl Pusher {
-    fn token_expiry(item: &Item) -> SystemTime {
-        if item.parking.is_some() {
-            item.deadline().max(item.created_at + PARKING_TTL)
-        } else {
-            item.deadline()
+    /// When a new button's token expires; `None`: when its item settles.
+    fn token_expiry(item: &Item) -> Option<SystemTime> {
+        match &item.parking {
+            Some(parking) if parking.parked_at.is_some() => None,
+            Some(_) => Some(item.deadline().max(item.created_at + PARKING_TTL)),
+            None => Some(item.deadline()),
         }
     }
 
-    /// The message for a new item, its buttons' tokens stored.
-    fn message(&self, item: &Item) -> Result<Message, Box<dyn std::error::Error + Send + Sync>> {
-        let (title, message) = texts(item, self.options.detail);
+    /// Where tapping `item`'s push leads: the web surface, on that item.
+    fn click(&self, item: &Item) -> String {
+        format!("{}/#item/{}", self.options.public_url, item.id)
+    }
+
+    /// New buttons for `item`, their tokens stored.
+    fn buttons(
+        &self,
+        item: &Item,
+    ) -> Result<Vec<Action>, Box<dyn std::error::Error + Send + Sync>> {
         let expires = Pusher::token_expiry(item);
         let mut actions = Vec::new();
         for (choice, label) in choices(item, self.options.detail) {
@@ -333,34 +348,68 @@ impl Pusher {
                 clear: true,
             });
         }
-        Ok(Message {
+        Ok(actions)
+    }
+
+    /// The push of a pending item, with `actions`.
+    fn message(&self, item: &Item, actions: Vec<Action>) -> Message {
+        let (title, message) = texts(item, self.options.detail);
+        Message {
             topic: self.options.ntfy.topic.clone(),
             title,
             message,
             priority: if item.approval.is_some() { 4 } else { 3 },
             tags: tags(item),
-            click: format!("{}/", self.options.public_url),
+            click: self.click(item),
             actions,
             sequence_id: item.id.to_string(),
-        })
-    }
-
-    async fn added(&mut self, item: &Item) {
-        let message = match self.message(item) {
-            Ok(message) => message,
-            Err(e) => {
-                tracing::warn!(question_id = %item.id, "no push: {e}");
-                return;
-            }
-        };
-        if self.publish(&message).await {
-            self.pushed.insert(item.id);
-            tracing::info!(question_id = %item.id, buttons = message.actions.len(), "push published");
         }
     }
 
+    /// Publishes `message`, `item`'s push, which keeps its buttons until
+    /// the item settles.
+    async fn push(&mut self, item: &Item, message: Message, what: &'static str) {
+        if self.publish(&message).await {
+            tracing::info!(question_id = %item.id, buttons = message.actions.len(), "{what}");
+            self.pushed.insert(item.id, message.actions);
+        }
+    }
+
+    async fn added(&mut self, item: &Item) {
+        match self.buttons(item) {
+            Ok(actions) => {
+                let message = self.message(item, actions);
+                self.push(item, message, "push published").await;
+            }
+            Err(e) => tracing::warn!(question_id = %item.id, "no push: {e}"),
+        }
+    }
+
+    /// `item` parked: its buttons' tokens last until it settles, and its
+    /// push is replaced by one that says so, with the same buttons (new
+    /// ones if it was never pushed).
+    async fn parked(&mut self, item: &Item) {
+        if let Err(e) = self.store.hold_push_tokens(item.id) {
+            tracing::warn!(question_id = %item.id, "the push's buttons may expire: {e}");
+        }
+        let actions = match self.pushed.get(&item.id) {
+            Some(actions) => actions.clone(),
+            None => match self.buttons(item) {
+                Ok(actions) => actions,
+                Err(e) => {
+                    tracing::warn!(question_id = %item.id, "no push: {e}");
+                    return;
+                }
+            },
+        };
+        let mut message = self.message(item, actions);
+        message.message = format!("{PARKED}\n{}", message.message);
+        message.tags.push("parked".to_owned());
+        self.push(item, message, "push updated: parked").await;
+    }
+
     async fn settled(&mut self, item: &Item, outcome: &Outcome, by: Option<Surface>) {
-        if !self.pushed.remove(&item.id) {
+        if self.pushed.remove(&item.id).is_none() {
             return;
         }
         let (title, _) = texts(item, self.options.detail);
@@ -370,7 +419,7 @@ impl Pusher {
             message: ended(outcome, by),
             priority: 2,
             tags: tags(item),
-            click: format!("{}/", self.options.public_url),
+            click: self.click(item),
             actions: Vec::new(),
             sequence_id: item.id.to_string(),
         };

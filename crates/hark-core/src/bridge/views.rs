@@ -165,20 +165,34 @@ impl ItemState {
 }
 
 impl ItemView {
-    /// Who replied, as a person reads it: `desktop`, `web (Pixel 8)`,
-    /// `alice on devbox`.
+    /// How it settled and who replied, as a person reads it: `answered by
+    /// desktop`, `answered on phone (Pixel 8)` (a paired browser, by its
+    /// name), `allowed on phone (from its notification)` (a push's button),
+    /// `skipped by alice on devbox` (the team's hub). `None` when nobody
+    /// replied (it timed out, or nobody was there).
     pub fn replied_by_label(&self) -> Option<String> {
         let by = self.replied_by.as_ref()?;
-        if let Some(remote) = &self.replied_remote {
-            return Some(remote.to_string());
-        }
-        Some(match &self.replied_device {
-            Some(DeviceRef {
-                name: Some(name), ..
-            }) => format!("{by} ({name})"),
-            Some(DeviceRef { id, name: None }) => format!("{by} (device {id})"),
-            None => by.clone(),
-        })
+        let how = match &self.outcome {
+            Some(Outcome::Approved { .. }) => "allowed",
+            Some(outcome) => outcome.name(),
+            None => "replied",
+        };
+        let who = if let Some(remote) = &self.replied_remote {
+            format!("by {remote}")
+        } else {
+            match (by.as_str(), &self.replied_device) {
+                (
+                    _,
+                    Some(DeviceRef {
+                        name: Some(name), ..
+                    }),
+                ) => format!("on phone ({name})"),
+                (_, Some(DeviceRef { id, name: None })) => format!("on phone (device {id})"),
+                ("push", None) => "on phone (from its notification)".to_owned(),
+                (by, None) => format!("by {by}"),
+            }
+        };
+        Some(format!("{how} {who}"))
     }
 
     /// A pending item, as the registry holds it.
@@ -329,4 +343,70 @@ impl From<SessionRecord> for SessionView {
 /// Converts a listing of store rows.
 pub fn views<R, V: From<R>>(rows: Vec<R>) -> Vec<V> {
     rows.into_iter().map(V::from).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::approval::Scope;
+    use crate::model::ids::Ids;
+
+    fn settled(outcome: Outcome, by: &str, device: Option<Option<&str>>) -> ItemView {
+        let mut view = ItemView::pending(&crate::model::item::Item {
+            id: Ids::random().item(),
+            session_id: SessionId::unnamed(),
+            run_id: None,
+            asker: Asker::default(),
+            request: AskRequest { questions: vec![] },
+            approval: None,
+            created_at: SystemTime::now(),
+            timeout: std::time::Duration::from_secs(60),
+            parking: None,
+            mirrored: false,
+        });
+        view.outcome = Some(outcome);
+        view.replied_by = Some(by.to_owned());
+        view.replied_device = device.map(|name| DeviceRef {
+            id: DeviceId(uuid::Uuid::from_u128(9)),
+            name: name.map(str::to_owned),
+        });
+        view
+    }
+
+    #[test]
+    fn a_reply_from_the_phone_reads_answered_on_phone_with_its_name() {
+        let skipped = Outcome::Skipped {
+            unconfirmed_defaults: Default::default(),
+        };
+        let label = |view: ItemView| view.replied_by_label().unwrap();
+        assert_eq!(
+            label(settled(skipped.clone(), "web", Some(Some("Pixel 8")))),
+            "skipped on phone (Pixel 8)"
+        );
+        assert_eq!(
+            label(settled(Outcome::Denied, "web", Some(None))),
+            format!("denied on phone (device {})", uuid::Uuid::from_u128(9))
+        );
+        let allowed = Outcome::Approved {
+            scope: Scope::Action,
+        };
+        assert_eq!(
+            label(settled(allowed, "push", None)),
+            "allowed on phone (from its notification)"
+        );
+        assert_eq!(
+            label(settled(skipped.clone(), "desktop", None)),
+            "skipped by desktop"
+        );
+        let mut hub = settled(skipped, "hub", None);
+        hub.replied_remote = Some(Remote {
+            operator: "alice".to_owned(),
+            host: "devbox".to_owned(),
+            surface: None,
+        });
+        assert_eq!(label(hub), "skipped by alice on devbox");
+        let mut timed_out = settled(Outcome::TimedOut { after_ms: 1 }, "web", None);
+        timed_out.replied_by = None;
+        assert_eq!(timed_out.replied_by_label(), None);
+    }
 }

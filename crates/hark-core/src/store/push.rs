@@ -1,6 +1,7 @@
 //! The phone push's one-time answer tokens: each bound to an item and the
-//! choice its button stands for, good until it expires, taken once. Only
-//! their hashes are kept (see [`crate::pairing::hash`]).
+//! choice its button stands for, good until it expires (a parked item's,
+//! until the item settles), taken once. Only their hashes are kept (see
+//! [`crate::pairing::hash`]).
 
 use std::time::SystemTime;
 
@@ -23,23 +24,28 @@ pub enum PushTaken {
 }
 
 /// How long a used or expired token's row is kept (to say "used" rather
-/// than "unknown"), past its expiry.
+/// than "unknown"), past its expiry or its item's settling.
 const KEPT_MS: i64 = 24 * 60 * 60 * 1000;
 
+/// The expiry of a token that lasts until its item settles.
+const UNTIL_SETTLED: i64 = i64::MAX;
+
 impl Store {
-    /// Keeps a push token (its hash) for `item`'s `choice` until `expires`;
-    /// rows long expired are dropped.
+    /// Keeps a push token (its hash) for `item`'s `choice` until `expires`
+    /// (`None`: until the item settles); rows long expired, or of items
+    /// long settled, are dropped.
     pub fn add_push_token(
         &self,
         token_hash: &str,
         item: ItemId,
         choice: &str,
-        expires: SystemTime,
+        expires: Option<SystemTime>,
     ) -> Result<(), StoreError> {
         let now = self.now_ms();
         let conn = self.lock();
         conn.execute(
-            "DELETE FROM push_tokens WHERE expires_ms <= ?1",
+            "DELETE FROM push_tokens WHERE expires_ms <= ?1
+               OR item_id IN (SELECT id FROM items WHERE settled_ms <= ?1)",
             [now - KEPT_MS],
         )
         .map_err(|e| self.sql(e))?;
@@ -51,11 +57,25 @@ impl Store {
                 item.to_string(),
                 choice,
                 now,
-                unix_ms(expires) as i64
+                expires.map_or(UNTIL_SETTLED, |at| unix_ms(at) as i64)
             ],
         )
         .map(|_| ())
         .map_err(|e| self.sql(e))
+    }
+
+    /// Makes `item`'s tokens not yet used last until it settles (it
+    /// parked: it waits with no deadline, and so do its buttons).
+    pub fn hold_push_tokens(&self, item: ItemId) -> Result<(), StoreError> {
+        let now = self.now_ms();
+        self.lock()
+            .execute(
+                "UPDATE push_tokens SET expires_ms = ?2
+                 WHERE item_id = ?1 AND used_ms IS NULL AND expires_ms > ?3",
+                params![item.to_string(), UNTIL_SETTLED, now],
+            )
+            .map(|_| ())
+            .map_err(|e| self.sql(e))
     }
 
     /// Takes the push token `token_hash`, once: a good one is marked used

@@ -263,3 +263,74 @@ fn a_store_from_a_newer_hark_is_refused() {
         Err(StoreError::TooNew { found: 99, .. })
     ));
 }
+
+#[test]
+fn push_tokens_expire_but_a_parked_items_last_until_it_settles() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("hark.db"), Clock::system()).unwrap();
+    let a = item("s1");
+    store.insert(&a).unwrap();
+    let now = SystemTime::now();
+    let expires_ms = |hash: &str| -> i64 {
+        store
+            .lock()
+            .query_row(
+                "SELECT expires_ms FROM push_tokens WHERE token_hash = ?1",
+                [hash],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    store
+        .add_push_token(
+            "past",
+            a.id,
+            "option:Yes",
+            Some(now - Duration::from_secs(1)),
+        )
+        .unwrap();
+    store
+        .add_push_token(
+            "soon",
+            a.id,
+            "option:No",
+            Some(now + Duration::from_secs(60)),
+        )
+        .unwrap();
+    store
+        .add_push_token("held", a.id, "option:Yes", None)
+        .unwrap();
+    assert_eq!(expires_ms("held"), i64::MAX);
+
+    // A is parked: what has not expired lasts until it settles; what
+    // expired stays expired.
+    store.hold_push_tokens(a.id).unwrap();
+    assert_eq!(expires_ms("soon"), i64::MAX);
+    assert_eq!(store.take_push_token("past").unwrap(), PushTaken::Expired);
+    let taken = PushTaken::Taken {
+        item: a.id,
+        choice: "option:No".to_owned(),
+    };
+    assert_eq!(store.take_push_token("soon").unwrap(), taken);
+    assert_eq!(store.take_push_token("soon").unwrap(), PushTaken::Used);
+    assert_eq!(store.take_push_token("never").unwrap(), PushTaken::Unknown);
+
+    // A settled two days ago: its tokens go with the next one stored,
+    // another item's stay.
+    let b = item("s2");
+    store.insert(&b).unwrap();
+    store.add_push_token("b", b.id, "option:Yes", None).unwrap();
+    store
+        .lock()
+        .execute(
+            "UPDATE items SET outcome = 'skipped', settled_ms = ?2 WHERE id = ?1",
+            rusqlite::params![a.id.to_string(), unix_ms(now) as i64 - 2 * 86_400_000],
+        )
+        .unwrap();
+    store.add_push_token("b2", b.id, "option:No", None).unwrap();
+    assert_eq!(store.take_push_token("held").unwrap(), PushTaken::Unknown);
+    assert!(matches!(
+        store.take_push_token("b").unwrap(),
+        PushTaken::Taken { item, .. } if item == b.id
+    ));
+}
