@@ -222,6 +222,7 @@ pub fn typescript() -> String {
         SessionId::decl(&cfg),
         DeviceId::decl(&cfg),
         DeviceRef::decl(&cfg),
+        hark_core::model::item::Remote::decl(&cfg),
         DeviceView::decl(&cfg),
         Asker::decl(&cfg),
         SubAgent::decl(&cfg),

@@ -187,6 +187,27 @@ impl Changed {
     }
 }
 
+/// Joins the team's hub, with `[hub]` (or `hark app --hub URL`): the
+/// team's items show here, every reply is decided there.
+fn join_hub<R: Runtime>(
+    app: &AppHandle<R>,
+    config: &hark_core::config::Config,
+    registry: &hark_core::registry::Registry,
+) -> Result<(), AppError> {
+    let hub_url = std::env::var(hark_core::env::HUB).ok();
+    let Some(options) =
+        hark_hub::HubOptions::from_config(config.hub.as_ref(), hub_url, hark_hub::Role::Operator)
+    else {
+        return Ok(());
+    };
+    let serving = tauri::async_runtime::block_on(async {
+        let hub = hark_hub::Hub::connect(options).await?;
+        Ok::<_, hark_hub::HubError>(hub.serve(registry))
+    })?;
+    app.manage(HubServing(serving));
+    Ok(())
+}
+
 /// The hub's tasks, kept as long as the app runs.
 struct HubServing(#[allow(dead_code)] hark_hub::Serving);
 
@@ -212,20 +233,7 @@ fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), AppError> {
         eprintln!("hark: the web surface is on {}", serving.url);
         let _ = prepared.daemon.web_url.set(serving.url);
     }
-    // And the team's hub, with `[hub]` (or `hark app --hub URL`): the
-    // team's items show here, every reply is decided there.
-    let hub_url = std::env::var(hark_core::env::HUB).ok();
-    if let Some(options) = hark_hub::HubOptions::from_config(
-        prepared.config.hub.as_ref(),
-        hub_url,
-        hark_hub::Role::Operator,
-    ) {
-        let serving = tauri::async_runtime::block_on(async {
-            let hub = hark_hub::Hub::connect(options).await?;
-            Ok::<_, hark_hub::HubError>(hub.serve(&registry))
-        })?;
-        app.manage(HubServing(serving));
-    }
+    join_hub(app, &prepared.config, &registry)?;
     let notifications = prepared.config.notifications.clone();
     let notifier = Arc::new(Notifier::new(notifications.clone()));
     app.manage(notifier.clone());

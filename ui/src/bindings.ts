@@ -15,6 +15,12 @@ export type DeviceRef = { id: DeviceId,
  */
 name: string | null, };
 
+export type Remote = { operator: string, host: string, 
+/**
+ * The surface they replied from (`desktop`, `web`, …), as they said.
+ */
+surface?: string, };
+
 export type DeviceView = { id: DeviceId, name: string, paired_ms: number, last_seen_ms: number | null, 
 /**
  * It is the device asking (the web's list; always false on the socket).

@@ -15,6 +15,7 @@
 mod decided;
 mod parking;
 mod recording;
+mod replied;
 
 pub use decided::{Decider, Deciding, Decision, Offer, Undecided};
 pub use parking::{Found, Waited};
@@ -31,10 +32,11 @@ use crate::model::approval::Scope;
 use crate::model::approval::{Approval, Verdict};
 use crate::model::ids::{Clock, ItemId, SessionId};
 use crate::model::item::{Item, Outcome, SubAgent, Surface};
-use crate::model::resolve::{Answer, Pick, Picks, resolve_answer, unconfirmed_defaults};
+use crate::model::resolve::{Answer, Pick, Picks};
 use crate::model::validate::Issue;
 use crate::store::Store;
 use crate::trace;
+use replied::outcome_of;
 
 /// A handle to the registry. Clones share the same items.
 #[derive(Debug, Clone)]
@@ -535,46 +537,6 @@ impl Registry {
     fn is_shut_down(&self) -> bool {
         self.lock().shutdown
     }
-}
-
-/// What `reply` settles `item` with, when it fits.
-fn outcome_of(item: &Item, reply: Reply) -> Result<Outcome, ReplyError> {
-    let id = item.id;
-    Ok(match (&item.approval, reply) {
-        (_, Reply::Cancel) => Outcome::Cancelled {
-            reason: CANCELLED_BY_OPERATOR.into(),
-        },
-        (None, Reply::Answer(answer)) => {
-            Outcome::Answered(resolve_answer(&item.request, &answer).map_err(ReplyError::Invalid)?)
-        }
-        (None, Reply::Skip) => Outcome::Skipped {
-            unconfirmed_defaults: unconfirmed_defaults(&item.request),
-        },
-        (None, reply @ (Reply::Approve(_) | Reply::Deny)) => {
-            return Err(ReplyError::HumanReplyMismatch {
-                id,
-                kind: "question set",
-                takes: "answers or a skip",
-                got: reply.name(),
-            });
-        }
-        (Some(approval), Reply::Approve(scope)) => {
-            let scope = scope.unwrap_or_else(|| approval.default_scope());
-            if !approval.offered().contains(&scope) {
-                return Err(ReplyError::NotOffered { id, scope });
-            }
-            Outcome::Approved { scope }
-        }
-        (Some(_), Reply::Deny) => Outcome::Denied,
-        (Some(_), reply @ (Reply::Answer(_) | Reply::Skip)) => {
-            return Err(ReplyError::HumanReplyMismatch {
-                id,
-                kind: "approval",
-                takes: "approve or deny",
-                got: reply.name(),
-            });
-        }
-    })
 }
 
 /// How many inbox events a slow follower may fall behind before it must
