@@ -109,17 +109,22 @@ def with_web(d):
             spawn_to_event.append((t - t0) * 1000)
             if asked:
                 asked_to_event.append((t - asked) * 1000)
-        conn.request("POST", f"/api/items/{item['id']}/reply",
-                     json.dumps({"action": "answer", "answers": {"Q?": "A"}}),
-                     dict(origin, Cookie=cookie, **{"X-CSRF-Token": csrf}))
-        replied = conn.getresponse()
-        body = replied.read()
-        if replied.status != 200:
-            sys.exit(f"the reply was refused: {replied.status} {body!r}")
+        answer(conn, origin, cookie, csrf, item["id"], "Q?")
         asker.wait()
     rss = rss_kb(daemon.pid)
     daemon.terminate(); daemon.wait()
     return spawn_to_event, asked_to_event, rss
+
+
+def answer(conn, origin, cookie, csrf, item_id, question):
+    """Answers `question` of item `item_id` "A" through the API, as a paired page does."""
+    conn.request("POST", f"/api/items/{item_id}/reply",
+                 json.dumps({"action": "answer", "answers": {question: "A"}}),
+                 dict(origin, Cookie=cookie, **{"X-CSRF-Token": csrf}))
+    replied = conn.getresponse()
+    body = replied.read()
+    if replied.status != 200:
+        sys.exit(f"the reply was refused: {replied.status} {body!r}")
 
 
 def without_web(d):
@@ -242,13 +247,7 @@ def with_browser(d):
             if i >= 5 and asked:
                 to_event.append(stamped["added"] - asked * 1000)
                 to_drawn.append(stamped["drawn"] - asked * 1000)
-            conn.request("POST", f"/api/items/{stamped['id']}/reply",
-                         json.dumps({"action": "answer", "answers": {q: "A"}}),
-                         dict(origin, Cookie=cookie, **{"X-CSRF-Token": csrf}))
-            replied = conn.getresponse()
-            body = replied.read()
-            if replied.status != 200:
-                sys.exit(f"the reply was refused: {replied.status} {body!r}")
+            answer(conn, origin, cookie, csrf, stamped["id"], q)
             asker.wait()
     finally:
         browser.quit()

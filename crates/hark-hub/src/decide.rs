@@ -5,22 +5,19 @@
 //! A publish whose acknowledgement does not come (the server restarting,
 //! a cluster without its quorum) has an unknown outcome: it may have been
 //! committed, and may still be. So it is never reported as failed from
-//! the publish alone: the winner is read back, and only when no winner can
-//! be read is the offer left undecided (and the item pending).
-
-use std::time::Duration;
+//! the publish alone: the decision's keys are watched for the winner (a
+//! decision in flight lands there), and only when none comes within the
+//! request timeout is the offer left undecided (and the item pending).
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::kv::Operation;
 use bytes::Bytes;
+use futures_util::StreamExt;
 use hark_core::model::ids::ItemId;
 
 use crate::wire::{DECISIONS, Decided, Side, decisions_of};
 use crate::{Hub, HubError};
-
-/// How often an unknown outcome is read back before it is left undecided.
-const READ_BACK: u32 = 3;
 
 impl Hub {
     /// Offers `decided` for `id` on `side`: returns the winner, and whether
@@ -54,21 +51,44 @@ impl Hub {
                 tracing::warn!(question_id = %id, "the hub did not confirm a decision: {e}; reading it back")
             }
         }
-        for attempt in 0..READ_BACK {
-            match self.winner(id).await {
-                Ok(Some(winner)) => {
-                    let ours = winner.nonce == decided.nonce;
-                    return Ok((winner, ours));
-                }
-                Ok(None) if attempt + 1 == READ_BACK => break,
-                Ok(None) => {}
-                Err(e) => tracing::debug!(question_id = %id, "reading the decision back: {e}"),
+        match self.settled_within(id).await {
+            Some(winner) => {
+                let ours = winner.nonce == decided.nonce;
+                Ok((winner, ours))
             }
-            // Between two reads of an unknown outcome: the server may
-            // still be electing a leader.
-            tokio::time::sleep(Duration::from_millis(250 << attempt)).await;
+            None => Err(HubError::Undecided(id)),
         }
-        Err(HubError::Undecided(id))
+    }
+
+    /// The settlement of `id` as soon as the server has one, waited for on
+    /// a watch of both sides' keys (a decision still in flight lands
+    /// there), for one request timeout at most.
+    async fn settled_within(&self, id: ItemId) -> Option<Decided> {
+        let read = async {
+            let mut watch = match self.decisions.watch_with_history(format!("{id}.*")).await {
+                Ok(watch) => watch,
+                Err(e) => {
+                    tracing::debug!(question_id = %id, "cannot follow the decision: {e}");
+                    return None;
+                }
+            };
+            while let Some(entry) = watch.next().await {
+                let Ok(entry) = entry else { continue };
+                if entry.operation != Operation::Put {
+                    continue;
+                }
+                let decided = Side::of_key(&entry.key)
+                    .and_then(|(_, side)| Decided::read(&entry.value, side));
+                if decided.is_some() {
+                    return decided;
+                }
+            }
+            None
+        };
+        tokio::time::timeout(self.options.timeout, read)
+            .await
+            .ok()
+            .flatten()
     }
 
     /// The settlement the server holds for `id`, if any: the earlier of the

@@ -128,6 +128,9 @@ pub enum HubError {
 #[derive(Debug, Clone)]
 pub struct Hub {
     js: jetstream::Context,
+    /// Counts the client's connections: it changes when the server is
+    /// back, which the retries of what the hub did not take wait for.
+    connected: tokio::sync::watch::Receiver<u64>,
     items: kv::Store,
     decisions: kv::Store,
     options: std::sync::Arc<HubOptions>,
@@ -165,7 +168,17 @@ impl Hub {
         if let Some(ca) = &options.ca {
             connect = connect.add_root_certificates(ca.clone()).require_tls(true);
         }
+        let (connections, connected) = tokio::sync::watch::channel(0u64);
+        let connections = std::sync::Arc::new(connections);
         let client = connect
+            .event_callback(move |event| {
+                let connections = connections.clone();
+                async move {
+                    if matches!(event, async_nats::Event::Connected) {
+                        connections.send_modify(|n| *n += 1);
+                    }
+                }
+            })
             .name(format!("hark {} ({:?})", options.host, options.role))
             .connection_timeout(options.timeout)
             .request_timeout(Some(options.timeout))
@@ -188,6 +201,7 @@ impl Hub {
         };
         Ok(Hub {
             js,
+            connected,
             items,
             decisions,
             options: std::sync::Arc::new(options),
@@ -196,6 +210,19 @@ impl Hub {
 
     pub fn options(&self) -> &HubOptions {
         &self.options
+    }
+
+    /// How many times the client has connected so far.
+    pub(crate) fn connections(&self) -> u64 {
+        *self.connected.borrow()
+    }
+
+    /// Waits until the client has connected again since it had connected
+    /// `seen` times (the server came back), or `patience` passes: for what
+    /// the hub did not take while connected.
+    pub(crate) async fn back(&self, seen: u64, patience: Duration) {
+        let mut connected = self.connected.clone();
+        let _ = tokio::time::timeout(patience, connected.wait_for(|n| *n > seen)).await;
     }
 }
 

@@ -32,8 +32,10 @@ impl Drop for Serving {
 
 /// How many decisions that came before their item are kept for it.
 const EARLY: usize = 4096;
-/// The longest pause between two tries of a write the hub did not take.
-const MOST_BACKOFF: Duration = Duration::from_secs(30);
+/// How long a write the hub did not take waits for the client to connect
+/// again before it is tried anyway (it may have failed while connected: a
+/// cluster without its quorum).
+const AGAIN: Duration = Duration::from_secs(30);
 
 #[derive(Debug)]
 struct Mirror {
@@ -109,11 +111,9 @@ impl Mirror {
     /// the offer is still on its way, else the team's operator.
     fn decision(&self, decided: Decided) -> Decision {
         let ours = Self::lock(&self.offers).get(&decided.nonce).cloned();
-        Decision {
-            replied_by: ours.or_else(|| decided.by.map(Surface::Hub)),
-            outcome: decided.outcome,
-            ours: false,
-        }
+        let mut decision = theirs(decided);
+        decision.replied_by = ours.or(decision.replied_by);
+        decision
     }
 
     /// Applies a decision read from the hub; keeps it when its item is not
@@ -162,14 +162,7 @@ impl Mirror {
                 let (hub, registry) = (self.hub.clone(), self.registry.clone());
                 tokio::spawn(async move {
                     if let Ok(Some(decided)) = hub.winner(id).await {
-                        registry.apply(
-                            id,
-                            &Decision {
-                                replied_by: decided.by.map(Surface::Hub),
-                                outcome: decided.outcome,
-                                ours: false,
-                            },
-                        );
+                        registry.apply(id, &theirs(decided));
                     }
                 });
             }
@@ -232,11 +225,7 @@ impl Decider for Mirror {
                     replied_by: offer.replied_by,
                     ours: true,
                 }),
-                Ok((winner, false)) => Ok(Decision {
-                    outcome: winner.outcome,
-                    replied_by: winner.by.map(Surface::Hub),
-                    ours: false,
-                }),
+                Ok((winner, false)) => Ok(theirs(winner)),
                 Err(e) => {
                     if side == Side::Asker {
                         tokio::spawn(file_later(hub, item.id, decided));
@@ -248,16 +237,23 @@ impl Decider for Mirror {
     }
 }
 
+/// A decision another host made, as the registry applies it: the team's
+/// operator who replied (none on the asker's side).
+fn theirs(decided: Decided) -> Decision {
+    Decision {
+        replied_by: decided.by.map(Surface::Hub),
+        outcome: decided.outcome,
+        ours: false,
+    }
+}
+
 /// Files the asker's side of an item the hub did not take (this host
 /// settled it unanswered meanwhile), once the hub is back, so the team's
 /// windows close too. An operator's answer that won in between came after
 /// this host stopped waiting: it is reported, not delivered.
 async fn file_later(hub: Hub, id: ItemId, decided: Decided) {
-    let mut pause = Duration::from_secs(1);
     loop {
-        // A retry's pause, not a wait for an event: the hub says nothing
-        // when it is back.
-        tokio::time::sleep(pause).await;
+        hub.back(hub.connections(), AGAIN).await;
         match hub.decide(id, Side::Asker, &decided).await {
             Ok((_, true)) => return,
             Ok((winner, false)) => {
@@ -271,7 +267,6 @@ async fn file_later(hub: Hub, id: ItemId, decided: Decided) {
             }
             Err(e) => tracing::debug!(question_id = %id, "the hub is still away: {e}"),
         }
-        pause = (pause * 2).min(MOST_BACKOFF);
     }
 }
 
@@ -284,8 +279,8 @@ enum Bucket {
 
 /// Follows a bucket from its current values on, again after every break.
 async fn follow(mirror: Arc<Mirror>, bucket: Bucket) {
-    let mut pause = Duration::from_millis(500);
     loop {
+        let seen = mirror.hub.connections();
         let store = match bucket {
             Bucket::Items => &mirror.hub.items,
             Bucket::Decisions => &mirror.hub.decisions,
@@ -294,22 +289,18 @@ async fn follow(mirror: Arc<Mirror>, bucket: Bucket) {
         // while this daemon was away, then what comes.
         match store.watch_with_history(">").await {
             Ok(mut watch) => {
-                pause = Duration::from_millis(500);
+                // A watch goes on after an error (a heartbeat missed while
+                // the server restarts): it ends only when it cannot.
                 while let Some(entry) = watch.next().await {
                     match entry {
                         Ok(entry) => mirror.took(bucket, entry).await,
-                        Err(e) => {
-                            tracing::warn!(?bucket, "following the hub: {e}");
-                            break;
-                        }
+                        Err(e) => tracing::warn!(?bucket, "following the hub: {e}"),
                     }
                 }
             }
             Err(e) => tracing::warn!(?bucket, "cannot follow the hub: {e}"),
         }
-        // A retry's pause, not a wait for an event (see file_later).
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(MOST_BACKOFF);
+        mirror.hub.back(seen, AGAIN).await;
     }
 }
 
@@ -364,15 +355,16 @@ async fn publish_own(mirror: Arc<Mirror>, mut events: tokio::sync::broadcast::Re
 
 /// Posts an item, again and again until the hub takes it.
 async fn post_until_taken(hub: Hub, item: Arc<Item>) {
-    let mut pause = Duration::from_millis(500);
     let origin = match hub.options.role {
         Role::Operator => Origin::Daemon,
         Role::Agent => Origin::Agent,
     };
-    while let Err(e) = hub.post(&item, origin).await {
+    loop {
+        let seen = hub.connections();
+        let Err(e) = hub.post(&item, origin).await else {
+            return;
+        };
         tracing::warn!(question_id = %item.id, "the hub did not take the item: {e}");
-        // A retry's pause (see file_later).
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(MOST_BACKOFF);
+        hub.back(seen, AGAIN).await;
     }
 }

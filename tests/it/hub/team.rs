@@ -2,15 +2,13 @@
 //! and each host a sandbox of its own (its config's `[hub]`, its seed).
 
 use std::collections::HashMap;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use hark_harness::nats::{NatsCluster, NatsOptions, NatsServer, NatsUser, Permissions, Rule};
 use hark_hub::Role;
-use rmcp::ServiceExt;
-use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
-use crate::support::{Agent, Daemon, Host, Sandbox, sandbox, serve_in};
+use crate::support::{Agent, Daemon, Sandbox, sandbox, serve_in};
 
 /// The hosts every team test has: two operators' and one CI runner's.
 const HOSTS: [(&str, Role); 3] = [
@@ -218,12 +216,7 @@ impl AgentHost {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let transport = TokioChildProcess::builder(tokio::process::Command::from(cmd))
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap()
-            .0;
-        Host::default().serve(transport).await.unwrap()
+        crate::support::connect(cmd).await
     }
 }
 

@@ -119,6 +119,11 @@ pub async fn agent(sandbox: &Sandbox, env: &[(&str, &str)]) -> Agent {
     for (k, v) in env {
         cmd.env(k, v);
     }
+    connect(cmd).await
+}
+
+/// An MCP client of the server `cmd` starts, as an agent host spawns it.
+pub async fn connect(cmd: std::process::Command) -> Agent {
     let transport = TokioChildProcess::builder(tokio::process::Command::from(cmd))
         .stderr(Stdio::inherit())
         .spawn()
