@@ -48,6 +48,7 @@ pub fn permissions(role: Role) -> Value {
                 format!("$JS.API.CONSUMER.DELETE.KV_{DECISIONS}.>"),
                 format!("$JS.API.DIRECT.GET.KV_{ITEMS}.>"),
                 format!("$JS.API.DIRECT.GET.KV_{DECISIONS}.>"),
+                format!("$JS.API.STREAM.MSG.GET.KV_{DECISIONS}"),
                 format!("$JS.FC.KV_{DECISIONS}.>"),
             ],
             "deny": [format!("$KV.{DECISIONS}.*.operator")],

@@ -1,6 +1,7 @@
 //! Deciding an item once, on the server: a settlement is published to its
 //! side's key, guarded so that the server takes it only while neither
-//! side's key has a value; then whatever the server holds is the winner.
+//! side's key has a value; then the earliest put under those keys is the
+//! winner, whatever a key holds last (see [`crate::wire`] for why).
 //!
 //! A publish whose acknowledgement does not come (the server restarting,
 //! a cluster without its quorum) has an unknown outcome: it may have been
@@ -9,9 +10,12 @@
 //! decision in flight lands there), and only when none comes within the
 //! request timeout is the offer left undecided (and the item pending).
 
+use std::time::Duration;
+
 use async_nats::HeaderMap;
 use async_nats::jetstream::context::PublishErrorKind;
-use async_nats::jetstream::kv::Operation;
+use async_nats::jetstream::kv::{Operation, Watch};
+use async_nats::jetstream::stream::RawMessageErrorKind;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use hark_core::model::ids::ItemId;
@@ -45,73 +49,112 @@ impl Hub {
             Err(e) => Err(e),
         };
         match published {
-            Ok(_) => return Ok((decided.clone(), true)),
+            // Taken; but an offer a former leader proposed may have been
+            // committed before it (see [`crate::wire`]): read who won.
+            Ok(_) => match self.winner(id).await {
+                Ok(Some(winner)) => return Ok(Self::against(winner, decided)),
+                Ok(None) => {
+                    tracing::warn!(question_id = %id, "the hub took a decision it does not show yet; waiting for it")
+                }
+                Err(e) => {
+                    tracing::warn!(question_id = %id, "cannot read back a decision the hub took: {e}")
+                }
+            },
             Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {}
             Err(e) => {
                 tracing::warn!(question_id = %id, "the hub did not confirm a decision: {e}; reading it back")
             }
         }
         match self.settled_within(id).await {
-            Some(winner) => {
-                let ours = winner.nonce == decided.nonce;
-                Ok((winner, ours))
-            }
+            Some(winner) => Ok(Self::against(winner, decided)),
             None => Err(HubError::Undecided(id)),
         }
     }
 
-    /// The settlement of `id` as soon as the server has one, waited for on
-    /// a watch of both sides' keys (a decision still in flight lands
-    /// there), for one request timeout at most.
-    async fn settled_within(&self, id: ItemId) -> Option<Decided> {
-        let read = async {
-            let mut watch = match self.decisions.watch_with_history(format!("{id}.*")).await {
-                Ok(watch) => watch,
-                Err(e) => {
-                    tracing::debug!(question_id = %id, "cannot follow the decision: {e}");
-                    return None;
-                }
-            };
-            while let Some(entry) = watch.next().await {
-                let Ok(entry) = entry else { continue };
-                if entry.operation != Operation::Put {
-                    continue;
-                }
-                let decided = Side::of_key(&entry.key)
-                    .and_then(|(_, side)| Decided::read(&entry.value, side));
-                if decided.is_some() {
-                    return decided;
-                }
-            }
-            None
-        };
-        tokio::time::timeout(self.options.timeout, read)
-            .await
-            .ok()
-            .flatten()
+    /// The winner, and whether it is `offered`.
+    fn against(winner: Decided, offered: &Decided) -> (Decided, bool) {
+        let ours = winner.nonce == offered.nonce;
+        (winner, ours)
     }
 
-    /// The settlement the server holds for `id`, if any: the earlier of the
-    /// two sides, should both ever hold one.
-    pub async fn winner(&self, id: ItemId) -> Result<Option<Decided>, HubError> {
-        let mut best: Option<(u64, Decided)> = None;
-        for side in [Side::Operator, Side::Asker] {
-            let entry = self
-                .decisions
-                .entry(side.key(id))
-                .await
-                .map_err(|e| HubError::Read(e.to_string()))?;
-            let Some(entry) = entry else { continue };
-            if entry.operation != Operation::Put {
+    /// The settlement of `id` as soon as the server has one, waited for on
+    /// a watch of both sides' keys (a decision still in flight lands
+    /// there), for one request timeout at most. A cluster coming back
+    /// refuses watches for a while ("temporarily unavailable") while its
+    /// decision is still in flight: the read and the watch are tried
+    /// again within that timeout, not given up at once.
+    async fn settled_within(&self, id: ItemId) -> Option<Decided> {
+        let read = async {
+            let mut pause = Duration::from_millis(50);
+            loop {
+                if let Ok(Some(winner)) = self.winner(id).await {
+                    return winner;
+                }
+                match self.decisions.watch_with_history(format!("{id}.*")).await {
+                    Ok(watch) => {
+                        if let Some(winner) = self.first_seen(id, watch).await {
+                            return winner;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(question_id = %id, "cannot follow the decision yet: {e}")
+                    }
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        };
+        tokio::time::timeout(self.options.timeout, read).await.ok()
+    }
+
+    /// The winner once `watch` shows a put. Each put is a sign, not the
+    /// answer: the winner is the earliest, which a watch begun late may
+    /// not show.
+    async fn first_seen(&self, id: ItemId, mut watch: Watch) -> Option<Decided> {
+        while let Some(entry) = watch.next().await {
+            if !matches!(entry, Ok(ref e) if e.operation == Operation::Put) {
                 continue;
             }
-            let Some(decided) = Decided::read(&entry.value, side) else {
-                continue;
-            };
-            if best.as_ref().is_none_or(|(rev, _)| entry.revision < *rev) {
-                best = Some((entry.revision, decided));
+            match self.winner(id).await {
+                Ok(Some(winner)) => return Some(winner),
+                Ok(None) => {}
+                Err(e) => tracing::debug!(question_id = %id, "cannot read the decision: {e}"),
             }
         }
-        Ok(best.map(|(_, decided)| decided))
+        None
+    }
+
+    /// The settlement the server took for `id`, if any: the earliest put
+    /// under either side's key, read from the stream's leader (a replica
+    /// may lag behind a decision its leader acknowledged).
+    pub async fn winner(&self, id: ItemId) -> Result<Option<Decided>, HubError> {
+        let subject = decisions_of(id);
+        let mut from = 1;
+        loop {
+            let message = match self
+                .decisions
+                .stream
+                .get_first_raw_message_by_subject(&subject, from)
+                .await
+            {
+                Ok(message) => message,
+                Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => return Ok(None),
+                Err(e) => return Err(HubError::Read(e.to_string())),
+            };
+            from = message.sequence + 1;
+            let put = message
+                .headers
+                .get("KV-Operation")
+                .is_none_or(|op| op.as_str() == "PUT");
+            let side = message
+                .subject
+                .strip_prefix(&format!("$KV.{DECISIONS}."))
+                .and_then(Side::of_key);
+            if let (true, Some((_, side))) = (put, side)
+                && let Some(decided) = Decided::read(&message.payload, side)
+            {
+                return Ok(Some(decided));
+            }
+        }
     }
 }

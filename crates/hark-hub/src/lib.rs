@@ -191,8 +191,14 @@ impl Hub {
         js.set_timeout(options.timeout);
         let (items, decisions) = match options.role {
             Role::Operator => (
-                bucket(&js, wire::ITEMS, options.replicas).await?,
-                bucket(&js, wire::DECISIONS, options.replicas).await?,
+                bucket(&js, wire::ITEMS, 1, options.replicas).await?,
+                bucket(
+                    &js,
+                    wire::DECISIONS,
+                    wire::DECISION_HISTORY,
+                    options.replicas,
+                )
+                .await?,
             ),
             Role::Agent => (
                 bound(&js, wire::ITEMS).await?,
@@ -243,6 +249,7 @@ fn servers(urls: &str) -> Result<Vec<async_nats::ServerAddr>, async_nats::Connec
 async fn bucket(
     js: &jetstream::Context,
     name: &str,
+    history: i64,
     replicas: usize,
 ) -> Result<kv::Store, HubError> {
     if let Ok(store) = js.get_key_value(name).await {
@@ -250,7 +257,7 @@ async fn bucket(
     }
     js.create_key_value(kv::Config {
         bucket: name.to_owned(),
-        history: 1,
+        history,
         max_age: KEEP,
         num_replicas: replicas,
         ..Default::default()

@@ -311,13 +311,32 @@ impl Mirror {
             return;
         }
         match bucket {
+            // A put says the item is decided; which decision won is the
+            // earliest put, read from the hub (this one may be a later
+            // write a leader change let in, or the last of several).
             Bucket::Decisions => {
-                let Some((id, side)) = Side::of_key(&entry.key) else {
+                let Some((id, _)) = Side::of_key(&entry.key) else {
                     return;
                 };
-                if let Some(decided) = Decided::read(&entry.value, side) {
-                    let decision = self.decision(decided);
-                    self.apply(id, decision);
+                if self.registry.get(id).is_none()
+                    && (self.hub.options.role == Role::Agent || self.settled_here(id))
+                {
+                    return;
+                }
+                // Unreadable while the cluster elects a leader: tried
+                // again on reconnecting, or after a patience that doubles.
+                let mut patience = Duration::from_secs(1);
+                loop {
+                    let seen = self.hub.connections();
+                    match self.hub.winner(id).await {
+                        Ok(Some(decided)) => return self.apply(id, self.decision(decided)),
+                        Ok(None) => return,
+                        Err(e) => {
+                            tracing::warn!(question_id = %id, "cannot read the hub's decision: {e}");
+                            self.hub.back(seen, patience).await;
+                            patience = (patience * 2).min(AGAIN);
+                        }
+                    }
                 }
             }
             Bucket::Items => {

@@ -7,6 +7,14 @@
 //!   `Nats-Expected-Last-Subject-Sequence: 0` over the subject
 //!   `$KV.hark_decisions.<item id>.*`, so the server takes the first of
 //!   either and refuses every later one: one winner, decided by the server.
+//!   A clustered server checks that header only when its stream leader
+//!   proposes a write, and forgets what it had in flight when leadership
+//!   changes (nats-server 2.15's `processClusteredInboundMsg`); an offer
+//!   proposed before a quorum was lost can then be committed after a later
+//!   one was taken. So the winner is the *earliest* put under those keys
+//!   (its stream sequence), which is why the bucket keeps a few values a
+//!   key, and every reader resolves a decision by reading that first put
+//!   from the stream's leader, not by the value a key holds last.
 //!   The two keys exist so the server's permissions can tell them apart:
 //!   an agent's credential may write `.asker` (its own timeout) but never
 //!   `.operator` (an answer).
@@ -22,6 +30,9 @@ use serde::{Deserialize, Serialize};
 pub const ITEMS: &str = "hark_items";
 /// The bucket of decisions.
 pub const DECISIONS: &str = "hark_decisions";
+/// How many values a decisions key keeps: the earliest must outlive the
+/// later writes a leader change lets in.
+pub const DECISION_HISTORY: i64 = 16;
 /// The version of the records below.
 pub const VERSION: u32 = 1;
 

@@ -113,18 +113,22 @@ async fn a_cluster_losing_its_quorum_mid_answer_never_answers_twice() {
             .restart(node)
             .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
     }
-    team.cluster()
-        .wait_meta_leader(0)
-        .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+    team.decisions_settled().await;
     // Neither committed: the next reply decides.
+    let mut said = Vec::new();
     let taken = (0..TRIES)
         .map(|_| answer_on(&alpha.sandbox, &id, "SQLite"))
         .find(|out| {
-            out.status.success() || String::from_utf8_lossy(&out.stderr).contains("already settled")
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            let taken = out.status.success() || stderr.contains("already settled");
+            said.push(stderr);
+            taken
         });
     assert!(
         taken.is_some(),
-        "no reply was ever taken after the quorum came back"
+        "no reply was ever taken after the quorum came back; the replies said:\n{}\nalpha's log:\n{}",
+        said.join(""),
+        alpha.daemon.log.tail(40)
     );
 
     let got: Value = serde_json::from_str(&text(&asking.await.unwrap())).unwrap();
@@ -141,4 +145,41 @@ async fn a_cluster_losing_its_quorum_mid_answer_never_answers_twice() {
             winner.as_str()
         );
     }
+}
+
+/// A write a leader change let in after the item was decided (a second
+/// value on its operator key, as the cluster test can leave) changes
+/// nothing: the agent got the first, the deciding daemon keeps it, and a
+/// daemon catching up afterwards, whose watch shows only a key's last
+/// value, records the first too.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_later_write_over_a_decision_does_not_change_who_won() {
+    let team = Team::start();
+    let alpha = team.operator("alpha", "alice");
+    let beta = team.operator("beta", "bob");
+    let away = beta.daemon.kill9();
+    let ci = team.agent_host("ci-runner");
+    let agent = ci.agent(&[("HARK_ASK_TIMEOUT", "120")]).await;
+    let asking = tokio::spawn(async move { ask(&agent, questions(&[db()])).await });
+    let id = alpha.asked();
+    let out = answer_on(&alpha.sandbox, &id, "SQLite");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_str(&text(&asking.await.unwrap())).unwrap();
+    assert_eq!(got["answers"]["Which database?"], "SQLite");
+
+    team.late_write("beta", &id, "Postgres (Recommended)").await;
+    let back = Operator::start(away);
+    let settled = back.settled(&id);
+    assert_eq!(settled["outcome"]["answers"]["Which database?"], "SQLite");
+    assert_eq!(settled["replied_remote"]["operator"], "alice");
+    let again = answer_on(&back.sandbox, &id, "Postgres (Recommended)");
+    assert!(!again.status.success(), "a settled item answered again");
+    assert_eq!(
+        alpha.settled(&id)["outcome"]["answers"]["Which database?"],
+        "SQLite"
+    );
 }

@@ -139,18 +139,7 @@ impl Team {
             .await
             .map_err(|e| e.to_string())?;
         let id = hark_core::model::ids::ItemId(id.parse().unwrap());
-        let forged = hark_hub::wire::Decided {
-            v: hark_hub::wire::VERSION,
-            outcome: serde_json::from_value(json!({"outcome": "answered",
-                "answers": {"Which database?": "SQLite"}, "defaulted": []}))
-            .unwrap(),
-            by: Some(hark_core::model::item::Remote {
-                operator: "mallory".into(),
-                host: "ci-runner".into(),
-                surface: None,
-            }),
-            nonce: "forged".into(),
-        };
+        let forged = answered("SQLite", "mallory", "ci-runner");
         match hub
             .decide(id, hark_hub::wire::Side::Operator, &forged)
             .await
@@ -159,6 +148,62 @@ impl Team {
             Ok((winner, false)) => Err(format!("lost to {winner:?}")),
             Err(e) => Err(e.to_string()),
         }
+    }
+
+    /// With `host`'s operator credential, puts an answer `pick` over
+    /// whatever `id`'s operator key holds, unguarded: the later write a
+    /// cluster's leader change can let in after a decision was taken.
+    pub async fn late_write(&self, host: &str, id: &str, pick: &str) {
+        let decisions = self
+            .jetstream(host)
+            .await
+            .get_key_value(hark_hub::wire::DECISIONS)
+            .await
+            .unwrap();
+        let late = answered(pick, "mallory", host);
+        decisions
+            .put(
+                format!("{id}.operator"),
+                serde_json::to_vec(&late).unwrap().into(),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+impl Team {
+    /// A JetStream client with `host`'s credential.
+    async fn jetstream(&self, host: &str) -> async_nats::jetstream::Context {
+        let servers: Vec<async_nats::ServerAddr> =
+            self.url().split(',').map(|u| u.parse().unwrap()).collect();
+        let client = async_nats::ConnectOptions::with_nkey(self.seeds[host].clone())
+            .connect(servers)
+            .await
+            .unwrap();
+        async_nats::jetstream::new(client)
+    }
+
+    /// Waits until the cluster's decisions stream has a leader again and
+    /// every replica is current: the nodes that were away have caught up.
+    pub async fn decisions_settled(&self) {
+        let js = self.jetstream("alpha").await;
+        crate::nats_server::cluster::settled_leader(&js).await;
+    }
+}
+
+/// An operator's answer `pick` to the db question, as the hub records it.
+fn answered(pick: &str, operator: &str, host: &str) -> hark_hub::wire::Decided {
+    hark_hub::wire::Decided {
+        v: hark_hub::wire::VERSION,
+        outcome: serde_json::from_value(json!({"outcome": "answered",
+            "answers": {"Which database?": pick}, "defaulted": []}))
+        .unwrap(),
+        by: Some(hark_core::model::item::Remote {
+            operator: operator.into(),
+            host: host.into(),
+            surface: None,
+        }),
+        nonce: format!("{operator}-{pick}"),
     }
 }
 

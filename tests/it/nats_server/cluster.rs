@@ -18,14 +18,21 @@ use super::{
 
 /// The decisions stream once it has a leader with every replica current:
 /// the leader's node index.
-async fn settled_leader(js: &jetstream::Context) -> usize {
+pub(crate) async fn settled_leader(js: &jetstream::Context) -> usize {
     let deadline = Instant::now() + WAIT;
     loop {
-        let mut stream: Stream = within("the stream", js.get_stream("KV_hark_decisions"))
-            .await
-            .expect("the decisions stream");
-        let info = within("the stream's info", stream.info()).await;
-        if let Ok(Some(cluster)) = info.map(|i| i.cluster.clone())
+        // While the cluster elects its leaders a request may go unanswered
+        // (it times out after the client's own timeout): asked again.
+        let stream: Result<Stream, _> =
+            within("the stream", js.get_stream("KV_hark_decisions")).await;
+        let info = match stream {
+            Ok(mut stream) => within("the stream's info", stream.info())
+                .await
+                .map(|i| i.cluster.clone())
+                .ok(),
+            Err(_) => None,
+        };
+        if let Some(Some(cluster)) = info
             && let Some(leader) = &cluster.leader
             && cluster.replicas.len() == 2
             && cluster.replicas.iter().all(|r| r.current)

@@ -9,7 +9,7 @@
 //!   lets each do.
 //! - `cluster`: three nodes, two killed during a decision.
 
-mod cluster;
+pub(crate) mod cluster;
 mod permissions;
 
 use std::time::{Duration, Instant};

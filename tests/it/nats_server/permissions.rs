@@ -20,7 +20,9 @@ use super::{
 /// in turn: its items (`put`), its own side of a decision, and the
 /// JetStream API requests async-nats makes to bind the two buckets
 /// (`get_key_value`: stream info), read a key (`entry`/`get`: a direct get
-/// of the last message on the key's subject), and watch decisions
+/// of the last message on the key's subject), read the earliest decision
+/// on an item from the stream's leader (a message get by subject), and
+/// watch decisions
 /// (`watch`/`watch_with_history`: an ordered push consumer, created
 /// without a name; after a missed heartbeat, as across a server restart,
 /// async-nats deletes it and creates it again by name, filter in the
@@ -37,6 +39,7 @@ pub const AGENT_PUBLISH: &[&str] = &[
     "$JS.API.CONSUMER.DELETE.KV_hark_decisions.>",
     "$JS.API.DIRECT.GET.KV_hark_items.>",
     "$JS.API.DIRECT.GET.KV_hark_decisions.>",
+    "$JS.API.STREAM.MSG.GET.KV_hark_decisions",
     "$JS.FC.KV_hark_decisions.>",
 ];
 
@@ -197,6 +200,20 @@ async fn an_agent_cannot_write_an_operators_decision() {
     assert_eq!(
         decisions_of(&decisions, "q2").await,
         [("q2.operator".to_owned(), "allow".to_owned())]
+    );
+    // The earliest decision on the item, read from the leader as hark's
+    // winner is.
+    let first = within(
+        "the earliest decision",
+        decisions
+            .stream
+            .get_first_raw_message_by_subject("$KV.hark_decisions.q2.*", 1),
+    )
+    .await
+    .expect("the agent reads the earliest decision from the leader");
+    assert_eq!(
+        (first.subject.as_str(), &*first.payload),
+        ("$KV.hark_decisions.q2.operator", &b"allow"[..])
     );
     assert_eq!(
         stored(&op_js).await,
