@@ -385,6 +385,13 @@ pub struct RunArgs {
     /// it. Prints the run id.
     #[arg(long)]
     pub detach: bool,
+    /// Ask the team's hub directly, on a host with no daemon (a CI
+    /// runner): at URL, or the config's `[hub] url` when none is given,
+    /// with the config's credential (an agent's). A question nobody
+    /// answers in its wait ends not answered: nothing parks, since no
+    /// daemon lives on here to resume the agent.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "", conflicts_with = "detach")]
+    pub hub: Option<String>,
     /// The prompt, or with --wrap the agent command line.
     #[arg(last = true, required = true, value_name = "PROMPT…")]
     pub words: Vec<String>,

@@ -81,44 +81,94 @@ impl OperatorPrompter for NobodyHere {
     }
 }
 
-/// Serves the agent's MCP through a daemon of its own, on a private socket,
-/// whose registry has every item decided on the hub with the host's agent
-/// credential: the same tool results as with a daemon, answered by the
-/// team's operators, and unanswered when the bounded wait ends.
+/// A daemon of this host's own for agents that ask the hub directly: on a
+/// private socket (in a temp directory, which a confined run's private
+/// `/tmp` does not show), its registry deciding every item on the hub with
+/// the host's agent credential, its prompter nobody. Ends when dropped.
+pub struct AgentDaemon {
+    /// Where the agent's side connects.
+    pub socket: std::path::PathBuf,
+    /// The wait an ask gets when it names none.
+    pub default_timeout: std::time::Duration,
+    task: tokio::task::JoinHandle<()>,
+    _serving: hark_hub::Serving,
+    _socket_file: hark_core::bridge::socket::SocketFile,
+    _dir: tempfile::TempDir,
+}
+
+/// Why the agents' daemon did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentDaemonError {
+    #[error("no hub to ask: give `--hub URL` or set `[hub] url` in the config")]
+    NoHub,
+    #[error(transparent)]
+    Hub(#[from] hark_hub::HubError),
+    #[error(transparent)]
+    Serve(#[from] serve::ServeError),
+    #[error("cannot make the agents' daemon a directory: {0}")]
+    Dir(std::io::Error),
+}
+
+impl AgentDaemon {
+    /// Joins the hub at `url` (or the config's when empty) as an agent
+    /// host, and serves its daemon.
+    pub async fn start(config: &Config, url: &str) -> Result<AgentDaemon, AgentDaemonError> {
+        let url = Some(url.to_owned()).filter(|u| !u.is_empty());
+        let Some(options) = HubOptions::from_config(config.hub.as_ref(), url, Role::Agent) else {
+            return Err(AgentDaemonError::NoHub);
+        };
+        let hub = Hub::connect(options).await?;
+        let dir = tempfile::Builder::new()
+            .prefix("hark-hub-")
+            .tempdir()
+            .map_err(AgentDaemonError::Dir)?;
+        let prepared = serve::prepare(
+            Arc::new(NobodyHere),
+            serve::ServeOptions {
+                socket: Some(dir.path().join("hark.sock")),
+                store: Some(dir.path().join("hark.db")),
+                ..Default::default()
+            },
+        )?;
+        let serving = hub.serve(&prepared.daemon.registry);
+        let socket = prepared.socket_file.path().to_owned();
+        let default_timeout = prepared.daemon.default_timeout;
+        let task = tokio::spawn(listener::run(
+            prepared.listener,
+            prepared.daemon,
+            std::future::pending(),
+        ));
+        Ok(AgentDaemon {
+            socket,
+            default_timeout,
+            task,
+            _serving: serving,
+            _socket_file: prepared.socket_file,
+            _dir: dir,
+        })
+    }
+}
+
+impl Drop for AgentDaemon {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serves the agent's MCP through a daemon of its own ([`AgentDaemon`]):
+/// the same tool results as with a daemon, answered by the team's
+/// operators, and unanswered when the bounded wait ends.
 pub async fn serve_agent(
     config: &Config,
     url: String,
     mut settings: hark_mcp::McpSettings,
 ) -> Result<(), Failed> {
-    let url = Some(url).filter(|u| !u.is_empty());
-    let Some(options) = HubOptions::from_config(config.hub.as_ref(), url, Role::Agent) else {
-        return Err(Failed::NoHub);
-    };
-    let hub = Hub::connect(options).await?;
-    let dir = tempfile::Builder::new()
-        .prefix("hark-hub-")
-        .tempdir()
-        .map_err(Failed::Runtime)?;
-    let prepared = serve::prepare(
-        Arc::new(NobodyHere),
-        serve::ServeOptions {
-            socket: Some(dir.path().join("hark.sock")),
-            store: Some(dir.path().join("hark.db")),
-            ..Default::default()
-        },
-    )?;
-    let _serving = hub.serve(&prepared.daemon.registry);
-    settings.socket = prepared.socket_file.path().to_owned();
+    let daemon = AgentDaemon::start(config, &url).await?;
+    settings.socket = daemon.socket.clone();
     if settings.timeout.is_none() {
-        settings.timeout = Some(prepared.daemon.default_timeout);
+        settings.timeout = Some(daemon.default_timeout);
     }
-    let daemon = tokio::spawn(listener::run(
-        prepared.listener,
-        prepared.daemon,
-        std::future::pending(),
-    ));
     let served = hark_mcp::OperatorServer::new(settings).serve_stdio().await;
-    daemon.abort();
-    drop(prepared.socket_file);
+    drop(daemon);
     served.map_err(Failed::Mcp)
 }

@@ -58,8 +58,8 @@ pub enum Failed {
     Web(#[from] hark_web::WebError),
     #[error(transparent)]
     Hub(#[from] hark_hub::HubError),
-    #[error("no hub to ask: give `--hub URL` or set `[hub] url` in the config")]
-    NoHub,
+    #[error(transparent)]
+    AgentDaemon(#[from] hub::AgentDaemonError),
     #[error(transparent)]
     NoHome(#[from] hark_core::files::NoHomeError),
     #[error("cannot write {}: {source}", path.display())]

@@ -253,6 +253,7 @@ async fn bucket(
     replicas: usize,
 ) -> Result<kv::Store, HubError> {
     if let Ok(store) = js.get_key_value(name).await {
+        widen(js, &store, history).await?;
         return Ok(store);
     }
     js.create_key_value(kv::Config {
@@ -264,6 +265,27 @@ async fn bucket(
     })
     .await
     .map_err(|e| HubError::Buckets(e.to_string()))
+}
+
+/// Makes an existing bucket keep `history` values a key, when it keeps
+/// fewer (made by an earlier hark, or by hand).
+async fn widen(js: &jetstream::Context, store: &kv::Store, history: i64) -> Result<(), HubError> {
+    let info = store
+        .stream
+        .get_info()
+        .await
+        .map_err(|e| HubError::Buckets(e.to_string()))?;
+    if info.config.max_messages_per_subject >= history {
+        return Ok(());
+    }
+    let mut config = info.config;
+    config.max_messages_per_subject = history;
+    js.update_stream(config).await.map(|_| ()).map_err(|e| {
+        HubError::Buckets(format!(
+            "{}: keeping {history} values a key: {e}",
+            store.name
+        ))
+    })
 }
 
 /// The bucket, which must exist.

@@ -26,6 +26,7 @@ use crate::exit::ExitStatus;
 
 #[cfg(all(unix, not(target_os = "macos")))]
 mod freedesktop;
+mod hub;
 #[cfg(all(unix, not(target_os = "macos")))]
 use freedesktop as desktop;
 #[cfg(target_os = "macos")]
@@ -137,6 +138,9 @@ pub fn run() -> Result<ExitStatus, Failed> {
         findings.push(finding);
     }
     if let Some(finding) = push(&config) {
+        findings.push(finding);
+    }
+    if let Some(finding) = hub::check(&config, &rt) {
         findings.push(finding);
     }
     for finding in &findings {

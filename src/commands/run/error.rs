@@ -14,6 +14,8 @@ pub enum RunError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
+    Hub(#[from] crate::commands::hub::AgentDaemonError),
+    #[error(transparent)]
     Intake(#[from] IntakeError),
     #[error("--answer: {0}")]
     Given(GivenError),

@@ -176,7 +176,13 @@ async fn run_to_end(args: RunArgs, resuming: Option<paused::Resuming>) -> Result
             "say what to do: hark run -- PROMPT…"
         })));
     }
-    let setup = Setup::new(&args, &config, resuming.as_ref().map(|r| r.run_id)).await?;
+    // On a host with no daemon, one of its own asks the team's hub.
+    let hub = match &args.hub {
+        Some(url) => Some(crate::commands::hub::AgentDaemon::start(&config, url).await?),
+        None => None,
+    };
+    let daemon = hub.as_ref().map(|d| d.socket.as_path());
+    let setup = Setup::new(&args, &config, resuming.as_ref().map(|r| r.run_id), daemon).await?;
     setup.announce(&args);
     // A resumed run reports itself again: its record then names this
     // process, which the daemon watches as the run's.

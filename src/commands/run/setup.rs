@@ -51,12 +51,19 @@ pub(super) struct Setup {
 
 impl Setup {
     /// `resumed` names a paused run this one takes over.
+    /// `daemon` is the socket of the daemon to use instead of the
+    /// operator's (the hub's agents' daemon of `--hub`), where nothing
+    /// parks.
     pub(super) async fn new(
         args: &RunArgs,
         config: &Config,
         resumed: Option<RunId>,
+        daemon: Option<&Path>,
     ) -> Result<Setup, RunError> {
-        let app_socket = socket::app_socket_path()?;
+        let app_socket = match daemon {
+            Some(socket) => socket.to_owned(),
+            None => socket::app_socket_path()?,
+        };
         let attached = hark_core::platform::connect(&app_socket).await.is_ok();
         let (run_id, session, dispatched) = identity(args, resumed);
         let (agent, kind) = agent_of(args, config);
@@ -73,8 +80,10 @@ impl Setup {
         let bridge = if attached {
             let relay = Relay::start(app_socket.clone(), run_id, session.clone())?;
             let mcp_config = write_config(&relay.dir)?;
-            let parks =
-                parks(args, config) && kind_parks(kind, args) && wrap_parks(wrapped.as_ref());
+            let parks = daemon.is_none()
+                && parks(args, config)
+                && kind_parks(kind, args)
+                && wrap_parks(wrapped.as_ref());
             let attach = attachment(args, &hark, &relay, mcp_config, &session, parks);
             Some((relay, attach))
         } else {

@@ -5,6 +5,7 @@
 //! daemon), each a sandbox of its own, as separate machines would be.
 
 mod faults;
+mod run;
 mod team;
 
 use std::process::Output;
@@ -135,4 +136,32 @@ async fn an_agents_credential_cannot_answer() {
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `hark doctor` says how the team's hub stands from this host: buckets
+/// not made yet (no operator has connected), answering, unreachable.
+#[test]
+fn doctor_reports_the_hub_as_this_host_reaches_it() {
+    let mut team = Team::start();
+    let ci = team.agent_host("ci-runner");
+    let line = |team_hub: &str| {
+        let out = ci.sandbox.hark(["doctor"]).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        let found = said
+            .lines()
+            .find(|l| l.contains("team hub:"))
+            .unwrap_or_else(|| panic!("no team hub line in:\n{said}"))
+            .to_owned();
+        assert!(found.contains(team_hub), "{found}");
+        found
+    };
+    assert!(line("buckets are not ready").starts_with("note"));
+    let _alpha = team.operator("alpha", "alice");
+    let ok = line("answers");
+    assert!(
+        ok.starts_with("ok") && ok.contains("this host is ci-runner"),
+        "{ok}"
+    );
+    team.server().kill();
+    assert!(line("is unreachable").starts_with("problem"));
 }
