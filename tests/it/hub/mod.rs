@@ -165,3 +165,29 @@ fn doctor_reports_the_hub_as_this_host_reaches_it() {
     team.server().kill();
     assert!(line("is unreachable").starts_with("problem"));
 }
+
+/// An item another host asked is put before this daemon's operator as its
+/// own are: the terminal's (here a script's) prompter is asked, and its
+/// answer is decided on the hub, reaching the agent on the other host.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_team_item_is_put_before_the_operators_prompter() {
+    let team = Team::start();
+    let alpha = team.operator("alpha", "alice");
+    let _beta = team.operator_answering(
+        "beta",
+        "bob",
+        json!({"Which database?": "Postgres (Recommended)"}),
+    );
+    let ci = team.agent_host("ci-runner");
+    let agent = ci.agent(&[("HARK_ASK_TIMEOUT", "60")]).await;
+    let result = ask(&agent, questions(&[db()])).await;
+    let answered: Value = serde_json::from_str(&text(&result)).unwrap();
+    assert_eq!(
+        answered["answers"]["Which database?"],
+        "Postgres (Recommended)"
+    );
+    let id = alpha.asked();
+    let settled = alpha.settled(&id);
+    assert_eq!(settled["replied_remote"]["operator"], "bob");
+    assert_eq!(settled["replied_remote"]["host"], "beta");
+}

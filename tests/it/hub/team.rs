@@ -114,6 +114,13 @@ impl Team {
         Operator::start(sandbox)
     }
 
+    /// The same, its prompter answering as `script` says (a terminal
+    /// operator who answers what is put before them).
+    pub fn operator_answering(&self, host: &str, operator: &str, script: Value) -> Operator {
+        let sandbox = self.host(host, operator);
+        Operator::start_with(sandbox, script)
+    }
+
     pub fn agent_host(&self, host: &str) -> AgentHost {
         AgentHost {
             sandbox: self.host(host, "ci"),
@@ -210,7 +217,12 @@ fn answered(pick: &str, operator: &str, host: &str) -> hark_hub::wire::Decided {
 impl Operator {
     /// Starts `hark serve` in `sandbox` and waits until it is on the hub.
     pub fn start(sandbox: Sandbox) -> Operator {
-        let daemon = serve_in(&sandbox, json!({}), &[]);
+        Operator::start_with(sandbox, json!({}))
+    }
+
+    /// Starts it with a prompter answering as `script` says.
+    pub fn start_with(sandbox: Sandbox, script: Value) -> Operator {
+        let daemon = serve_in(&sandbox, script, &[]);
         daemon
             .log
             .wait("on the team's hub", hark_harness::PATIENCE, |lines| {

@@ -56,7 +56,10 @@ pub const PER_PROCESS: usize = 256;
 /// Serves connections until `shutdown` completes, then cancels every pending
 /// item (each waiting agent gets its error at once) and drains.
 pub async fn run(listener: Listener, daemon: Daemon, shutdown: impl Future<Output = ()>) {
+    // The team's items (filed from the hub) are prompted as our own are.
+    let mirrored = tokio::spawn(super::waiting::prompt_mirrored(daemon.clone()));
     let mut connections = accept(listener, &daemon, Origin::Local, shutdown).await;
+    mirrored.abort();
     daemon.hosts.stop();
     daemon.registry.shutdown("hark is shutting down");
     drain(&mut connections).await;

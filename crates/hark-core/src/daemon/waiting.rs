@@ -4,8 +4,11 @@
 //! up once the asker has gone ([`keep_prompting`]), and the frames that tell
 //! an asker where its call stands.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::broadcast::error::RecvError;
 
 use crate::bridge::deadline::SocketReader;
 use crate::bridge::wire::{ClientFrame, FrameError, ServerFrame, read_frame, write_frame};
@@ -15,7 +18,7 @@ use crate::model::item::{Item, Outcome, Surface};
 use crate::model::resolve::Picks;
 use crate::platform::WriteHalf;
 use crate::prompter::{PromptFuture, Unanswered};
-use crate::registry::{Pending, Registry, Reply, Waited};
+use crate::registry::{Event, Pending, Registry, Reply, Waited};
 
 /// Races the prompter, the registry (timeouts, other surfaces) and the peer
 /// (cancel or hang-up) until the item settles, then reports the outcome
@@ -133,6 +136,34 @@ pub(super) fn keep_prompting(daemon: &Daemon, item: Arc<Item>, prompt: PromptFut
             _ = watched => {}
         }
     });
+}
+
+/// Puts every item another host asked (filed from the team's hub) before
+/// this daemon's operator as its own are: its prompter asked, the prompt
+/// kept up until the item settles here, on another surface or another
+/// host. Ends with the registry.
+pub(super) async fn prompt_mirrored(daemon: Daemon) {
+    let mut events = daemon.registry.subscribe();
+    let mut prompted = HashSet::new();
+    loop {
+        let items = match events.recv().await {
+            Ok(Event::Added(item)) if item.mirrored => vec![item],
+            Ok(Event::Settled { item, .. }) => {
+                prompted.remove(&item.id);
+                continue;
+            }
+            Ok(_) => continue,
+            // Fell behind: whatever is pending and not yet prompted.
+            Err(RecvError::Lagged(_)) => daemon.registry.pending(),
+            Err(RecvError::Closed) => return,
+        };
+        for item in items {
+            if item.mirrored && prompted.insert(item.id) {
+                let prompt = daemon.prompter.ask(&item.session_id, item.clone());
+                keep_prompting(&daemon, item, prompt);
+            }
+        }
+    }
 }
 
 /// The frame that tells an asker its call is taken and how long it may wait.
