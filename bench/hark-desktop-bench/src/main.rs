@@ -32,6 +32,7 @@ mod latency;
 mod memory;
 mod procs;
 mod report;
+mod smaps;
 mod targets;
 
 use std::path::{Path, PathBuf};
@@ -49,9 +50,12 @@ use hark_harness::desktop::installed;
 use hark_harness::{Report, Sandbox};
 
 const USAGE: &str = "\
-usage: hark-desktop-bench [--asks N] [--idle-secs S] [--pending N] [--bin-dir DIR]
+usage: hark-desktop-bench [--asks N] [--idle-secs S] [--pending N] [--fresh-idle] [--bin-dir DIR]
 
   --asks N       sequential asks in the latency measurement (default 20)
+  --fresh-idle   first wait for the window built at start to be released, and
+                 measure the app as it idles before any question (the first
+                 ask's figure is then an ask after a release)
   --idle-secs S  the idle window, in seconds (default 60)
   --pending N    items held pending in the memory measurement (default 50, at least 2)
   --bin-dir DIR  where `hark` and `hark-app` are (default: this executable's directory)
@@ -63,6 +67,7 @@ struct Options {
     asks: usize,
     idle_secs: u64,
     pending: usize,
+    fresh_idle: bool,
     bin_dir: PathBuf,
 }
 
@@ -71,6 +76,7 @@ fn parse_args() -> Result<Options, ArgsError> {
         asks: 20,
         idle_secs: 60,
         pending: 50,
+        fresh_idle: false,
         bin_dir: PathBuf::new(),
     };
     let mut given_bin_dir = None;
@@ -80,6 +86,7 @@ fn parse_args() -> Result<Options, ArgsError> {
             "--asks" => options.asks = args.number(&flag)?,
             "--idle-secs" => options.idle_secs = args.number(&flag)? as u64,
             "--pending" => options.pending = args.number(&flag)?,
+            "--fresh-idle" => options.fresh_idle = true,
             "--bin-dir" => given_bin_dir = Some(PathBuf::from(args.value(&flag)?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -262,6 +269,15 @@ fn measure(
     let startup = desktop.startup;
     let tree_at_start = TreeSample::take(desktop.app_pid);
     report::print_startup(&desktop, &tree_at_start);
+    if options.fresh_idle {
+        progress("fresh idle: waiting for the window built at start to be released");
+        desktop.event(0, "window released", latency::PATIENCE, |_| true)?;
+        let fresh = memory::settled_breakdown(&desktop, ticks_per_s);
+        smaps::print(
+            "hark-app idle before any question (window released)",
+            &fresh,
+        );
+    }
 
     progress(&format!("latency: {} asks", options.asks));
     let lat = latency::measure(&desktop, ticks_per_s, options.asks)?;
@@ -281,6 +297,10 @@ fn measure(
         lat.modal_missing.is_none(),
     )?;
     report::print_memory(&mem);
+    smaps::print(
+        "hark-app idle after the asks (nothing pending, window released)",
+        &mem.after_breakdown,
+    );
 
     progress("stopping");
     let shutdown = desktop.stop();

@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::idle::{QUIET_PATIENCE, QUIET_PERCENT};
 use crate::latency::PATIENCE;
 use crate::procs::{self, TreeSample};
+use crate::smaps::Breakdown;
 
 /// The bounded wait of the items held pending: longer than any run.
 const HOLD_SECS: u64 = 3600;
@@ -36,6 +37,8 @@ pub struct Results {
     pub after: Point,
     /// What the first point waited for.
     pub one_waited_for: &'static str,
+    /// Where hark-app's memory is at `after`, by mapping.
+    pub after_breakdown: Breakdown,
     /// Ask → `modal.shown` for the first ask after the window was released
     /// (the window, and WebKit's processes, built again), ms.
     pub modal_after_idle_ms: f64,
@@ -51,6 +54,12 @@ fn point(desktop: &Desktop, ticks_per_s: u64, pending: usize) -> Point {
         quiet: TreeSample::take(desktop.app_pid),
         quiet_after,
     }
+}
+
+/// hark-app's memory by mapping once the app is quiet.
+pub fn settled_breakdown(desktop: &Desktop, ticks_per_s: u64) -> Breakdown {
+    procs::wait_quiet(desktop.app_pid, ticks_per_s, QUIET_PERCENT, QUIET_PATIENCE);
+    Breakdown::of(desktop.app_pid)
 }
 
 /// Runs the three points. `modal_logs` says whether the app logs
@@ -101,6 +110,7 @@ pub fn measure(
     // Nothing pending and the window gone: the app as it idles all day.
     desktop.event(from, "window released", PATIENCE, |_| true)?;
     let after = point(desktop, ticks_per_s, 0);
+    let after_breakdown = Breakdown::of(desktop.app_pid);
 
     // The first question after idle: the window is built again.
     let from = desktop.log.len();
@@ -118,6 +128,7 @@ pub fn measure(
         one,
         many,
         after,
+        after_breakdown,
         one_waited_for,
         modal_after_idle_ms,
     })

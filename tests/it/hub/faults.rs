@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::team::{Operator, Team, answer_on};
-use crate::support::{ask, db, questions, text};
+use crate::support::{Sandbox, ask, db, questions, text};
 
 /// How many times an answer is tried while the hub comes back: each try is
 /// a real request, bounded by the hub's own timeout.
@@ -55,21 +55,7 @@ async fn a_server_restart_mid_wait_still_delivers_the_answer() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_operator_back_from_offline_shows_what_was_asked_and_answered() {
     let team = Team::start();
-    let alpha = team.operator("alpha", "alice");
-    let beta = team.operator("beta", "bob");
-    let away = beta.daemon.kill9();
-    let ci = team.agent_host("ci-runner");
-    let agent = ci.agent(&[("HARK_ASK_TIMEOUT", "120")]).await;
-    let asking = tokio::spawn(async move { ask(&agent, questions(&[db()])).await });
-    let id = alpha.asked();
-    let out = answer_on(&alpha.sandbox, &id, "SQLite");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let got: Value = serde_json::from_str(&text(&asking.await.unwrap())).unwrap();
-    assert_eq!(got["answers"]["Which database?"], "SQLite");
+    let (_alpha, away, id) = answered_while_beta_is_away(&team).await;
 
     let back = Operator::start(away);
     let settled = back.settled(&id);
@@ -155,6 +141,25 @@ async fn a_cluster_losing_its_quorum_mid_answer_never_answers_twice() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_later_write_over_a_decision_does_not_change_who_won() {
     let team = Team::start();
+    let (alpha, away, id) = answered_while_beta_is_away(&team).await;
+
+    team.late_write("beta", &id, "Postgres (Recommended)").await;
+    let back = Operator::start(away);
+    let settled = back.settled(&id);
+    assert_eq!(settled["outcome"]["answers"]["Which database?"], "SQLite");
+    assert_eq!(settled["replied_remote"]["operator"], "alice");
+    let again = answer_on(&back.sandbox, &id, "Postgres (Recommended)");
+    assert!(!again.status.success(), "a settled item answered again");
+    assert_eq!(
+        alpha.settled(&id)["outcome"]["answers"]["Which database?"],
+        "SQLite"
+    );
+}
+
+/// Alice on alpha answers "SQLite" to the CI runner's question while bob's
+/// daemon on beta is down, and the agent gets it: alpha, beta's sandbox
+/// (to start it again) and the item.
+async fn answered_while_beta_is_away(team: &Team) -> (Operator, Sandbox, String) {
     let alpha = team.operator("alpha", "alice");
     let beta = team.operator("beta", "bob");
     let away = beta.daemon.kill9();
@@ -170,16 +175,5 @@ async fn a_later_write_over_a_decision_does_not_change_who_won() {
     );
     let got: Value = serde_json::from_str(&text(&asking.await.unwrap())).unwrap();
     assert_eq!(got["answers"]["Which database?"], "SQLite");
-
-    team.late_write("beta", &id, "Postgres (Recommended)").await;
-    let back = Operator::start(away);
-    let settled = back.settled(&id);
-    assert_eq!(settled["outcome"]["answers"]["Which database?"], "SQLite");
-    assert_eq!(settled["replied_remote"]["operator"], "alice");
-    let again = answer_on(&back.sandbox, &id, "Postgres (Recommended)");
-    assert!(!again.status.success(), "a settled item answered again");
-    assert_eq!(
-        alpha.settled(&id)["outcome"]["answers"]["Which database?"],
-        "SQLite"
-    );
+    (alpha, away, id)
 }
