@@ -191,3 +191,20 @@ async fn a_team_item_is_put_before_the_operators_prompter() {
     assert_eq!(settled["replied_remote"]["operator"], "bob");
     assert_eq!(settled["replied_remote"]["host"], "beta");
 }
+
+/// An operator whose daemon was down while the team was asked is put
+/// before what still waits once it is back, and answers it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_back_online_is_prompted_with_what_still_waits() {
+    let team = Team::start();
+    let alpha = team.operator("alpha", "alice");
+    let away = team.operator("beta", "bob").daemon.kill9();
+    let ci = team.agent_host("ci-runner");
+    let agent = ci.agent(&[("HARK_ASK_TIMEOUT", "60")]).await;
+    let asking = tokio::spawn(async move { ask(&agent, questions(&[db()])).await });
+    let id = alpha.asked();
+    let _beta = team::Operator::start_with(away, json!({"Which database?": "SQLite"}));
+    let answered: Value = serde_json::from_str(&text(&asking.await.unwrap())).unwrap();
+    assert_eq!(answered["answers"]["Which database?"], "SQLite");
+    assert_eq!(alpha.settled(&id)["replied_remote"]["operator"], "bob");
+}

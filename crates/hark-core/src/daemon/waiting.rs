@@ -145,24 +145,26 @@ pub(super) fn keep_prompting(daemon: &Daemon, item: Arc<Item>, prompt: PromptFut
 pub(super) async fn prompt_mirrored(daemon: Daemon) {
     let mut events = daemon.registry.subscribe();
     let mut prompted = HashSet::new();
+    // Those filed before this began (the hub joined first) are pending.
+    let mut items = daemon.registry.pending();
     loop {
-        let items = match events.recv().await {
-            Ok(Event::Added(item)) if item.mirrored => vec![item],
-            Ok(Event::Settled { item, .. }) => {
-                prompted.remove(&item.id);
-                continue;
-            }
-            Ok(_) => continue,
-            // Fell behind: whatever is pending and not yet prompted.
-            Err(RecvError::Lagged(_)) => daemon.registry.pending(),
-            Err(RecvError::Closed) => return,
-        };
         for item in items {
             if item.mirrored && prompted.insert(item.id) {
                 let prompt = daemon.prompter.ask(&item.session_id, item.clone());
                 keep_prompting(&daemon, item, prompt);
             }
         }
+        items = match events.recv().await {
+            Ok(Event::Added(item)) if item.mirrored => vec![item],
+            Ok(Event::Settled { item, .. }) => {
+                prompted.remove(&item.id);
+                Vec::new()
+            }
+            Ok(_) => Vec::new(),
+            // Fell behind: whatever is pending and not yet prompted.
+            Err(RecvError::Lagged(_)) => daemon.registry.pending(),
+            Err(RecvError::Closed) => return,
+        };
     }
 }
 
