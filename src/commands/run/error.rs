@@ -14,7 +14,7 @@ pub enum RunError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
-    Hub(#[from] crate::commands::hub::AgentDaemonError),
+    Hub(#[from] Box<crate::commands::hub::AgentDaemonError>),
     #[error(transparent)]
     Intake(#[from] IntakeError),
     #[error("--answer: {0}")]

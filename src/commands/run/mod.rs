@@ -178,7 +178,11 @@ async fn run_to_end(args: RunArgs, resuming: Option<paused::Resuming>) -> Result
     }
     // On a host with no daemon, one of its own asks the team's hub.
     let hub = match &args.hub {
-        Some(url) => Some(crate::commands::hub::AgentDaemon::start(&config, url).await?),
+        Some(url) => Some(
+            crate::commands::hub::AgentDaemon::start(&config, url)
+                .await
+                .map_err(Box::new)?,
+        ),
         None => None,
     };
     let daemon = hub.as_ref().map(|d| d.socket.as_path());
