@@ -3,6 +3,9 @@
 //! every ask, each is answered in turn with `hark answer` on the next host
 //! (its own when there is one), and the agent's result is awaited before
 //! the next answer, so each answer's time is its own.
+//!
+//! Each agent's MCP server is started by a shell standing for the agent
+//! (see [`AGENT_SHELL`]).
 
 use std::collections::HashSet;
 use std::process::{Child, Stdio};
@@ -22,6 +25,13 @@ const ASKED: &str = "operator.question.asked";
 const ANSWERED: &str = "operator.question.answered";
 /// The JSON-RPC id of every agent's one call (`initialize` is 1).
 const CALL: u64 = 2;
+/// A shell stands for each asking agent and starts its MCP server (`$0
+/// mcp-operator-ask`), as the tests' agents do: the daemon watches the
+/// server's parent as the agent, and refuses operator frames from inside
+/// it, so the bench, which runs `hark answer`, must be outside it (as the
+/// operator's terminal is). (A background command's stdin is /dev/null
+/// unless given back.)
+const AGENT_SHELL: &str = "exec 3<&0; \"$0\" mcp-operator-ask <&3 3<&- & wait";
 /// How many examples of what went wrong the report keeps.
 const EXAMPLES: usize = 8;
 
@@ -301,8 +311,10 @@ fn start_agents(hosts: &[&Host], asks: usize) -> Result<Vec<Peer>, RoundError> {
     let mut agents = Vec::with_capacity(asks);
     for i in 0..asks {
         let host = hosts[asker_answerer(i, hosts.len()).0];
-        let mut command = host.sandbox.hark(["mcp-operator-ask"]);
+        let mut command = host.sandbox.command("sh");
         command
+            .args(["-c", AGENT_SHELL])
+            .arg(host.sandbox.bin("hark"))
             .env("HARK_SESSION_ID", session(i))
             .stderr(Stdio::from(log_file(&agent_log(hosts, i))?));
         agents.push(Peer::spawn(&mut command).map_err(|e| agent_error(hosts, i, e))?);
