@@ -23,6 +23,9 @@ use crate::logs::{LogFileError, Tail, log_file};
 use crate::rpc::{Peer, RpcError};
 use crate::stats::Summary;
 
+/// What a real agent's stderr says when the server refused its watch
+/// (`hark_hub`'s follower; it tries again on reconnecting or after 30 s).
+const REFUSED_WATCH: &str = "cannot follow the hub";
 /// Real agents started at once, before waiting for them to initialize.
 const BATCH: usize = 50;
 /// No more real agents once the machine has less memory available than
@@ -61,12 +64,6 @@ pub enum IdleError {
         #[source]
         source: async_nats::jetstream::context::KeyValueError,
     },
-    #[error("emulated agent {agent} cannot watch the decisions bucket")]
-    Watch {
-        agent: usize,
-        #[source]
-        source: async_nats::jetstream::kv::WatchError,
-    },
 }
 
 /// What the idle agents cost and did.
@@ -90,6 +87,10 @@ pub struct IdleFigures {
     /// fewest decisions one read.
     pub emulated_saw_all: usize,
     pub emulated_least_seen: Option<u64>,
+    /// Agents the server refused a watch of the decisions bucket (a real
+    /// one says so on stderr and tries again later), and the first reason.
+    pub watch_refused: usize,
+    pub first_refusal: Option<String>,
 }
 
 /// The emulated agents: their runtime, and what each read.
@@ -98,6 +99,8 @@ struct Emulated {
     seen: Vec<Arc<AtomicU64>>,
     /// One message per watcher once it has read the round's decisions.
     saw_all: Receiver<()>,
+    /// Why each refused watch was refused.
+    refused: Vec<String>,
 }
 
 /// The idle agents, connected.
@@ -106,7 +109,7 @@ pub struct Idle {
     emulated: Option<Emulated>,
     figures: IdleFigures,
     /// Keeps the real agents' configs and logs.
-    _sandbox: Sandbox,
+    sandbox: Sandbox,
 }
 
 impl std::fmt::Debug for Idle {
@@ -162,7 +165,7 @@ impl Idle {
             real,
             emulated,
             figures,
-            _sandbox: sandbox,
+            sandbox,
         })
     }
 
@@ -170,9 +173,23 @@ impl Idle {
     /// read every decision, reads the real agents' memory, and closes them.
     pub fn finish(&mut self) -> IdleFigures {
         let mut figures = std::mem::take(&mut self.figures);
+        for agent in 0..self.real.len() {
+            let said = std::fs::read_to_string(agent_log(&self.sandbox, agent)).unwrap_or_default();
+            if let Some(line) = said.lines().find(|l| l.contains(REFUSED_WATCH)) {
+                figures.watch_refused += 1;
+                figures
+                    .first_refusal
+                    .get_or_insert_with(|| line.chars().take(300).collect());
+            }
+        }
         if let Some(emulated) = self.emulated.take() {
+            figures.watch_refused += emulated.refused.len();
+            if let Some(why) = emulated.refused.first() {
+                figures.first_refusal.get_or_insert_with(|| why.clone());
+            }
             let deadline = Instant::now() + DECISIONS_PATIENCE;
-            while figures.emulated_saw_all < emulated.seen.len() {
+            let watching = emulated.seen.len() - emulated.refused.len();
+            while figures.emulated_saw_all < watching {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if emulated.saw_all.recv_timeout(left).is_err() {
                     break;
@@ -234,6 +251,7 @@ fn emulate(url: &str, seeds: &[String], first: usize, asks: usize) -> Result<Emu
         .map_err(IdleError::Runtime)?;
     let (done, saw_all) = mpsc::channel();
     let seen: Vec<Arc<AtomicU64>> = seeds.iter().map(|_| Arc::default()).collect();
+    let mut refused = Vec::new();
     runtime.block_on(async {
         for (i, seed) in seeds.iter().enumerate() {
             let agent = first + i;
@@ -246,11 +264,12 @@ fn emulate(url: &str, seeds: &[String], first: usize, asks: usize) -> Result<Emu
                 .get_key_value(hark_hub::wire::DECISIONS)
                 .await
                 .map_err(|source| IdleError::Bucket { agent, source })?;
-            let watch = decisions
-                .watch_with_history(">")
-                .await
-                .map_err(|source| IdleError::Watch { agent, source })?;
-            tokio::spawn(count(watch, seen[i].clone(), asks as u64, done.clone()));
+            match decisions.watch_with_history(">").await {
+                Ok(watch) => {
+                    tokio::spawn(count(watch, seen[i].clone(), asks as u64, done.clone()));
+                }
+                Err(e) => refused.push(format!("emulated idle-{agent}: {e}")),
+            }
         }
         Ok::<(), IdleError>(())
     })?;
@@ -258,6 +277,7 @@ fn emulate(url: &str, seeds: &[String], first: usize, asks: usize) -> Result<Emu
         runtime,
         seen,
         saw_all,
+        refused,
     })
 }
 

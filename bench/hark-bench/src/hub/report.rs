@@ -78,7 +78,8 @@ fn sound(r: &Results) -> bool {
         && r.hub_store.len() == OPERATORS
         && i.alive_after == i.real
         && i.clean_exit == i.real
-        && i.emulated_saw_all == i.emulated
+        && i.emulated_saw_all + i.watch_refused >= i.emulated
+        && i.watch_refused == 0
         && r.daemons_clean_exit
 }
 
@@ -227,6 +228,14 @@ fn print_checks(r: &Results) {
         i.connect_ms
     );
     println!(
+        "  {:<44} {}{}",
+        "idle agents refused a watch of the decisions",
+        i.watch_refused,
+        i.first_refusal
+            .as_ref()
+            .map_or(String::new(), |w| format!(", first: {w}"))
+    );
+    println!(
         "  {:<44} {}",
         "daemons exited cleanly on SIGTERM",
         yes_no(r.daemons_clean_exit)
@@ -297,6 +306,8 @@ fn to_json(r: &Results, f: &Figures, sound: bool) -> Value {
                 "clean_exit": i.clean_exit,
                 "emulated_saw_all": i.emulated_saw_all,
                 "emulated_least_seen": i.emulated_least_seen,
+                "watch_refused": i.watch_refused,
+                "first_refusal": i.first_refusal,
             },
             "memory": {
                 "before": memory_json(&r.before),
