@@ -15,6 +15,12 @@
 //! the fake agent from spawn to its first output, confined and with
 //! `--no-confine`, alternating (see [`confine`]).
 //!
+//! With `--hub` it runs only the team's hub under load instead: three
+//! operators' daemons on one nats-server, many idle agent-only hosts
+//! connected, a burst of asks answered from another daemon, against the
+//! same asks on one daemon with no hub (see [`hub`]); the exit code is 1
+//! when an ask was lost, answered wrong or answered twice.
+//!
 //! It prints a table, PASS/MISS against the targets, and one final JSON line.
 //! The exit code is 1 when something was wrong (a failed run, a wrong answer,
 //! non-protocol output on stdout), not when a target is missed.
@@ -29,9 +35,11 @@
 //!   end of it shown under an error.
 //! - `inbox`: the `--inbox` mode, a folder of its own.
 //! - `confine`: the `--confine` mode.
+//! - `hub`: the `--hub` mode, a folder of its own.
 
 mod cold;
 mod confine;
+mod hub;
 mod inbox;
 mod logs;
 mod roundtrip;
@@ -49,6 +57,7 @@ use hark_harness::{Report, Sandbox, SandboxError};
 
 use crate::cold::ColdError;
 use crate::confine::ConfineError;
+use crate::hub::HubError;
 use crate::inbox::InboxError;
 use crate::roundtrip::RoundTripError;
 
@@ -61,11 +70,15 @@ const TARGET_P99_MS: f64 = 5.0;
 const MIN_RUNS: usize = 20;
 /// `--runs` of `--confine` unless given.
 const CONFINE_RUNS: usize = 100;
+/// `--idle` and `--asks` of `--hub` unless given.
+const HUB_IDLE: usize = 1000;
+const HUB_ASKS: usize = 100;
 
 const USAGE: &str = "\
 usage: hark-bench [--runs N] [--calls N] [--bin-dir DIR]
        hark-bench --inbox [--clients N] [--items-per-client N] [--bin-dir DIR]
        hark-bench --confine [--runs N] [--bin-dir DIR]
+       hark-bench --hub [--idle N] [--idle-processes N] [--asks N] [--bin-dir DIR]
 
   --runs N       cold-start runs per server, interleaved (default 30, at least 20)
   --calls N      sequential ask calls in the round trip (default 500)
@@ -78,7 +91,16 @@ usage: hark-bench [--runs N] [--calls N] [--bin-dir DIR]
 
   --confine      only confinement's cost: `hark run` of `fake-claude` (beside `hark`)
                  from spawn to its first output, confined and with --no-confine,
-                 alternating, N runs each (default 100, at least 20)";
+                 alternating, N runs each (default 100, at least 20)
+
+  --hub                 only the team's hub under load: 3 operator daemons on one
+                        nats-server, N idle agents connected, M concurrent asks spread
+                        over the daemons, each answered from another daemon; against
+                        the same asks on one daemon with no hub
+  --idle N              idle agent-only hosts connected (default 1000)
+  --idle-processes N    at most N of them real `hark mcp-operator-ask --hub` processes
+                        (default: all that fit in memory); the rest are emulated
+  --asks N              concurrent asks (default 100)";
 
 #[derive(Debug)]
 struct Options {
@@ -87,8 +109,10 @@ struct Options {
     bin_dir: PathBuf,
     inbox: bool,
     confine: bool,
+    hub: bool,
     clients: usize,
     items_per_client: usize,
+    hub_plan: hub::Plan,
 }
 
 /// Why the benchmark could not run to the end.
@@ -116,6 +140,8 @@ enum Error {
     Inbox(#[from] InboxError),
     #[error(transparent)]
     Confine(#[from] ConfineError),
+    #[error(transparent)]
+    Hub(#[from] HubError),
 }
 
 fn parse_args() -> Result<Options, ArgsError> {
@@ -126,6 +152,10 @@ fn parse_args() -> Result<Options, ArgsError> {
     let mut confine = false;
     let mut clients = 100;
     let mut items_per_client = 10;
+    let mut hub = false;
+    let mut idle = HUB_IDLE;
+    let mut idle_processes = None;
+    let mut asks = HUB_ASKS;
     let mut args = Args::from_env();
     while let Some(flag) = args.next_flag() {
         match flag.name.as_str() {
@@ -136,6 +166,10 @@ fn parse_args() -> Result<Options, ArgsError> {
             "--confine" if flag.inline.is_none() => confine = true,
             "--clients" => clients = args.number(&flag)?,
             "--items-per-client" => items_per_client = args.number(&flag)?,
+            "--hub" if flag.inline.is_none() => hub = true,
+            "--idle" => idle = args.number(&flag)?,
+            "--idle-processes" => idle_processes = Some(args.number(&flag)?),
+            "--asks" => asks = args.number(&flag)?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -155,6 +189,12 @@ fn parse_args() -> Result<Options, ArgsError> {
         confine,
         clients: at_least("--clients", 1, clients)?,
         items_per_client: at_least("--items-per-client", 1, items_per_client)?,
+        hub,
+        hub_plan: hub::Plan {
+            idle,
+            idle_processes: idle_processes.unwrap_or(idle),
+            asks: at_least("--asks", 1, asks)?,
+        },
     })
 }
 
@@ -164,6 +204,8 @@ fn main() -> ExitCode {
             run_inbox(&options)
         } else if options.confine {
             run_confine(&options)
+        } else if options.hub {
+            run_hub(&options)
         } else {
             run(&options)
         }
@@ -470,6 +512,17 @@ fn run_confine(options: &Options) -> Result<bool, Error> {
     let sandbox = prepare(options, &[&hark, &fake], "-p hark -p fake-claude")?;
     let results = confine::measure(&sandbox, options.runs)?;
     Ok(confine::report(&results))
+}
+
+/// `--hub`: the team's hub under load, alone; `Ok(false)` when an ask was
+/// lost, answered wrong or twice, or something else did not hold.
+fn run_hub(options: &Options) -> Result<bool, Error> {
+    let hark = options.bin_dir.join("hark");
+    // The bench lays out a sandbox per host itself; this one only checks
+    // the binary is there.
+    let _sandbox = prepare(options, &[&hark], "-p hark")?;
+    let results = hub::measure(&options.bin_dir, options.hub_plan)?;
+    Ok(hub::report(&results))
 }
 
 fn timing(s: Summary) -> String {

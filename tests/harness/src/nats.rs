@@ -300,6 +300,11 @@ impl NatsServer {
         self.node.port.expect("started")
     }
 
+    /// The server process's id, while it runs (for its memory).
+    pub fn pid(&self) -> Option<u32> {
+        self.node.child.as_ref().map(Child::id)
+    }
+
     /// SIGKILL: the server dies as in a crash, with no shutdown.
     pub fn kill(&mut self) {
         self.node.kill();

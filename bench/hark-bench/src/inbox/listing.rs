@@ -53,7 +53,7 @@ impl Drop for Run {
 
 /// What a `hark inbox` run that ended with `status` (`None`: it outstayed
 /// `timeout`) printed to `out`, its stderr being in `err`.
-pub(super) fn output(
+pub(crate) fn output(
     status: Option<ExitStatus>,
     timeout: Duration,
     out: &Path,
@@ -78,7 +78,7 @@ pub(super) fn output(
 }
 
 /// The items of `hark inbox --json`'s output.
-pub(super) fn items(text: &str) -> Result<Vec<Value>, ListingError> {
+pub(crate) fn items(text: &str) -> Result<Vec<Value>, ListingError> {
     match serde_json::from_str(text).map_err(ListingError::NotJson)? {
         Value::Array(items) => Ok(items),
         _ => Err(ListingError::NotArray),

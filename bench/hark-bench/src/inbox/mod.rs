@@ -23,7 +23,7 @@
 //! - `report`: the table and the final JSON line.
 
 mod clients;
-mod listing;
+pub(crate) mod listing;
 mod operator;
 mod report;
 mod results;
