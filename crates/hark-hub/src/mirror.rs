@@ -64,15 +64,21 @@ impl Hub {
         registry.decide_through(mirror.clone());
         for item in registry.pending() {
             if !item.mirrored {
-                tokio::spawn(post_until_taken(self.clone(), item));
+                mirror.own_asked(item);
             }
         }
-        let mut tasks = vec![
-            tokio::spawn(publish_own(mirror.clone(), events)),
-            tokio::spawn(follow(mirror.clone(), Bucket::Decisions)),
-        ];
+        let mut tasks = vec![tokio::spawn(publish_own(mirror.clone(), events))];
+        // An operator's daemon follows the whole team; an agent host only
+        // its own items' decisions, each while it waits (see `publish_own`):
+        // an idle agent holds no consumer on the server, and an answer goes
+        // to who asked, not to every agent connected.
         if self.options.role == Role::Operator {
-            tasks.push(tokio::spawn(follow(mirror, Bucket::Items)));
+            tasks.push(tokio::spawn(follow(
+                mirror.clone(),
+                Bucket::Decisions,
+                ">".into(),
+            )));
+            tasks.push(tokio::spawn(follow(mirror, Bucket::Items, ">".into())));
         }
         Serving { tasks }
     }
@@ -277,8 +283,9 @@ enum Bucket {
     Decisions,
 }
 
-/// Follows a bucket from its current values on, again after every break.
-async fn follow(mirror: Arc<Mirror>, bucket: Bucket) {
+/// Follows a bucket's keys matching `keys` from their current values on,
+/// again after every break.
+async fn follow(mirror: Arc<Mirror>, bucket: Bucket, keys: String) {
     loop {
         let seen = mirror.hub.connections();
         let store = match bucket {
@@ -287,7 +294,7 @@ async fn follow(mirror: Arc<Mirror>, bucket: Bucket) {
         };
         // From each key's current value on: what was asked and settled
         // while this daemon was away, then what comes.
-        match store.watch_with_history(">").await {
+        match store.watch_with_history(&keys).await {
             Ok(mut watch) => {
                 // A watch goes on after an error (a heartbeat missed while
                 // the server restarts): it ends only when it cannot.
@@ -367,8 +374,28 @@ async fn publish_own(mirror: Arc<Mirror>, mut events: tokio::sync::broadcast::Re
             Err(RecvError::Closed) => return,
         };
         for item in items.into_iter().filter(|i| !i.mirrored) {
-            tokio::spawn(post_until_taken(mirror.hub.clone(), item));
+            mirror.own_asked(item);
         }
+    }
+}
+
+impl Mirror {
+    /// One of this host's items, asked (or parked): posted until the hub
+    /// takes it; on an agent host, its decision followed until it settles
+    /// here.
+    fn own_asked(self: &Arc<Self>, item: Arc<Item>) {
+        if self.hub.options.role == Role::Agent
+            && let Some(settled) = self.registry.watch(item.id)
+        {
+            let follow = follow(self.clone(), Bucket::Decisions, format!("{}.*", item.id));
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = settled => {}
+                    () = follow => {}
+                }
+            });
+        }
+        tokio::spawn(post_until_taken(self.hub.clone(), item));
     }
 }
 
