@@ -1,10 +1,12 @@
 //! The idle agents: agent-only hosts that are connected to the hub and ask
 //! nothing. A real one is `hark mcp-operator-ask --hub` (its own private
-//! daemon, a hub connection with an agent's credential, and a watch of the
-//! decisions bucket), initialized over MCP and then left waiting. As many as
-//! memory allows are real, started a batch at a time; the rest are
-//! emulated in this process: an async-nats client with an agent's
-//! credential holding the same watch, counting the decisions it reads.
+//! daemon and a hub connection with an agent's credential; it follows a
+//! decision only while it waits on its own question), initialized over MCP
+//! and then left waiting. As many as memory allows are real, started a
+//! batch at a time; the rest are emulated in this process: an async-nats
+//! client with an agent's credential holding a watch of the whole
+//! decisions bucket, as agent hosts did before 02fb646 (more than a real
+//! idle agent costs now), counting the decisions it reads.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

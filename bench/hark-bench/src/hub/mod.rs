@@ -1,8 +1,8 @@
 //! The team's hub under load: one nats-server (JetStream, nkey users with
 //! the roles' permissions), three operators' daemons on it (`hark serve`
 //! with `[hub]`, a script that answers nothing), many idle agent-only hosts
-//! connected (`hark mcp-operator-ask --hub`, each holding a hub connection
-//! and a watch of the decisions bucket), and a burst of concurrent asks
+//! connected (`hark mcp-operator-ask --hub`, each holding a hub connection;
+//! a watch only while it waits on a question), and a burst of concurrent asks
 //! spread over the three daemons, each answered with `hark answer` on
 //! another daemon than the asker's.
 //!
