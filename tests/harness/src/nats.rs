@@ -107,6 +107,30 @@ pub struct Permissions {
     pub subscribe: Rule,
 }
 
+impl Permissions {
+    /// From the server's own terms (`{"publish": {"allow": […], "deny":
+    /// […]}, "subscribe": …}`), as `hark hub credential` prints them.
+    pub fn from_terms(terms: &serde_json::Value) -> Permissions {
+        let strings = |v: &serde_json::Value| -> Vec<String> {
+            v.as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let rule = |v: &serde_json::Value| Rule {
+            allow: strings(&v["allow"]),
+            deny: strings(&v["deny"]),
+        };
+        Permissions {
+            publish: rule(&terms["publish"]),
+            subscribe: rule(&terms["subscribe"]),
+        }
+    }
+}
+
 /// A user known by its public nkey (`U…`); it proves it holds the seed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NatsUser {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::process::Output;
 
-use hark_harness::nats::{NatsCluster, NatsOptions, NatsServer, NatsUser, Permissions, Rule};
+use hark_harness::nats::{NatsCluster, NatsOptions, NatsServer, NatsUser, Permissions};
 use hark_hub::Role;
 use serde_json::{Value, json};
 
@@ -295,23 +295,5 @@ pub fn history(sandbox: &Sandbox, id: &str) -> Value {
 
 /// The server's terms for a role's permissions.
 fn permissions(role: Role) -> Permissions {
-    let terms = hark_hub::credential::permissions(role);
-    let rule = |v: &Value| Rule {
-        allow: strings(&v["allow"]),
-        deny: strings(&v["deny"]),
-    };
-    Permissions {
-        publish: rule(&terms["publish"]),
-        subscribe: rule(&terms["subscribe"]),
-    }
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+    Permissions::from_terms(&hark_hub::credential::permissions(role))
 }

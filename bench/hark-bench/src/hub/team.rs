@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use hark_harness::nats::{NatsOptions, NatsServer, NatsUser, Permissions, Rule};
+use hark_harness::nats::{NatsOptions, NatsServer, NatsUser, Permissions};
 use hark_harness::{Daemon, Lines, PATIENCE, Sandbox};
 use hark_hub::Role;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::HubError;
 
@@ -197,23 +197,5 @@ pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
 /// The server's terms for a role's permissions, as `hark hub credential`
 /// prints them.
 fn permissions(role: Role) -> Permissions {
-    let terms = hark_hub::credential::permissions(role);
-    let rule = |v: &Value| Rule {
-        allow: strings(&v["allow"]),
-        deny: strings(&v["deny"]),
-    };
-    Permissions {
-        publish: rule(&terms["publish"]),
-        subscribe: rule(&terms["subscribe"]),
-    }
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+    Permissions::from_terms(&hark_hub::credential::permissions(role))
 }
