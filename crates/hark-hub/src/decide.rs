@@ -6,19 +6,17 @@
 //! A publish whose acknowledgement does not come (the server restarting,
 //! a cluster without its quorum) has an unknown outcome: it may have been
 //! committed, and may still be. So it is never reported as failed from
-//! the publish alone: the decision's keys are watched for the winner (a
-//! decision in flight lands there), and only when none comes within the
-//! request timeout is the offer left undecided (and the item pending).
-
-use std::time::Duration;
+//! the publish alone: the winner is read again each time this hub's
+//! followers see a decision put for the item (a decision in flight lands
+//! there), and only when none comes within the request timeout is the
+//! offer left undecided (and the item pending).
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::context::PublishErrorKind;
-use async_nats::jetstream::kv::{Operation, Watch};
 use async_nats::jetstream::stream::RawMessageErrorKind;
 use bytes::Bytes;
-use futures_util::StreamExt;
 use hark_core::model::ids::ItemId;
+use tokio::sync::broadcast::error::RecvError;
 
 use crate::wire::{DECISIONS, Decided, Side, decisions_of};
 use crate::{Hub, HubError};
@@ -77,51 +75,40 @@ impl Hub {
         (winner, ours)
     }
 
-    /// The settlement of `id` as soon as the server has one, waited for on
-    /// a watch of both sides' keys (a decision still in flight lands
-    /// there), for one request timeout at most. A cluster coming back
-    /// refuses watches for a while ("temporarily unavailable") while its
-    /// decision is still in flight: the read and the watch are tried
-    /// again within that timeout, not given up at once.
+    /// The settlement of `id` as soon as the server has one, for one
+    /// request timeout at most: read from the leader now, and again each
+    /// time a follower of this hub (a daemon's, or an agent host's for the
+    /// item it waits on) sees a decision put for it — a decision still in
+    /// flight lands there. Without a follower the wait ends with the
+    /// timeout, the item undecided.
     async fn settled_within(&self, id: ItemId) -> Option<Decided> {
+        let mut seen = self.decided.subscribe();
         let read = async {
-            let mut pause = Duration::from_millis(50);
             loop {
-                if let Ok(Some(winner)) = self.winner(id).await {
-                    return winner;
-                }
-                match self.decisions.watch_with_history(format!("{id}.*")).await {
-                    Ok(watch) => {
-                        if let Some(winner) = self.first_seen(id, watch).await {
-                            return winner;
-                        }
-                    }
+                match self.winner(id).await {
+                    Ok(Some(winner)) => return winner,
+                    Ok(None) => {}
                     Err(e) => {
-                        tracing::debug!(question_id = %id, "cannot follow the decision yet: {e}")
+                        tracing::debug!(question_id = %id, "cannot read the decision yet: {e}")
                     }
                 }
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(1));
+                loop {
+                    match seen.recv().await {
+                        Ok(decided) if decided == id => break,
+                        Ok(_) => {}
+                        Err(RecvError::Lagged(_)) => break,
+                        Err(RecvError::Closed) => std::future::pending::<()>().await,
+                    }
+                }
             }
         };
         tokio::time::timeout(self.options.timeout, read).await.ok()
     }
 
-    /// The winner once `watch` shows a put. Each put is a sign, not the
-    /// answer: the winner is the earliest, which a watch begun late may
-    /// not show.
-    async fn first_seen(&self, id: ItemId, mut watch: Watch) -> Option<Decided> {
-        while let Some(entry) = watch.next().await {
-            if !matches!(entry, Ok(ref e) if e.operation == Operation::Put) {
-                continue;
-            }
-            match self.winner(id).await {
-                Ok(Some(winner)) => return Some(winner),
-                Ok(None) => {}
-                Err(e) => tracing::debug!(question_id = %id, "cannot read the decision: {e}"),
-            }
-        }
-        None
+    /// Tells the replies waiting on `id` that a decision put for it was
+    /// seen.
+    pub(crate) fn saw_decision(&self, id: ItemId) {
+        let _ = self.decided.send(id);
     }
 
     /// The settlement the server took for `id`, if any: the earliest put

@@ -131,10 +131,17 @@ pub struct Hub {
     /// Counts the client's connections: it changes when the server is
     /// back, which the retries of what the hub did not take wait for.
     connected: tokio::sync::watch::Receiver<u64>,
+    /// The items a follower of this hub saw a decision put for: what a
+    /// reply of unknown outcome waits on before reading the winner again.
+    decided: tokio::sync::broadcast::Sender<hark_core::model::ids::ItemId>,
     items: kv::Store,
     decisions: kv::Store,
     options: std::sync::Arc<HubOptions>,
 }
+
+/// How many decision sightings a slow waiter may fall behind by (it then
+/// reads the winner again, as it would on its own item's).
+const DECIDED: usize = 256;
 
 /// How long the hub keeps an item and its decision: a parked item waits
 /// this long at most.
@@ -208,6 +215,7 @@ impl Hub {
         Ok(Hub {
             js,
             connected,
+            decided: tokio::sync::broadcast::channel(DECIDED).0,
             items,
             decisions,
             options: std::sync::Arc::new(options),

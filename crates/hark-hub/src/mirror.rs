@@ -325,6 +325,7 @@ impl Mirror {
                 let Some((id, _)) = Side::of_key(&entry.key) else {
                     return;
                 };
+                self.hub.saw_decision(id);
                 if self.registry.get(id).is_none()
                     && (self.hub.options.role == Role::Agent || self.settled_here(id))
                 {

@@ -176,9 +176,7 @@ impl Team {
             .await
             .unwrap();
     }
-}
 
-impl Team {
     /// A JetStream client with `host`'s credential.
     async fn jetstream(&self, host: &str) -> async_nats::jetstream::Context {
         let servers: Vec<async_nats::ServerAddr> =
