@@ -188,7 +188,13 @@ impl Followed {
     /// Its exit code, waited for (killed past [`PATIENCE`]).
     pub fn exit_code(&mut self) -> Option<i32> {
         hark_harness::process::wait_or_kill(&mut self.child, PATIENCE)
-            .unwrap_or_else(|| panic!("it did not exit: {}", self.stderr.tail(20)))
+            .unwrap_or_else(|| {
+                panic!(
+                    "it did not exit: {}\nWindows processes alive:\n{}",
+                    self.stderr.tail(20),
+                    windows_processes().join("\n")
+                )
+            })
             .code()
     }
 }
@@ -238,6 +244,19 @@ pub fn db() -> Value {
             {"label": "SQLite", "description": "SQLite"}
         ]
     }]})
+}
+
+/// Every Wine process's pid and command line (the Windows one), for a
+/// case's failure.
+pub fn windows_processes() -> Vec<String> {
+    processes_with(".exe")
+        .into_iter()
+        .filter_map(|pid| {
+            let line = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let line = String::from_utf8_lossy(&line).replace('\0', " ");
+            Some(format!("  {pid}: {}", line.trim()))
+        })
+        .collect()
 }
 
 /// The Linux pids of Wine's processes whose command line holds `mark`.
