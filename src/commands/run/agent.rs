@@ -444,8 +444,19 @@ async fn end_group(
         tree.end();
         return status;
     }
-    tree.end();
-    child.wait().await
+    // Ended again, and the agent by its own handle too, should the first
+    // end have missed it: a process being created as the job ends (Wine
+    // passes over one with no thread running yet) is outside its reach.
+    loop {
+        tree.end();
+        match tokio::time::timeout(GRACE, child.wait()).await {
+            Ok(status) => return status,
+            Err(_) => {
+                tracing::warn!("the agent outlived its job's end; ending it again");
+                let _ = child.start_kill();
+            }
+        }
+    }
 }
 
 /// Shows one stream-json event: the result on stdout, progress on stderr
