@@ -2,6 +2,7 @@
 //! registry, and every settlement decided on the hub and applied here.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -46,6 +47,8 @@ struct Mirror {
     offers: Arc<Mutex<HashMap<String, Surface>>>,
     /// Decisions read before their item was filed here.
     early: Mutex<VecDeque<(ItemId, Decision)>>,
+    /// Some early decision was let go for want of room.
+    overflowed: AtomicBool,
 }
 
 impl Hub {
@@ -57,6 +60,7 @@ impl Hub {
             registry: registry.clone(),
             offers: Arc::default(),
             early: Mutex::default(),
+            overflowed: AtomicBool::new(false),
         });
         // Followed before the decider is set: no item is asked unseen; and
         // the ones waiting already (parked before a restart) posted again.
@@ -123,18 +127,24 @@ impl Mirror {
     }
 
     /// Applies a decision read from the hub; keeps it when its item is not
-    /// here yet.
+    /// here yet. Kept under the lock [`Mirror::file`] files under, so a
+    /// decision and its item read at once by the two followers meet.
     fn apply(&self, id: ItemId, decision: Decision) {
         if self.registry.apply(id, &decision)
-            || self.registry.get(id).is_some()
             || self.hub.options.role == Role::Agent
             || self.settled_here(id)
         {
             return;
         }
         let mut early = Self::lock(&self.early);
+        if self.registry.get(id).is_some() {
+            drop(early);
+            self.registry.apply(id, &decision);
+            return;
+        }
         if early.len() == EARLY {
             early.pop_front();
+            self.overflowed.store(true, Ordering::Relaxed);
         }
         early.push_back((id, decision));
     }
@@ -150,9 +160,9 @@ impl Mirror {
         // This daemon cannot vouch for a process on another host.
         item.asker.confined = false;
         item.asker.pid = None;
-        self.registry.open_mirrored(item);
         let early = {
             let mut early = Self::lock(&self.early);
+            self.registry.open_mirrored(item);
             early
                 .iter()
                 .position(|(e, _)| *e == id)
@@ -163,8 +173,9 @@ impl Mirror {
                 self.registry.apply(id, &decision);
             }
             // Its decision may have come and gone unseen (more early ones
-            // than are kept): ask.
-            None => {
+            // than are kept): ask. Otherwise the decisions' follower
+            // brings it, and a burst of asks costs the hub no read each.
+            None if self.overflowed.load(Ordering::Relaxed) => {
                 let (hub, registry) = (self.hub.clone(), self.registry.clone());
                 tokio::spawn(async move {
                     if let Ok(Some(decided)) = hub.winner(id).await {
@@ -172,6 +183,7 @@ impl Mirror {
                     }
                 });
             }
+            None => {}
         }
     }
 
@@ -219,12 +231,25 @@ impl Decider for Mirror {
             by: offer.replied_by.as_ref().map(|s| hub.remote(s)),
             nonce: nonce.clone(),
         };
-        if let Some(surface) = &offer.replied_by {
+        // Known as this host's until the item settles here: the follower
+        // may read the decision and settle the item first, between this
+        // future's end and the registry's applying what it returned.
+        let settled = offer.replied_by.as_ref().and_then(|surface| {
             Self::lock(&offers).insert(nonce.clone(), surface.clone());
-        }
+            self.registry.watch(item.id)
+        });
         Box::pin(async move {
             let result = hub.decide(item.id, side, &decided).await;
-            Self::lock(&offers).remove(&nonce);
+            let forget = {
+                let (offers, nonce) = (offers.clone(), nonce.clone());
+                async move {
+                    if let Some(settled) = settled {
+                        let _ = settled.await;
+                    }
+                    Self::lock(&offers).remove(&nonce);
+                }
+            };
+            tokio::spawn(forget);
             match result {
                 Ok((_, true)) => Ok(Decision {
                     outcome: decided.outcome,
