@@ -37,7 +37,7 @@ use tokio::sync::watch;
 
 use crate::bridge::deadline::SocketReader;
 use crate::bridge::wire::{ClientFrame, ErrorCode, ServerFrame, WireError, write_frame};
-use crate::daemon::ancestry::{self, AncestryError, Process};
+use crate::daemon::ancestry::{self, Process};
 use crate::daemon::operator;
 use crate::model::ids::RunId;
 use crate::platform::WriteHalf;
@@ -189,6 +189,8 @@ impl Agents {
             ClientFrame::RunStarted { run } => {
                 let reporter = peer.and_then(|p| u32::try_from(p).ok());
                 if reporter == Some(run.pid) {
+                    // The agents of runs that never reported their end go.
+                    self.live();
                     let mut agents = self.run(reporter);
                     for agent in &mut agents {
                         agent.job = run_job(&run.id, run.pid);
@@ -288,6 +290,11 @@ impl Agents {
         keys
     }
 
+    /// The agents watched, gone or not.
+    fn watched(&self) -> Vec<Agent> {
+        self.lock().agents.values().cloned().collect()
+    }
+
     /// Stops watching the agents that are gone (a run that never reported
     /// its end); what is left.
     fn live(&self) -> Vec<Agent> {
@@ -320,19 +327,31 @@ impl Agents {
 
     /// Refuses `peer` when it is a watched agent or runs inside one; when
     /// agents are watched and its ancestry cannot be read, refuses it too.
+    ///
+    /// A process of the peer's ancestry is alive, so a watched agent it
+    /// matches (pid and start time) is too: the agents' own liveness is
+    /// read only where the answer depends on it (a job is asked about by
+    /// name; a peer is refused for want of its ancestry only while some
+    /// agent lives), not for every agent at every operator frame and every
+    /// follower at every ask, which made a burst of asks quadratic.
     pub fn check(&self, peer: Option<i32>) -> Result<(), Refusal> {
-        let agents = self.live();
-        let Some(first) = agents.first() else {
+        let mut agents = self.watched();
+        if agents.is_empty() {
             return Ok(());
+        }
+        if agents.iter().any(|a| a.job.is_some()) {
+            agents = self.live();
+        }
+        let unknown = |reason: String| match self.live().first() {
+            Some(first) => Err(Refusal::Unknown {
+                why: first.why,
+                reason,
+            }),
+            None => Ok(()),
         };
-        let unknown = |reason: String| Refusal::Unknown {
-            why: first.why,
-            reason,
+        let Some(pid) = peer.and_then(|p| u32::try_from(p).ok()).filter(|&p| p != 0) else {
+            return unknown("the system did not say which process connected".into());
         };
-        let pid = peer
-            .and_then(|p| u32::try_from(p).ok())
-            .filter(|&p| p != 0)
-            .ok_or_else(|| unknown("the system did not say which process connected".into()))?;
         if pid == std::process::id() {
             return Ok(());
         }
@@ -348,13 +367,14 @@ impl Agents {
                     });
                 }
                 Err(e) => {
-                    return Err(unknown(format!(
-                        "cannot ask whether it is in the job {job}: {e}"
-                    )));
+                    return unknown(format!("cannot ask whether it is in the job {job}: {e}"));
                 }
             }
         }
-        let steps = ancestry::ancestry(pid).map_err(|e: AncestryError| unknown(e.to_string()))?;
+        let steps = match ancestry::ancestry(pid) {
+            Ok(steps) => steps,
+            Err(e) => return unknown(e.to_string()),
+        };
         for step in &steps {
             if let Some(agent) = agents.iter().find(|a| a.process.is(&step.process)) {
                 return Err(Refusal::InsideAgent {

@@ -91,20 +91,17 @@ impl Store {
         let detail = serde_json::to_string(&Outcome::Cancelled {
             reason: RESTARTED.into(),
         })?;
-        self.lock()
-            .execute(
-                "UPDATE items SET outcome = 'cancelled', detail = ?1, settled_ms = ?2
+        self.execute(
+            "UPDATE items SET outcome = 'cancelled', detail = ?1, settled_ms = ?2
                  WHERE outcome IS NULL AND parked_ms IS NULL AND mirrored = 0",
-                params![detail, self.now_ms()],
-            )
-            .map_err(|e| self.sql(e))
+            params![detail, self.now_ms()],
+        )
     }
 
     /// Records a newly pending item. An item recorded already (one the hub
     /// files again after a restart) is left as it is.
     pub fn insert(&self, item: &Item) -> Result<(), StoreError> {
-        self.lock()
-            .execute(
+        self.execute(
                 "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, approval, tool_use_id, parked_ms, transcript, mirrored)
                  VALUES (?1, ?8, ?2, ?7, ?3, ?4, ?5, ?6, ?9, ?10, ?11, ?12, ?13)
                  ON CONFLICT (id) DO NOTHING",
@@ -128,7 +125,6 @@ impl Store {
                 ],
             )
             .map(|_| ())
-            .map_err(|e| self.sql(e))
     }
 
     /// Records an item's outcome, settled now. Only a pending row is
@@ -153,8 +149,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let detail = serde_json::to_string(outcome)?;
         let remote = replied_by.and_then(Surface::remote).map(to_json);
-        self.lock()
-            .execute(
+        self.execute(
                 "UPDATE items SET outcome = ?2, detail = ?3, replied_by = ?4, settled_ms = ?5, replied_device = ?6, replied_remote = ?7
                  WHERE id = ?1 AND outcome IS NULL",
                 params![
@@ -168,18 +163,15 @@ impl Store {
                 ],
             )
             .map(|n| n == 1)
-            .map_err(|e| self.sql(e))
     }
 
     /// Records that a pending item parked `at`.
     pub fn park(&self, id: ItemId, at: SystemTime) -> Result<bool, StoreError> {
-        self.lock()
-            .execute(
-                "UPDATE items SET parked_ms = ?2 WHERE id = ?1 AND outcome IS NULL",
-                params![id.to_string(), unix_ms(at) as i64],
-            )
-            .map(|n| n == 1)
-            .map_err(|e| self.sql(e))
+        self.execute(
+            "UPDATE items SET parked_ms = ?2 WHERE id = ?1 AND outcome IS NULL",
+            params![id.to_string(), unix_ms(at) as i64],
+        )
+        .map(|n| n == 1)
     }
 
     /// The parked items, still waiting for the operator, oldest first.
@@ -207,7 +199,7 @@ impl Store {
     fn select(&self, clause: &str, args: &[&str]) -> Result<Vec<Record>, StoreError> {
         let conn = self.lock();
         let mut statement = conn
-            .prepare(&format!("{SELECT} {clause}"))
+            .prepare_cached(&format!("{SELECT} {clause}"))
             .map_err(|e| self.sql(e))?;
         let rows = statement
             .query_map(rusqlite::params_from_iter(args.iter()), raw_row)
@@ -219,36 +211,28 @@ impl Store {
 
     /// Deletes settled items, keeping the newest `keep`; returns how many went.
     pub fn prune_settled(&self, keep: u64) -> Result<usize, StoreError> {
-        self.lock()
-            .execute(
+        self.execute(
                 "DELETE FROM items WHERE outcome IS NOT NULL AND id NOT IN
                    (SELECT id FROM items WHERE outcome IS NOT NULL ORDER BY settled_ms DESC LIMIT ?1)",
                 [sql_count(keep)],
             )
-            .map_err(|e| self.sql(e))
     }
 
     /// Hides a settled item from the desktop inbox. Pending items cannot be
     /// dismissed: they are answered, skipped or left to time out.
     pub fn dismiss(&self, id: ItemId) -> Result<bool, StoreError> {
-        self.lock()
-            .execute(
-                "UPDATE items SET dismissed = 1 WHERE id = ?1 AND outcome IS NOT NULL",
-                [id.to_string()],
-            )
-            .map(|n| n == 1)
-            .map_err(|e| self.sql(e))
+        self.execute(
+            "UPDATE items SET dismissed = 1 WHERE id = ?1 AND outcome IS NOT NULL",
+            [id.to_string()],
+        )
+        .map(|n| n == 1)
     }
 
     pub fn get(&self, id: ItemId) -> Result<Option<Record>, StoreError> {
         let conn = self.lock();
         let row = conn
-            .query_row(
-                &format!("{SELECT} WHERE id = ?1"),
-                [id.to_string()],
-                raw_row,
-            )
-            .optional()
+            .prepare_cached(&format!("{SELECT} WHERE id = ?1"))
+            .and_then(|mut statement| statement.query_row([id.to_string()], raw_row).optional())
             .map_err(|e| self.sql(e))?;
         row.map(RawRow::into_record).transpose()
     }

@@ -351,6 +351,16 @@ impl Store {
         conn.pragma_update(None, "max_page_count", cap).unwrap();
     }
 
+    /// Runs one statement through the connection's statement cache: the
+    /// writes every item makes are parsed once, not at each item (the hub
+    /// bench's daemons spent a third of their store time preparing them).
+    fn execute(&self, sql: &str, params: impl rusqlite::Params) -> Result<usize, StoreError> {
+        self.lock()
+            .prepare_cached(sql)
+            .and_then(|mut statement| statement.execute(params))
+            .map_err(|e| self.sql(e))
+    }
+
     fn sql(&self, source: rusqlite::Error) -> StoreError {
         StoreError::Sqlite {
             path: self.path.clone(),

@@ -124,19 +124,24 @@ fn a_run_that_reported_its_start_is_watched_until_its_end_or_its_exit() {
     assert!(agents.admit(pid(&shell), &finished).unwrap().is_none());
     assert_eq!(agents.check(Some(tool as i32)), Ok(()));
 
-    // One that never reports its end is watched until it is gone.
+    // One that never reports its end is watched until it is gone, and
+    // forgotten when the next run starts.
     let mut run = Command::new("sleep").arg("30").spawn().unwrap();
-    let ClientFrame::RunStarted { run: mut record } = started else {
+    let ClientFrame::RunStarted { run: mut record } = started.clone() else {
         unreachable!()
     };
     record.pid = run.id();
-    let started = ClientFrame::RunStarted { run: record };
-    agents.admit(pid(&run), &started).unwrap();
+    record.id = RunId(uuid::Uuid::from_u128(1));
+    let lost = ClientFrame::RunStarted { run: record };
+    agents.admit(pid(&run), &lost).unwrap();
     assert!(agents.check(pid(&run)).is_err());
     let _ = run.kill();
     let _ = run.wait();
     assert_eq!(agents.check(Some(tool as i32)), Ok(()));
-    assert!(agents.lock().agents.is_empty() && agents.lock().runs.is_empty());
+    assert!(agents.admit(pid(&shell), &started).unwrap().is_none());
+    let runs: Vec<RunId> = agents.lock().runs.keys().copied().collect();
+    assert_eq!(runs, [run_id], "the lost run was forgotten");
+    assert!(agents.check(Some(tool as i32)).is_err());
     end(shell, tool);
 }
 
