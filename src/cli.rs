@@ -115,6 +115,11 @@ pub enum HubCommand {
         /// where `[hub]` finds it, out of what `hark run` confines can read).
         #[arg(long, value_name = "OUT")]
         out: Option<PathBuf>,
+        /// The host the credential is for, as its `[hub] host` names it
+        /// (default: this host's name). An agent's credential posts and
+        /// withdraws only that host's items.
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
     },
 }
 

@@ -17,19 +17,20 @@ use crate::exit::ExitStatus;
 /// Runs a `hark hub` command.
 pub fn run(command: HubCommand) -> Result<ExitStatus, Failed> {
     match command {
-        HubCommand::Credential { role, out } => {
+        HubCommand::Credential { role, out, host } => {
             let out = match out {
                 Some(out) => out,
                 None => hark_core::config::Hub::default_nkey().map_err(Failed::NoHome)?,
             };
-            credential(role, &out)
+            let host = host.unwrap_or_else(hark_hub::this_host);
+            credential(role, &out, &host)
         }
     }
 }
 
 /// Makes a key pair: the seed into `out` (owner-only), the server's user
 /// entry for it on stdout.
-fn credential(role: HubRoleArg, out: &std::path::Path) -> Result<ExitStatus, Failed> {
+fn credential(role: HubRoleArg, out: &std::path::Path, host: &str) -> Result<ExitStatus, Failed> {
     let role = match role {
         HubRoleArg::Operator => Role::Operator,
         HubRoleArg::Agent => Role::Agent,
@@ -45,7 +46,7 @@ fn credential(role: HubRoleArg, out: &std::path::Path) -> Result<ExitStatus, Fai
         path: out.to_owned(),
         source,
     })?;
-    let user = hark_hub::credential::server_user(&made.public, role);
+    let user = hark_hub::credential::server_user(&made.public, role, host);
     println!(
         "{}",
         serde_json::to_string_pretty(&user).unwrap_or_default()

@@ -1,15 +1,16 @@
 //! Who may do what on the hub, enforced by the NATS server: each host
 //! connects with an nkey (a key pair whose public half the server's config
 //! lists), and the server's per-subject permissions say what that key may
-//! publish. An agent's key may post items and write the asker's side of a
-//! decision, never the operator's: an agent cannot answer itself, on any
-//! host. hark makes the key pair and prints the server's user entry; it
+//! publish. An agent's key may post its own host's items and write the
+//! asker's side of their decisions, never the operator's: an agent cannot
+//! answer itself, on any host, nor rewrite, withdraw or post in the name
+//! of another host's items (every key starts with its host: [`crate::wire`]). hark makes the key pair and prints the server's user entry; it
 //! keeps no users of its own.
 
 use serde_json::{Value, json};
 
 use crate::Role;
-use crate::wire::{DECISIONS, ITEMS};
+use crate::wire::{DECISIONS, ITEMS, host_token};
 
 /// A new credential: the seed (secret: the host keeps it) and the public
 /// key the server's config names.
@@ -29,18 +30,20 @@ pub fn make() -> Credential {
     }
 }
 
-/// What `role` may publish and subscribe to, in the server's terms: the
-/// minimal lists measured against nats-server 2.15.1 (tests/it/nats_server,
-/// each subject shown needed by taking it away).
-pub fn permissions(role: Role) -> Value {
+/// What `role` on `host` may publish and subscribe to, in the server's
+/// terms: the minimal lists measured against nats-server 2.15.1
+/// (tests/it/nats_server, each subject shown needed by taking it away). An
+/// operator's key is the team's and may write anything of the buckets.
+pub fn permissions(role: Role, host: &str) -> Value {
+    let host = host_token(host);
     let publish = match role {
         Role::Operator => json!({
             "allow": ["$JS.API.>", "$JS.FC.>", format!("$KV.{ITEMS}.>"), format!("$KV.{DECISIONS}.>")],
         }),
         Role::Agent => json!({
             "allow": [
-                format!("$KV.{ITEMS}.>"),
-                format!("$KV.{DECISIONS}.*.asker"),
+                format!("$KV.{ITEMS}.{host}.*"),
+                format!("$KV.{DECISIONS}.{host}.*.asker"),
                 format!("$JS.API.STREAM.INFO.KV_{ITEMS}"),
                 format!("$JS.API.STREAM.INFO.KV_{DECISIONS}"),
                 format!("$JS.API.CONSUMER.CREATE.KV_{DECISIONS}"),
@@ -51,15 +54,15 @@ pub fn permissions(role: Role) -> Value {
                 format!("$JS.API.STREAM.MSG.GET.KV_{DECISIONS}"),
                 format!("$JS.FC.KV_{DECISIONS}.>"),
             ],
-            "deny": [format!("$KV.{DECISIONS}.*.operator")],
+            "deny": [format!("$KV.{DECISIONS}.*.*.operator")],
         }),
     };
     json!({ "publish": publish, "subscribe": { "allow": ["_INBOX.>"] } })
 }
 
 /// The entry for the server's `authorization { users = [ … ] }`.
-pub fn server_user(public: &str, role: Role) -> Value {
-    json!({ "nkey": public, "permissions": permissions(role) })
+pub fn server_user(public: &str, role: Role, host: &str) -> Value {
+    json!({ "nkey": public, "permissions": permissions(role, host) })
 }
 
 #[cfg(test)]
@@ -67,23 +70,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_agent_may_write_the_askers_side_and_never_the_operators() {
-        let agent = permissions(Role::Agent);
+    fn an_agent_may_write_its_own_hosts_askers_side_and_never_the_operators() {
+        let agent = permissions(Role::Agent, "ci.7");
         let allowed: Vec<&str> = agent["publish"]["allow"]
             .as_array()
             .unwrap()
             .iter()
             .filter_map(Value::as_str)
             .collect();
-        assert!(allowed.contains(&"$KV.hark_decisions.*.asker"));
+        assert!(allowed.contains(&"$KV.hark_decisions.ci=2e7.*.asker"));
+        assert!(allowed.contains(&"$KV.hark_items.ci=2e7.*"));
         assert!(
             !allowed
                 .iter()
-                .any(|s| s.contains("operator") || *s == "$JS.API.>")
+                .any(|s| s.contains("operator") || *s == "$JS.API.>" || *s == "$KV.hark_items.>")
         );
         assert_eq!(
             agent["publish"]["deny"][0].as_str(),
-            Some("$KV.hark_decisions.*.operator")
+            Some("$KV.hark_decisions.*.*.operator")
         );
     }
 

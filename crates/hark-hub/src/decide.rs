@@ -18,25 +18,26 @@ use bytes::Bytes;
 use hark_core::model::ids::ItemId;
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::wire::{DECISIONS, Decided, Side, decisions_of};
+use crate::wire::{DECISIONS, Decided, Place, Side};
 use crate::{Hub, HubError};
 
 impl Hub {
-    /// Offers `decided` for `id` on `side`: returns the winner, and whether
-    /// it is this offer.
+    /// Offers `decided` for the item at `place` on `side`: returns the
+    /// winner, and whether it is this offer.
     pub async fn decide(
         &self,
-        id: ItemId,
+        place: &Place,
         side: Side,
         decided: &Decided,
     ) -> Result<(Decided, bool), HubError> {
         let payload = Bytes::from(serde_json::to_vec(decided).map_err(HubError::Encode)?);
-        let subject = format!("$KV.{DECISIONS}.{}", side.key(id));
+        let id = place.id;
+        let subject = format!("$KV.{DECISIONS}.{}", side.key(place));
         let mut headers = HeaderMap::new();
         headers.insert("Nats-Expected-Last-Subject-Sequence", "0");
         headers.insert(
             "Nats-Expected-Last-Subject-Sequence-Subject",
-            decisions_of(id).as_str(),
+            place.decisions().as_str(),
         );
         let published = match self
             .js
@@ -49,7 +50,7 @@ impl Hub {
         match published {
             // Taken; but an offer a former leader proposed may have been
             // committed before it (see [`crate::wire`]): read who won.
-            Ok(_) => match self.winner(id).await {
+            Ok(_) => match self.winner(place).await {
                 Ok(Some(winner)) => return Ok(Self::against(winner, decided)),
                 Ok(None) => {
                     tracing::warn!(question_id = %id, "the hub took a decision it does not show yet; waiting for it")
@@ -63,7 +64,7 @@ impl Hub {
                 tracing::warn!(question_id = %id, "the hub did not confirm a decision: {e}; reading it back")
             }
         }
-        match self.settled_within(id).await {
+        match self.settled_within(place).await {
             Some(winner) => Ok(Self::against(winner, decided)),
             None => Err(HubError::Undecided(id)),
         }
@@ -81,11 +82,12 @@ impl Hub {
     /// item it waits on) sees a decision put for it — a decision still in
     /// flight lands there. Without a follower the wait ends with the
     /// timeout, the item undecided.
-    async fn settled_within(&self, id: ItemId) -> Option<Decided> {
+    async fn settled_within(&self, place: &Place) -> Option<Decided> {
+        let id = place.id;
         let mut seen = self.decided.subscribe();
         let read = async {
             loop {
-                match self.winner(id).await {
+                match self.winner(place).await {
                     Ok(Some(winner)) => return winner,
                     Ok(None) => {}
                     Err(e) => {
@@ -111,11 +113,11 @@ impl Hub {
         let _ = self.decided.send(id);
     }
 
-    /// The settlement the server took for `id`, if any: the earliest put
-    /// under either side's key, read from the stream's leader (a replica
-    /// may lag behind a decision its leader acknowledged).
-    pub async fn winner(&self, id: ItemId) -> Result<Option<Decided>, HubError> {
-        let subject = decisions_of(id);
+    /// The settlement the server took for the item at `place`, if any: the
+    /// earliest put under either side's key, read from the stream's leader
+    /// (a replica may lag behind a decision its leader acknowledged).
+    pub async fn winner(&self, place: &Place) -> Result<Option<Decided>, HubError> {
+        let subject = place.decisions();
         let mut from = 1;
         loop {
             let message = match self

@@ -34,6 +34,12 @@ pub enum Role {
     Agent,
 }
 
+/// This host's name on the hub when `[hub] host` does not say: the
+/// system's host name.
+pub fn this_host() -> String {
+    gethostname::gethostname().to_string_lossy().into_owned()
+}
+
 /// How to reach the hub, and who this host is there.
 #[derive(Debug, Clone)]
 pub struct HubOptions {
@@ -73,9 +79,7 @@ impl HubOptions {
     ) -> Option<HubOptions> {
         let hub = hub.cloned().unwrap_or_default();
         let url = url.or(hub.url)?;
-        let host = hub
-            .host
-            .unwrap_or_else(|| gethostname::gethostname().to_string_lossy().into_owned());
+        let host = hub.host.unwrap_or_else(this_host);
         let operator = hub.operator.unwrap_or_else(|| {
             ["USER", "USERNAME", "LOGNAME"]
                 .iter()

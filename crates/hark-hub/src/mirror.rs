@@ -14,7 +14,7 @@ use hark_core::registry::{Decider, Deciding, Decision, Event, Offer, Registry, U
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
-use crate::wire::{Decided, Origin, Posted, Side, VERSION};
+use crate::wire::{Decided, Origin, Place, Posted, Side, VERSION};
 use crate::{Hub, HubError, Role};
 
 /// The hub's tasks for one registry; they end when it is dropped.
@@ -97,7 +97,10 @@ impl Hub {
         };
         let bytes = serde_json::to_vec(&posted).map_err(HubError::Encode)?;
         self.items
-            .put(item.id.to_string(), bytes.into())
+            .put(
+                Place::new(&self.options.host, item.id).item_key(),
+                bytes.into(),
+            )
             .await
             .map(|_| ())
             .map_err(|e| HubError::Publish(e.to_string()))
@@ -152,6 +155,7 @@ impl Mirror {
     /// Files another host's item, unless this daemon has it already.
     fn file(&self, posted: Posted) {
         let id = posted.item.id;
+        let place = Place::new(&posted.host, id);
         if self.registry.get(id).is_some() || self.settled_here(id) {
             return;
         }
@@ -178,12 +182,21 @@ impl Mirror {
             None if self.overflowed.load(Ordering::Relaxed) => {
                 let (hub, registry) = (self.hub.clone(), self.registry.clone());
                 tokio::spawn(async move {
-                    if let Ok(Some(decided)) = hub.winner(id).await {
+                    if let Ok(Some(decided)) = hub.winner(&place).await {
                         registry.apply(id, &theirs(decided));
                     }
                 });
             }
             None => {}
+        }
+    }
+
+    /// Where `item` is on the hub: under its asking host, which a mirrored
+    /// item names (see [`Mirror::file`]); this host's own under this host.
+    fn place(&self, item: &Item) -> Place {
+        match (&item.asker.host, item.mirrored) {
+            (Some(host), true) => Place::new(host, item.id),
+            _ => Place::new(&self.hub.options.host, item.id),
         }
     }
 
@@ -199,7 +212,8 @@ impl Mirror {
     /// it (it restarted meanwhile) and nobody settled it, it is withdrawn.
     async fn own(&self, posted: Posted) {
         let id = posted.item.id;
-        if self.registry.get(id).is_some() || !matches!(self.hub.winner(id).await, Ok(None)) {
+        let place = Place::new(&posted.host, id);
+        if self.registry.get(id).is_some() || !matches!(self.hub.winner(&place).await, Ok(None)) {
             return;
         }
         let withdrawn = Decided {
@@ -210,7 +224,7 @@ impl Mirror {
             by: None,
             nonce: uuid::Uuid::new_v4().to_string(),
         };
-        if let Err(e) = self.hub.decide(id, Side::Asker, &withdrawn).await {
+        if let Err(e) = self.hub.decide(&place, Side::Asker, &withdrawn).await {
             tracing::warn!(question_id = %id, "could not withdraw an item left on the hub: {e}");
         }
     }
@@ -238,8 +252,9 @@ impl Decider for Mirror {
             Self::lock(&offers).insert(nonce.clone(), surface.clone());
             self.registry.watch(item.id)
         });
+        let place = self.place(&item);
         Box::pin(async move {
-            let result = hub.decide(item.id, side, &decided).await;
+            let result = hub.decide(&place, side, &decided).await;
             let forget = {
                 let (offers, nonce) = (offers.clone(), nonce.clone());
                 async move {
@@ -259,7 +274,7 @@ impl Decider for Mirror {
                 Ok((winner, false)) => Ok(theirs(winner)),
                 Err(e) => {
                     if side == Side::Asker {
-                        tokio::spawn(file_later(hub, item.id, decided));
+                        tokio::spawn(file_later(hub, place, decided));
                     }
                     Err(Undecided(e.to_string()))
                 }
@@ -282,10 +297,11 @@ fn theirs(decided: Decided) -> Decision {
 /// settled it unanswered meanwhile), once the hub is back, so the team's
 /// windows close too. An operator's answer that won in between came after
 /// this host stopped waiting: it is reported, not delivered.
-async fn file_later(hub: Hub, id: ItemId, decided: Decided) {
+async fn file_later(hub: Hub, place: Place, decided: Decided) {
+    let id = place.id;
     loop {
         hub.back(hub.connections(), AGAIN).await;
-        match hub.decide(id, Side::Asker, &decided).await {
+        match hub.decide(&place, Side::Asker, &decided).await {
             Ok((_, true)) => return,
             Ok((winner, false)) => {
                 tracing::warn!(
@@ -347,9 +363,10 @@ impl Mirror {
             // earliest put, read from the hub (this one may be a later
             // write a leader change let in, or the last of several).
             Bucket::Decisions => {
-                let Some((id, _)) = Side::of_key(&entry.key) else {
+                let Some((place, _)) = Side::of_key(&entry.key) else {
                     return;
                 };
+                let id = place.id;
                 self.hub.saw_decision(id);
                 if self.registry.get(id).is_none()
                     && (self.hub.options.role == Role::Agent || self.settled_here(id))
@@ -361,7 +378,7 @@ impl Mirror {
                 let mut patience = Duration::from_secs(1);
                 loop {
                     let seen = self.hub.connections();
-                    match self.hub.winner(id).await {
+                    match self.hub.winner(&place).await {
                         Ok(Some(decided)) => return self.apply(id, self.decision(decided)),
                         Ok(None) => return,
                         Err(e) => {
@@ -377,8 +394,13 @@ impl Mirror {
                     tracing::warn!(key = entry.key, "an item on the hub that hark cannot read");
                     return;
                 };
-                if posted.item.id.to_string() != entry.key {
-                    tracing::warn!(key = entry.key, "an item on the hub under another's key");
+                let at = Place::of_item_key(&entry.key);
+                if at != Some(Place::new(&posted.host, posted.item.id)) {
+                    tracing::warn!(
+                        key = entry.key,
+                        host = posted.host,
+                        "an item on the hub under another's key (or another host's name)"
+                    );
                 } else if posted.host == self.hub.options.host {
                     self.own(posted).await;
                 } else {
@@ -413,7 +435,12 @@ impl Mirror {
         if self.hub.options.role == Role::Agent
             && let Some(settled) = self.registry.watch(item.id)
         {
-            let follow = follow(self.clone(), Bucket::Decisions, format!("{}.*", item.id));
+            let place = Place::new(&self.hub.options.host, item.id);
+            let follow = follow(
+                self.clone(),
+                Bucket::Decisions,
+                format!("{}.*", place.item_key()),
+            );
             tokio::spawn(async move {
                 tokio::select! {
                     _ = settled => {}

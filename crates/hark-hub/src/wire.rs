@@ -1,11 +1,11 @@
 //! What the hub holds, in two JetStream key-value buckets:
 //!
-//! - `hark_items`, key `<item id>`: the item as its host asked it
+//! - `hark_items`, key `<host>.<item id>`: the item as its host asked it
 //!   ([`Posted`]), put by that host (a daemon, or an agent-only host).
-//! - `hark_decisions`, keys `<item id>.operator` and `<item id>.asker`: the
-//!   one settlement that won ([`Decided`]). Both are written with
-//!   `Nats-Expected-Last-Subject-Sequence: 0` over the subject
-//!   `$KV.hark_decisions.<item id>.*`, so the server takes the first of
+//! - `hark_decisions`, keys `<host>.<item id>.operator` and
+//!   `<host>.<item id>.asker`: the one settlement that won ([`Decided`]).
+//!   Both are written with `Nats-Expected-Last-Subject-Sequence: 0` over
+//!   the subject `$KV.hark_decisions.<host>.<item id>.*`, so the server takes the first of
 //!   either and refuses every later one: one winner, decided by the server.
 //!   A clustered server checks that header only when its stream leader
 //!   proposes a write, and forgets what it had in flight when leadership
@@ -21,6 +21,12 @@
 //!
 //! A decision read from `.asker` is only ever an unanswered outcome: an
 //! agent's credential that wrote an answer there is read as a withdrawal.
+//!
+//! Every key starts with the asking host's name ([`host_token`]), so the
+//! server's permissions can hold an agent host's credential to its own
+//! items: it cannot rewrite another host's question, withdraw it, or post
+//! one in another host's name ([`crate::credential`]). A reader takes an
+//! item only when the host it names is the host of its key.
 
 use hark_core::model::ids::ItemId;
 use hark_core::model::item::{Item, Outcome, Remote};
@@ -65,30 +71,76 @@ pub enum Side {
     Asker,
 }
 
+/// Where an item is on the hub: its host's [`host_token`] and its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub host: String,
+    pub id: ItemId,
+}
+
+impl Place {
+    /// The place of `host`'s item `id`.
+    pub fn new(host: &str, id: ItemId) -> Place {
+        Place {
+            host: host_token(host),
+            id,
+        }
+    }
+
+    /// Its key in the items bucket.
+    pub fn item_key(&self) -> String {
+        format!("{}.{}", self.host, self.id)
+    }
+
+    /// The place an items key names.
+    pub fn of_item_key(key: &str) -> Option<Place> {
+        let (host, id) = key.split_once('.')?;
+        Some(Place {
+            host: host.to_owned(),
+            id: ItemId(id.parse().ok()?),
+        })
+    }
+
+    /// The subject both sides' decisions on it fall under.
+    pub fn decisions(&self) -> String {
+        format!("$KV.{DECISIONS}.{}.{}.*", self.host, self.id)
+    }
+}
+
+/// `host` as one token of a key: keys allow `-/_=.a-zA-Z0-9` and a dot
+/// ends a token, so every byte but `-`, `_` and ASCII letters and digits is
+/// written `=XX` (hex): `build-7.ci` is `build-7=2eci`. One host, one
+/// token, and no two hosts share one.
+pub fn host_token(host: &str) -> String {
+    let mut token = String::with_capacity(host.len());
+    for byte in host.bytes() {
+        match byte {
+            b'-' | b'_' | b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => token.push(byte as char),
+            _ => token.push_str(&format!("={byte:02x}")),
+        }
+    }
+    token
+}
+
 impl Side {
-    pub fn key(self, id: ItemId) -> String {
+    pub fn key(self, place: &Place) -> String {
         let side = match self {
             Side::Operator => "operator",
             Side::Asker => "asker",
         };
-        format!("{id}.{side}")
+        format!("{}.{}.{side}", place.host, place.id)
     }
 
     /// The side and item a decisions key names.
-    pub fn of_key(key: &str) -> Option<(ItemId, Side)> {
-        let (id, side) = key.rsplit_once('.')?;
+    pub fn of_key(key: &str) -> Option<(Place, Side)> {
+        let (item, side) = key.rsplit_once('.')?;
         let side = match side {
             "operator" => Side::Operator,
             "asker" => Side::Asker,
             _ => return None,
         };
-        Some((ItemId(id.parse().ok()?), side))
+        Some((Place::of_item_key(item)?, side))
     }
-}
-
-/// The subject both sides' decisions on `id` fall under.
-pub fn decisions_of(id: ItemId) -> String {
-    format!("$KV.{DECISIONS}.{id}.*")
 }
 
 /// A settlement, as the hub records it.
@@ -140,15 +192,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_name_their_item_and_side() {
+    fn keys_name_their_host_item_and_side() {
         let id = ItemId(uuid_from(7));
+        let place = Place::new("build-7.ci", id);
+        assert_eq!(place.item_key(), format!("build-7=2eci.{id}"));
+        assert_eq!(Place::of_item_key(&place.item_key()), Some(place.clone()));
         assert_eq!(
-            Side::of_key(&Side::Operator.key(id)),
-            Some((id, Side::Operator))
+            Side::of_key(&Side::Operator.key(&place)),
+            Some((place.clone(), Side::Operator))
         );
-        assert_eq!(Side::of_key(&Side::Asker.key(id)), Some((id, Side::Asker)));
-        assert_eq!(Side::of_key(&format!("{id}.other")), None);
-        assert_eq!(Side::of_key("not-an-id.operator"), None);
+        assert_eq!(
+            Side::of_key(&Side::Asker.key(&place)),
+            Some((place.clone(), Side::Asker))
+        );
+        assert_eq!(Side::of_key(&format!("h.{id}.other")), None);
+        assert_eq!(Side::of_key("h.not-an-id.operator"), None);
+        assert_eq!(Side::of_key(&format!("{id}.operator")), None);
+    }
+
+    #[test]
+    fn no_two_hosts_share_a_token_and_none_breaks_a_key() {
+        let hosts = ["a.b", "a_b", "a=2eb", "a b", "a*", "a>", "é", "a/b"];
+        let tokens: std::collections::HashSet<String> =
+            hosts.iter().map(|h| host_token(h)).collect();
+        assert_eq!(tokens.len(), hosts.len());
+        for token in &tokens {
+            assert!(
+                token
+                    .bytes()
+                    .all(|b| b == b'=' || b == b'-' || b == b'_' || b.is_ascii_alphanumeric()),
+                "{token}"
+            );
+        }
+        assert_eq!(host_token("alice-laptop"), "alice-laptop");
     }
 
     #[test]

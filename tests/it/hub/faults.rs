@@ -143,7 +143,8 @@ async fn a_later_write_over_a_decision_does_not_change_who_won() {
     let team = Team::start();
     let (alpha, away, id) = answered_while_beta_is_away(&team).await;
 
-    team.late_write("beta", &id, "Postgres (Recommended)").await;
+    team.late_write("beta", "ci-runner", &id, "Postgres (Recommended)")
+        .await;
     let back = Operator::start(away);
     let settled = back.settled(&id);
     assert_eq!(settled["outcome"]["answers"]["Which database?"], "SQLite");

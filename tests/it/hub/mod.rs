@@ -134,6 +134,58 @@ async fn an_agents_credential_cannot_answer() {
     );
 }
 
+/// An agent host's credential speaks only for its own host: the server
+/// refuses its rewrite of another host's question and its withdrawal of
+/// it, and a copy it posts under its own key in the other host's name is
+/// turned away by every daemon, not shown as that host's.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agents_credential_speaks_only_for_its_own_host() {
+    let team = Team::start();
+    let alpha = team.operator("alpha", "alice");
+    let beta = team.operator("beta", "bob");
+    let _ci = team.agent_host("ci-runner");
+    let agent = alpha.agent().await;
+    let asking = tokio::spawn(async move { ask(&agent, questions(&[db()])).await });
+    let id = beta.asked();
+    let spoke = team.speak_for("ci-runner", "alpha", &id).await;
+    assert!(
+        spoke.rewrite.is_err(),
+        "the server took a rewrite: {spoke:?}"
+    );
+    assert!(
+        spoke.withdraw.is_err(),
+        "the server took a withdrawal: {spoke:?}"
+    );
+    assert!(
+        spoke.impersonate.is_ok(),
+        "its own key is its own: {spoke:?}"
+    );
+    beta.daemon
+        .log
+        .wait("the copy turned away", hark_harness::PATIENCE, |lines| {
+            lines
+                .iter()
+                .any(|l| l.text.contains("another host's name") && l.text.contains(&spoke.copy))
+                .then_some(())
+        })
+        .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+    let inbox = crate::support::inbox(&beta.sandbox);
+    assert!(
+        inbox.iter().all(|item| item["id"] != spoke.copy.as_str()),
+        "the copy was filed: {inbox:?}"
+    );
+    let shown = history(&beta.sandbox, &id);
+    assert_eq!(shown["state"], "pending", "not withdrawn");
+    assert_eq!(
+        shown["request"]["questions"][0]["question"],
+        "Which database?"
+    );
+    let out = answer_on(&beta.sandbox, &id, "SQLite");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answered: Value = serde_json::from_str(&text(&asking.await.unwrap())).unwrap();
+    assert_eq!(answered["answers"]["Which database?"], "SQLite");
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -207,4 +259,38 @@ async fn an_operator_back_online_is_prompted_with_what_still_waits() {
     let answered: Value = serde_json::from_str(&text(&asking.await.unwrap())).unwrap();
     assert_eq!(answered["answers"]["Which database?"], "SQLite");
     assert_eq!(alpha.settled(&id)["replied_remote"]["operator"], "bob");
+}
+
+/// `hark hub credential --role agent --host NAME` prints the server's
+/// entry for that host: its own host's keys, never an operator's.
+#[test]
+fn an_agents_credential_is_made_for_its_host() {
+    let sandbox = crate::support::sandbox();
+    let seed = sandbox.path("ci.nk");
+    let out = sandbox
+        .hark([
+            "hub",
+            "credential",
+            "--role",
+            "agent",
+            "--host",
+            "ci-7.example",
+        ])
+        .arg("--out")
+        .arg(&seed)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let entry: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let allow = entry["permissions"]["publish"]["allow"].as_array().unwrap();
+    assert!(
+        allow.contains(&json!("$KV.hark_items.ci-7=2eexample.*")),
+        "{entry}"
+    );
+    assert!(
+        allow.contains(&json!("$KV.hark_decisions.ci-7=2eexample.*.asker")),
+        "{entry}"
+    );
+    assert!(!allow.iter().any(|s| s == "$KV.hark_items.>"), "{entry}");
+    assert!(std::fs::read_to_string(&seed).unwrap().starts_with("SU"));
 }

@@ -59,7 +59,7 @@ impl Team {
             let made = hark_hub::credential::make();
             users.push(NatsUser {
                 nkey: made.public.clone(),
-                permissions: permissions(role),
+                permissions: permissions(role, host),
             });
             seeds.insert(host, made.seed);
         }
@@ -147,8 +147,9 @@ impl Team {
             .map_err(|e| e.to_string())?;
         let id = hark_core::model::ids::ItemId(id.parse().unwrap());
         let forged = answered("SQLite", "mallory", "ci-runner");
+        let place = hark_hub::wire::Place::new("ci-runner", id);
         match hub
-            .decide(id, hark_hub::wire::Side::Operator, &forged)
+            .decide(&place, hark_hub::wire::Side::Operator, &forged)
             .await
         {
             Ok((_, true)) => Ok(()),
@@ -158,9 +159,10 @@ impl Team {
     }
 
     /// With `host`'s operator credential, puts an answer `pick` over
-    /// whatever `id`'s operator key holds, unguarded: the later write a
-    /// cluster's leader change can let in after a decision was taken.
-    pub async fn late_write(&self, host: &str, id: &str, pick: &str) {
+    /// whatever the operator key of `asker`'s item `id` holds, unguarded:
+    /// the later write a cluster's leader change can let in after a
+    /// decision was taken.
+    pub async fn late_write(&self, host: &str, asker: &str, id: &str, pick: &str) {
         let decisions = self
             .jetstream(host)
             .await
@@ -170,11 +172,70 @@ impl Team {
         let late = answered(pick, "mallory", host);
         decisions
             .put(
-                format!("{id}.operator"),
+                hark_hub::wire::Side::Operator.key(&hark_hub::wire::Place::new(
+                    asker,
+                    hark_core::model::ids::ItemId(id.parse().unwrap()),
+                )),
                 serde_json::to_vec(&late).unwrap().into(),
             )
             .await
             .unwrap();
+    }
+
+    /// With agent host `agent`'s credential, tries what a hostile agent
+    /// would against `owner`'s item `id`: rewrite its question in place,
+    /// withdraw it, and post a copy in `owner`'s name under a key of its
+    /// own. What the server said to each (`Err` when it refused), and the
+    /// copy's id.
+    pub async fn speak_for(&self, agent: &str, owner: &str, id: &str) -> SpokeFor {
+        use hark_hub::wire::{Place, Side};
+        let mut js = self.jetstream(agent).await;
+        // A refused publish is never acknowledged.
+        js.set_timeout(std::time::Duration::from_secs(2));
+        let items = js.get_key_value(hark_hub::wire::ITEMS).await.unwrap();
+        let decisions = js.get_key_value(hark_hub::wire::DECISIONS).await.unwrap();
+        let item_id = hark_core::model::ids::ItemId(id.parse().unwrap());
+        let theirs = Place::new(owner, item_id);
+        let mut posted: Value = serde_json::from_slice(
+            &items
+                .get(theirs.item_key())
+                .await
+                .unwrap()
+                .expect("the item is on the hub"),
+        )
+        .unwrap();
+        posted["item"]["request"]["questions"][0]["question"] = json!("Keep the database?");
+        let rewrite = items
+            .put(
+                theirs.item_key(),
+                serde_json::to_vec(&posted).unwrap().into(),
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        let withdrawn = answered("SQLite", "mallory", agent);
+        let withdraw = decisions
+            .put(
+                Side::Asker.key(&theirs),
+                serde_json::to_vec(&withdrawn).unwrap().into(),
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        let copy = uuid::Uuid::new_v4().to_string();
+        posted["item"]["id"] = json!(copy);
+        let ours = Place::new(agent, hark_core::model::ids::ItemId(copy.parse().unwrap()));
+        let impersonate = items
+            .put(ours.item_key(), serde_json::to_vec(&posted).unwrap().into())
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        SpokeFor {
+            rewrite,
+            withdraw,
+            impersonate,
+            copy,
+        }
     }
 
     /// A JetStream client with `host`'s credential.
@@ -194,6 +255,15 @@ impl Team {
         let js = self.jetstream("alpha").await;
         crate::nats_server::cluster::settled_leader(&js).await;
     }
+}
+
+/// What the server said to each of [`Team::speak_for`]'s writes.
+#[derive(Debug)]
+pub struct SpokeFor {
+    pub rewrite: Result<(), String>,
+    pub withdraw: Result<(), String>,
+    pub impersonate: Result<(), String>,
+    pub copy: String,
 }
 
 /// An operator's answer `pick` to the db question, as the hub records it.
@@ -292,6 +362,6 @@ pub fn history(sandbox: &Sandbox, id: &str) -> Value {
 }
 
 /// The server's terms for a role's permissions.
-fn permissions(role: Role) -> Permissions {
-    Permissions::from_terms(&hark_hub::credential::permissions(role))
+fn permissions(role: Role, host: &str) -> Permissions {
+    Permissions::from_terms(&hark_hub::credential::permissions(role, host))
 }

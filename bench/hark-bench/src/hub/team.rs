@@ -74,16 +74,21 @@ impl Team {
     /// the operators' daemons, `op-1`…, each once it is on the hub.
     pub fn start(bin_dir: &Path, agents: usize) -> Result<Team, HubError> {
         let mut users = Vec::new();
-        let mut user = |role| {
+        let mut user = |role, host: String| {
             let made = hark_hub::credential::make();
             users.push(NatsUser {
                 nkey: made.public,
-                permissions: permissions(role),
+                permissions: permissions(role, &host),
             });
             made.seed
         };
-        let operator_seeds: Vec<String> = (0..OPERATORS).map(|_| user(Role::Operator)).collect();
-        let agent_seeds: Vec<String> = (0..agents).map(|_| user(Role::Agent)).collect();
+        let operator_seeds: Vec<String> = (0..OPERATORS)
+            .map(|i| user(Role::Operator, format!("op-{}", i + 1)))
+            .collect();
+        // The idle agents' hosts are `idle-N` (`idle::spawn_real`).
+        let agent_seeds: Vec<String> = (0..agents)
+            .map(|i| user(Role::Agent, format!("idle-{i}")))
+            .collect();
         let server = NatsServer::start(&NatsOptions { users })?;
         let mut operators = Vec::new();
         for (i, seed) in operator_seeds.iter().enumerate() {
@@ -196,6 +201,6 @@ pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
 
 /// The server's terms for a role's permissions, as `hark hub credential`
 /// prints them.
-fn permissions(role: Role) -> Permissions {
-    Permissions::from_terms(&hark_hub::credential::permissions(role))
+fn permissions(role: Role, host: &str) -> Permissions {
+    Permissions::from_terms(&hark_hub::credential::permissions(role, host))
 }
