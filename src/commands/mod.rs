@@ -99,47 +99,71 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::Hook(args) => mcp::hook(args),
         Command::McpStudio => mcp::studio(),
         Command::McpConfig(args) => mcp::config(args),
-        Command::Ssh(args) => to_end(ssh::run(args)),
-        Command::Web(command) => to_end(web::run(command)),
+        Command::Ssh(args) => Ok(runtime()?.block_on(ssh::run(args))),
+        Command::Web(command) => Ok(runtime()?.block_on(web::run(command))),
         Command::Hub(command) => hub::run(command),
-        Command::Ask(args) => to_end(ask::run(args)),
-        Command::Run(args) => to_end(run::run(args)),
-        Command::Resume(args) => to_end(run::resume(args)),
-        Command::Inbox(args) => to_end(inbox::run(args)),
-        Command::Show(args) => to_end(inbox::show(args)),
-        Command::Runs(args) => to_end(listings::runs(args)),
-        Command::Sessions(args) => to_end(listings::sessions(args)),
-        Command::Answer(args) => to_end(answer::answer(args)),
-        Command::Skip(args) => to_end(answer::skip(args)),
-        Command::Cancel(args) => to_end(answer::cancel(args)),
-        Command::Approve(args) => to_end(answer::approve(args)),
-        Command::Deny(args) => to_end(answer::deny(args)),
+        Command::Ask(args) => Ok(runtime()?.block_on(ask::run(args))),
+        Command::Run(args) => Ok(runtime()?.block_on(run::run(args))),
+        Command::Resume(args) => Ok(runtime()?.block_on(run::resume(args))),
+        Command::Inbox(args) => Ok(runtime()?.block_on(inbox::run(args))),
+        Command::Show(args) => Ok(runtime()?.block_on(inbox::show(args))),
+        Command::Runs(args) => Ok(runtime()?.block_on(listings::runs(args))),
+        Command::Sessions(args) => Ok(runtime()?.block_on(listings::sessions(args))),
+        Command::Answer(args) => Ok(runtime()?.block_on(answer::answer(args))),
+        Command::Skip(args) => Ok(runtime()?.block_on(answer::skip(args))),
+        Command::Cancel(args) => Ok(runtime()?.block_on(answer::cancel(args))),
+        Command::Approve(args) => Ok(runtime()?.block_on(answer::approve(args))),
+        Command::Deny(args) => Ok(runtime()?.block_on(answer::deny(args))),
     }
 }
 
-/// Runs a command's `work` on its own runtime to the end, then lets go of
-/// what is still blocked in the runtime's threads after [`LET_GO`]. A
-/// runtime dropped waits for those without end, and on Windows a child's
-/// output is read on one: a read of a pipe that a process outside the
-/// agent's job still holds open (a console host Wine started, a process
-/// the job's end missed as it was being created) would keep `hark run`
-/// from ever exiting once its agent was stopped.
-pub fn to_end<F: std::future::Future>(work: F) -> Result<F::Output, Failed> {
-    let runtime = runtime()?;
-    let output = runtime.block_on(work);
-    runtime.shutdown_timeout(LET_GO);
-    Ok(output)
+/// The multi-threaded runtime the socket commands run on.
+pub fn runtime() -> Result<CommandRuntime, Failed> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map(|runtime| CommandRuntime(Some(runtime)))
+        .map_err(Failed::Runtime)
 }
+
+/// A command's runtime, which lets go of what is still blocked in its
+/// threads [`LET_GO`] after the command is done. A tokio runtime dropped
+/// waits for those without end, and some never end by themselves: on
+/// Windows a child's output is read on one, and a read of a pipe that a
+/// process outside the agent's job still holds open (a console host Wine
+/// started, a process the job's end missed as it was being created) kept
+/// `hark run` from ever exiting once its agent was stopped; the terminal
+/// prompter's read of stdin is another.
+#[derive(Debug)]
+pub struct CommandRuntime(Option<tokio::runtime::Runtime>);
 
 /// How long a finished command waits for its runtime's blocked threads.
 const LET_GO: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// The multi-threaded runtime the socket commands run on.
-pub fn runtime() -> Result<tokio::runtime::Runtime, Failed> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(Failed::Runtime)
+impl std::ops::Deref for CommandRuntime {
+    type Target = tokio::runtime::Runtime;
+
+    fn deref(&self) -> &tokio::runtime::Runtime {
+        self.0.as_ref().expect("the runtime is there until dropped")
+    }
+}
+
+impl CommandRuntime {
+    /// Lets go of the blocked threads at once (`hark serve`: everything
+    /// that matters has ended when it stops).
+    pub fn shutdown_background(mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for CommandRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_timeout(LET_GO);
+        }
+    }
 }
 
 /// This `hark`'s own path, resolved: what an MCP config or the autostart

@@ -133,16 +133,12 @@ impl Mirror {
     /// here yet. Kept under the lock [`Mirror::file`] files under, so a
     /// decision and its item read at once by the two followers meet.
     fn apply(&self, id: ItemId, decision: Decision) {
+        let mut early = Self::lock(&self.early);
         if self.registry.apply(id, &decision)
+            || self.registry.get(id).is_some()
             || self.hub.options.role == Role::Agent
             || self.settled_here(id)
         {
-            return;
-        }
-        let mut early = Self::lock(&self.early);
-        if self.registry.get(id).is_some() {
-            drop(early);
-            self.registry.apply(id, &decision);
             return;
         }
         if early.len() == EARLY {
@@ -249,22 +245,19 @@ impl Decider for Mirror {
         // may read the decision and settle the item first, between this
         // future's end and the registry's applying what it returned.
         let settled = offer.replied_by.as_ref().and_then(|surface| {
+            let settled = self.registry.watch(item.id)?;
             Self::lock(&offers).insert(nonce.clone(), surface.clone());
-            self.registry.watch(item.id)
+            Some(settled)
         });
         let place = self.place(&item);
         Box::pin(async move {
             let result = hub.decide(&place, side, &decided).await;
-            let forget = {
-                let (offers, nonce) = (offers.clone(), nonce.clone());
-                async move {
-                    if let Some(settled) = settled {
-                        let _ = settled.await;
-                    }
+            if let Some(settled) = settled {
+                tokio::spawn(async move {
+                    let _ = settled.await;
                     Self::lock(&offers).remove(&nonce);
-                }
-            };
-            tokio::spawn(forget);
+                });
+            }
             match result {
                 Ok((_, true)) => Ok(Decision {
                     outcome: decided.outcome,
@@ -435,12 +428,8 @@ impl Mirror {
         if self.hub.options.role == Role::Agent
             && let Some(settled) = self.registry.watch(item.id)
         {
-            let place = Place::new(&self.hub.options.host, item.id);
-            let follow = follow(
-                self.clone(),
-                Bucket::Decisions,
-                format!("{}.*", place.item_key()),
-            );
+            let keys = format!("{}.*", self.place(&item).item_key());
+            let follow = follow(self.clone(), Bucket::Decisions, keys);
             tokio::spawn(async move {
                 tokio::select! {
                     _ = settled => {}

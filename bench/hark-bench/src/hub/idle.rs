@@ -221,9 +221,15 @@ fn agent_log(sandbox: &Sandbox, agent: usize) -> PathBuf {
     sandbox.path(format!("idle-{agent}.stderr"))
 }
 
-/// `hark mcp-operator-ask --hub` as agent-only host `idle-N`.
+/// Idle agent `agent`'s host name on the hub (its credential is made for
+/// it: [`Team::start`]).
+pub fn host(agent: usize) -> String {
+    format!("idle-{agent}")
+}
+
+/// `hark mcp-operator-ask --hub` as agent-only host [`host`].
 fn spawn_real(sandbox: &Sandbox, url: &str, seed: &str, agent: usize) -> Result<Peer, HubError> {
-    let host = format!("idle-{agent}");
+    let host = host(agent);
     let config = hub_config(sandbox, url, seed, &host, "ci", &format!("{host}.nk"))?;
     let config_path = sandbox.path(format!("{host}.toml"));
     write(&config_path, &config)?;

@@ -85,9 +85,8 @@ impl Team {
         let operator_seeds: Vec<String> = (0..OPERATORS)
             .map(|i| user(Role::Operator, format!("op-{}", i + 1)))
             .collect();
-        // The idle agents' hosts are `idle-N` (`idle::spawn_real`).
         let agent_seeds: Vec<String> = (0..agents)
-            .map(|i| user(Role::Agent, format!("idle-{i}")))
+            .map(|i| user(Role::Agent, super::idle::host(i)))
             .collect();
         let server = NatsServer::start(&NatsOptions { users })?;
         let mut operators = Vec::new();
