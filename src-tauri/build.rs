@@ -1,10 +1,10 @@
-//! Generates, from the one list of IPC commands (`src/ipc_commands.rs`), the
+//! Generates, from the one list of IPC commands (`app/src/ipc_commands.rs`), the
 //! per-command permissions (`allow-inbox`, `allow-reply`, …) and the window's
 //! capability, which grants exactly those and the event listener.
 
 use std::path::PathBuf;
 
-include!("src/ipc_commands.rs");
+include!("../app/src/ipc_commands.rs");
 
 /// The label of the app's one window (`windows::LABEL`).
 const WINDOW: &str = "main";
@@ -33,7 +33,7 @@ fn capability() -> String {
     format!(
         r#"{{
   "identifier": "main",
-  "description": "The app's one window (the question modal and the inbox): every command in src/ipc_commands.rs, and listening to the app's events.",
+  "description": "The app's one window (the question modal and the inbox): every command in app/src/ipc_commands.rs, and listening to the app's events.",
   "windows": ["{WINDOW}"],
   "permissions": [{}]
 }}
@@ -43,7 +43,7 @@ fn capability() -> String {
 }
 
 fn main() {
-    println!("cargo:rerun-if-changed=src/ipc_commands.rs");
+    println!("cargo:rerun-if-changed=../app/src/ipc_commands.rs");
     let dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
         .join("capabilities");
     std::fs::create_dir_all(&dir).expect("create the capabilities directory");

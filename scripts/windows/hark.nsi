@@ -2,6 +2,7 @@
 ; `scripts/package --windows`, which passes the defines:
 ;
 ;   makensis -DVERSION=0.1.0 -DHARK=path/to/hark.exe [-DAPP=path/to/hark-app.exe]
+;            [-DWINDOW=path/to/hark-window.exe]
 ;            -DOUTFILE=path/to/hark-0.1.0-x64-setup.exe scripts/windows/hark.nsi
 ;
 ; It installs for the user who runs it, with no elevation, into
@@ -10,7 +11,8 @@
 ; starts the app at login are all this user's, so nothing of it belongs in
 ; Program Files or needs an administrator. It installs:
 ; - hark.exe, the CLI, and with -DAPP hark-app.exe, the desktop app, side
-;   by side as `hark app` expects;
+;   by side as `hark app` expects (with -DWINDOW hark-window.exe, the
+;   window process the app starts, beside them);
 ; - with the app, a Start-menu shortcut (hark.lnk) to it carrying the app's
 ;   AppUserModelID, which is what lets the app's toasts go under an id of
 ;   their own (Windows shows a desktop app's toast only if a Start-menu
@@ -98,6 +100,9 @@ Section "hark"
   File "/oname=hark.exe" "${HARK}"
 !ifdef APP
   File "/oname=hark-app.exe" "${APP}"
+!endif
+!ifdef WINDOW
+  File "/oname=hark-window.exe" "${WINDOW}"
 !endif
   WriteUninstaller "$INSTDIR\uninstall.exe"
 
@@ -280,6 +285,7 @@ Section "Uninstall"
   ; be deleted, and then nothing else is taken away.
   ClearErrors
   Delete "$INSTDIR\hark-app.exe"
+  Delete "$INSTDIR\hark-window.exe"
   Delete "$INSTDIR\hark.exe"
   ${If} ${Errors}
     MessageBox MB_OK|MB_ICONSTOP "hark is running: quit the app (and any hark serve) and uninstall again." /SD IDOK

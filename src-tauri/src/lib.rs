@@ -1,56 +1,64 @@
-//! hark's desktop shell: a thin Tauri 2 layer over `hark-core`.
+//! hark's window process: the question modal and the inbox, in one
+//! webview, for the desktop app (`hark-app`) that starts it.
 //!
-//! The app runs the core in-process (app socket listener, registry, store,
-//! trace events) with [`prompter::DesktopPrompter`] as the operator, and adds
-//! what only a desktop has: notifications, the question modal, the tray and
-//! the inbox window.
+//! The app stays resident (tray, notifications, the core) and starts this
+//! process when there is something to show; it ends it once nothing has
+//! waited for a while (`window_release_secs`), and WebKit's processes go
+//! with it. A process that has loaded WebKit keeps ~75 MB resident even
+//! with no webview (its libraries' relocated pages, flite's voices), which
+//! is why the window is not merely destroyed inside the app.
+//!
+//! This process holds nothing of its own: every command the page calls is
+//! passed to the app over the process's standard output and answered on
+//! its standard input ([`hark_core::bridge::window`]); the app says what to
+//! show. Its input ending (the app gone) ends it.
+//!
+//! The page is drawn on the CPU, as the app's environment, which this
+//! process inherits, says (the app's `rendering` module).
 //!
 //! # Layout
-//! - [`shell`]: the app's state over the core's registry.
-//! - [`prompter`], [`notify`]: presenting a new item.
-//! - [`windows`], [`tray`]: the modal and inbox windows; the tray icon.
-//! - [`rendering`]: the page drawn on the CPU, with no GL in the app.
-//! - [`ipc`]: the commands the windows call, and the TypeScript they see
-//!   (agents' Markdown is rendered by `hark_web::markdown`, the web
-//!   surface's renderer too);
-//!   [`ipc_commands`]: their one list, which `build.rs` reads too.
+//! - [`channel`]: the pipes to the app, and the page's calls in flight.
 
-#[macro_use]
-pub mod ipc_commands;
-pub mod ipc;
-pub mod notify;
-pub mod prompter;
-pub mod rendering;
-pub mod shell;
-pub mod tray;
-pub mod windows;
+pub mod channel;
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use hark_core::bridge::socket::SocketError;
-use hark_core::daemon::serve;
-use hark_core::registry::Event;
+use hark_core::bridge::views::View;
+use hark_core::bridge::window::{FromWindow, VIEW_CHANGED};
 use hark_core::trace::{LogFormat, init_logging};
-use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime};
-use tokio::sync::{Notify, oneshot};
+use tauri::{AppHandle, Emitter, LogicalSize, Manager, WebviewUrl, WebviewWindowBuilder};
 use tracing::level_filters::LevelFilter;
 
-use crate::notify::Notifier;
-use crate::prompter::DesktopPrompter;
-use crate::shell::{INBOX_CHANGED, Shell};
+use crate::channel::Channel;
 
-/// Whether a graphical display is reachable (Linux and the BSDs need one named).
-fn has_display() -> bool {
-    if cfg!(any(target_os = "macos", target_os = "windows")) {
-        return true;
-    }
-    ["DISPLAY", "WAYLAND_DISPLAY"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()))
+/// The window's label (and its capability's).
+pub const LABEL: &str = "main";
+
+/// Why the window could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum WindowError {
+    #[error("unknown argument {0:?} (hark-window is started by hark-app: --theme light|dark)")]
+    Usage(String),
+    #[error(transparent)]
+    Tauri(#[from] tauri::Error),
 }
 
-/// Starts the desktop app; returns when it quits.
+/// The colours the app's config chose, if it chose: `--theme light|dark`.
+fn theme_from_args() -> Result<Option<(tauri::Theme, &'static str)>, WindowError> {
+    let mut args = std::env::args().skip(1);
+    let mut theme = None;
+    while let Some(arg) = args.next() {
+        theme = match (arg.as_str(), args.next().as_deref()) {
+            ("--theme", Some("light")) => Some((tauri::Theme::Light, "light")),
+            ("--theme", Some("dark")) => Some((tauri::Theme::Dark, "dark")),
+            _ => return Err(WindowError::Usage(arg)),
+        };
+    }
+    Ok(theme)
+}
+
+/// Runs the window until the app lets it go.
 pub fn run() -> ExitCode {
     let json = std::env::var(hark_core::env::LOG_FORMAT).is_ok_and(|f| f == "json");
     init_logging(
@@ -61,84 +69,37 @@ pub fn run() -> ExitCode {
         },
         LevelFilter::INFO,
     );
-    if !has_display() {
-        eprintln!(
-            "hark: no display to show the desktop app on (DISPLAY and WAYLAND_DISPLAY are unset)."
-        );
-        eprintln!(
-            "hint: over SSH or headless, run `hark serve --prompter terminal` to answer on this terminal"
-        );
-        return ExitCode::from(2);
-    }
-    let builder =
-        tauri::Builder::default().plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
-            // A second `hark app` focuses this one. Any client of the
-            // session bus can make this call (the plugin's ExecuteCallback),
-            // so nothing it sends is taken: it only shows the inbox.
-            windows::show(app, windows::View::Inbox);
-        }));
-    match run_app(builder) {
+    tracing::debug!("window process: main");
+    match theme_from_args().and_then(|theme| run_window(Channel::to_the_app(), theme)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("hark: {e}");
+            eprintln!("hark-window: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-/// The invoke handler of the commands it is given, all in [`ipc`].
-macro_rules! invoke_handler {
-    ($($command:ident),*) => {
-        tauri::generate_handler![$(ipc::$command),*]
-    };
-}
-
-/// Why the app could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum AppError {
-    #[error(
-        "another hark is already serving on {} (a `hark serve`, or the app under another session); stop it first",
-        .0.display()
-    )]
-    AlreadyRunning(std::path::PathBuf),
-    #[error(transparent)]
-    Serve(serve::ServeError),
-    #[error(transparent)]
-    Web(#[from] hark_web::WebError),
-    #[error(transparent)]
-    Hub(#[from] hark_hub::HubError),
-    #[error(transparent)]
-    Tauri(#[from] tauri::Error),
-}
-
-impl From<serve::ServeError> for AppError {
-    fn from(e: serve::ServeError) -> AppError {
-        match e {
-            serve::ServeError::Socket(SocketError::AlreadyRunning(path)) => {
-                AppError::AlreadyRunning(path)
-            }
-            other => AppError::Serve(other),
-        }
-    }
-}
-
-/// Builds and runs the app on any runtime (a smoke test can pass a mock one).
-pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), AppError> {
-    let app = builder
-        .invoke_handler(with_ipc_commands!(invoke_handler))
-        .setup(|app| {
-            start_core(app.handle())?;
-            windows::prepare(app.handle());
-            if let Err(e) = tray::create(app.handle()) {
-                tracing::warn!("no tray icon: {e}");
-            }
-            tray::refresh(app.handle());
+fn run_window(
+    channel: Arc<Channel>,
+    theme: Option<(tauri::Theme, &'static str)>,
+) -> Result<(), WindowError> {
+    let calls = channel.clone();
+    let app = tauri::Builder::default()
+        .invoke_handler(move |invoke| {
+            calls.forward(invoke);
+            true
+        })
+        .setup(move |app| {
+            tracing::debug!("window process: setting up");
+            build(app.handle(), theme, &channel)?;
+            channel.follow(app.handle().clone());
+            tracing::debug!("window process: window built");
             Ok(())
         })
         .build(tauri::generate_context!())?;
     app.run(|_app, event| {
-        // Closing the last window keeps hark in the tray; only Quit exits.
-        if let RunEvent::ExitRequested {
+        // Closing the window hides it; only the app ends this process.
+        if let tauri::RunEvent::ExitRequested {
             api, code: None, ..
         } = event
         {
@@ -148,165 +109,59 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> Result<(), AppError> {
     Ok(())
 }
 
-/// What a run of registry events changed.
-#[derive(Debug, Default)]
-struct Changed {
-    /// Items were added, parked or settled (or events were missed): the tray too.
-    items: bool,
-    /// An item settled: the modal may be done.
-    settled: bool,
-}
-
-impl Changed {
-    /// Takes one event (`None`: some were missed).
-    fn note<R: Runtime>(
-        &mut self,
-        event: Option<Event>,
-        app: &AppHandle<R>,
-        notifier: &Arc<Notifier>,
-    ) {
-        match event {
-            Some(Event::Settled { item, .. }) => {
-                notifier.settled(item.id);
-                self.items = true;
-                self.settled = true;
-            }
-            // A run started or ended: the inbox's Runs table changes, not the tray.
-            Some(Event::RunChanged | Event::DevicesChanged) => {}
-            // The store began or stopped failing: the tray says so.
-            Some(Event::StoreHealth(_)) => self.items = true,
-            // Its notification says that its agent is paused until answered.
-            Some(Event::Parked(item)) => {
-                if !app.state::<Arc<Shell>>().do_not_disturb() {
-                    notifier.show(app, &item);
-                }
-                self.items = true;
-            }
-            Some(Event::Added(_)) | None => self.items = true,
-        }
+/// Builds the window, hidden: the app's first message says what to show.
+fn build(
+    app: &AppHandle,
+    theme: Option<(tauri::Theme, &'static str)>,
+    channel: &Arc<Channel>,
+) -> tauri::Result<()> {
+    let mut builder = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App("index.html".into()))
+        .title("hark")
+        .inner_size(600.0, 560.0)
+        // Ctrl+= and Ctrl+- zoom the page: the desktop's text scaling does
+        // not reach WebKitGTK's pages.
+        .zoom_hotkeys_enabled(true)
+        .visible(false);
+    if let Some((theme, name)) = theme {
+        // The page's colours follow `data-theme` over the system's
+        // preference (WebKitGTK does not take the window's for it).
+        builder = builder.theme(Some(theme)).initialization_script(format!(
+            "document.documentElement.dataset.theme = '{name}';"
+        ));
     }
+    let window = builder.build()?;
+    let (handle, channel) = (window.clone(), channel.clone());
+    // Closing the window keeps hark running in the tray: the window hides
+    // and the app hears of it.
+    window.on_window_event(move |event| {
+        if let tauri::WindowEvent::CloseRequested { api, .. } = event {
+            api.prevent_close();
+            let _ = handle.hide();
+            channel.send(&FromWindow::Closed);
+        }
+    });
+    Ok(())
 }
 
-/// Joins the team's hub, with `[hub]` (or `hark app --hub URL`): the
-/// team's items show here, every reply is decided there.
-fn join_hub<R: Runtime>(
-    app: &AppHandle<R>,
-    config: &hark_core::config::Config,
-    registry: &hark_core::registry::Registry,
-) -> Result<(), AppError> {
-    let hub_url = std::env::var(hark_core::env::HUB).ok();
-    let Some(options) =
-        hark_hub::HubOptions::from_config(config.hub.as_ref(), hub_url, hark_hub::Role::Operator)
-    else {
-        return Ok(());
+/// Shows `view` as the app asked: titled and sized for it, on top when it
+/// is the modal, focused. `changed`: the page is told to draw it.
+fn show(app: &AppHandle, view: View, title: &str, size: LogicalSize<f64>, changed: bool) {
+    let Some(window) = app.get_webview_window(LABEL) else {
+        return;
     };
-    let serving = tauri::async_runtime::block_on(async {
-        let hub = hark_hub::Hub::connect(options).await?;
-        Ok::<_, hark_hub::HubError>(hub.serve(registry))
-    })?;
-    app.manage(HubServing(serving));
-    Ok(())
+    if changed {
+        let _ = window.set_title(title);
+        let _ = window.set_size(size);
+        let _ = window.set_always_on_top(view == View::Modal);
+        let _ = app.emit_to(LABEL, VIEW_CHANGED, view);
+    }
+    let _ = window.show();
+    let _ = window.unminimize();
+    let _ = window.set_focus();
 }
 
-/// The hub's tasks, kept as long as the app runs.
-struct HubServing(#[allow(dead_code)] hark_hub::Serving);
-
-/// Binds the app socket, opens the store and serves the bridge with the
-/// desktop prompter; follows the registry to keep windows and tray current.
-fn start_core<R: Runtime>(app: &AppHandle<R>) -> Result<(), AppError> {
-    let prompter = Arc::new(DesktopPrompter { app: app.clone() });
-    let prepared = tauri::async_runtime::block_on(async {
-        serve::prepare(
-            prompter,
-            serve::ServeOptions {
-                own_env: rendering::set_by_the_app(),
-                ..Default::default()
-            },
-        )
-    })?;
-    let registry = prepared.daemon.registry.clone();
-    // The web surface too, when `[web]` is configured: the same registry,
-    // so a reply on the phone closes the modal here and the other way round.
-    // And the phone push, with `[push]`.
-    if let Some(web) = hark_web::WebOptions::from_whole_config(&prepared.config, None)? {
-        let serving = tauri::async_runtime::block_on(hark_web::start(registry.clone(), web))?;
-        eprintln!("hark: the web surface is on {}", serving.url);
-        let _ = prepared.daemon.web_url.set(serving.url);
+fn hide(app: &AppHandle) {
+    if let Some(window) = app.get_webview_window(LABEL) {
+        let _ = window.hide();
     }
-    join_hub(app, &prepared.config, &registry)?;
-    let notifications = prepared.config.notifications.clone();
-    let notifier = Arc::new(Notifier::new(notifications.clone()));
-    app.manage(notifier.clone());
-    app.manage(windows::Settings {
-        release_after: std::time::Duration::from_secs(prepared.config.window_release_secs),
-        theme: prepared.config.theme,
-    });
-    // What is pending, for the window to be released only when nothing is.
-    app.manage(registry.clone());
-    tauri::async_runtime::spawn(notifier.clone().listen(app.clone()));
-    let stop = Arc::new(Notify::new());
-    let (stopped_tx, stopped_rx) = oneshot::channel();
-    app.manage(Arc::new(Shell::new(
-        registry.clone(),
-        prepared.daemon.dispatcher.clone(),
-        notifications.do_not_disturb,
-        stop.clone(),
-        stopped_rx,
-    )));
-    eprintln!(
-        "hark: the desktop app is serving on {}",
-        prepared.socket_file.path().display()
-    );
-    tracing::info!(pid = std::process::id(), "desktop app started");
-    // SIGTERM (a logout, a service manager) or Ctrl-C quits as the tray's
-    // Quit does: every pending item is settled as cancelled first.
-    let on_signal = app.clone();
-    tauri::async_runtime::spawn(async move {
-        serve::shutdown_signal().await;
-        tracing::info!("asked to stop by a signal");
-        on_signal.state::<Arc<Shell>>().quit(&on_signal);
-    });
-    tauri::async_runtime::spawn(async move {
-        let socket_file = prepared.socket_file;
-        hark_core::daemon::listener::run(prepared.listener, prepared.daemon, async move {
-            stop.notified().await
-        })
-        .await;
-        drop(socket_file);
-        let _ = stopped_tx.send(());
-    });
-    let app = app.clone();
-    let mut events = registry.subscribe();
-    tauri::async_runtime::spawn(async move {
-        use tokio::sync::broadcast::error::{RecvError, TryRecvError};
-        loop {
-            let first = match events.recv().await {
-                Ok(event) => Some(event),
-                Err(RecvError::Lagged(_)) => None,
-                Err(RecvError::Closed) => return,
-            };
-            // A burst (fifty agents asking at once) is drawn once: every
-            // event already waiting is taken before the windows and the
-            // tray are brought up to date.
-            let mut changed = Changed::default();
-            changed.note(first, &app, &notifier);
-            loop {
-                match events.try_recv() {
-                    Ok(event) => changed.note(Some(event), &app, &notifier),
-                    Err(TryRecvError::Lagged(_)) => changed.note(None, &app, &notifier),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Closed) => return,
-                }
-            }
-            if changed.settled && registry.pending().is_empty() {
-                windows::modal_done(&app);
-            }
-            // The windows first: the modal is what the operator waits for.
-            let _ = app.emit(INBOX_CHANGED, ());
-            if changed.items {
-                tray::refresh(&app);
-            }
-        }
-    });
-    Ok(())
 }

@@ -1,8 +1,7 @@
-//! `hark-app`: the desktop shell. Started by `hark app` (or plain `hark`).
+//! `hark-window`: the desktop app's window (the modal and the inbox),
+//! started by `hark-app` when there is something to show; it inherits the
+//! app's rendering settings (`hark_app::rendering`).
 
-#[allow(unsafe_code)]
 fn main() -> std::process::ExitCode {
-    // SAFETY: nothing has started a thread yet; this is main's first step.
-    unsafe { hark_app::rendering::draw_on_the_cpu() };
-    hark_app::run()
+    hark_window::run()
 }

@@ -74,7 +74,7 @@ impl Failed {
     pub fn hint(&self) -> Option<&'static str> {
         match self {
             Failed::AppMissing(_) => Some(
-                "build it with `cargo build --release -p hark-app`, or run `hark serve --prompter terminal`",
+                "build it with `cargo build --release -p hark-app -p hark-window`, or run `hark serve --prompter terminal`",
             ),
             Failed::Serve(ServeError::Socket(SocketError::AlreadyRunning(_))) => {
                 Some("stop the other `hark serve` or `hark app` first")

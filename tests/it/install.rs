@@ -145,7 +145,8 @@ fn the_deb_installs_hark_the_app_its_icon_and_menu_entry_and_the_installed_hark_
     assert!(unpacked.success());
     let installed = root.path().join("usr/bin/hark");
     assert!(
-        root.path().join("usr/bin/hark-app").exists(),
+        root.path().join("usr/bin/hark-app").exists()
+            && root.path().join("usr/bin/hark-window").exists(),
         "the app sits beside hark"
     );
     assert!(
@@ -212,6 +213,7 @@ fn the_appimage_runs_hark_with_its_arguments_and_names_itself_not_its_mount() {
         "AppRun",
         "usr/bin/hark",
         "usr/bin/hark-app",
+        "usr/bin/hark-window",
         "dev.hark.app.png",
     ] {
         assert!(root.join(file).exists(), "{file}");

@@ -1,5 +1,5 @@
 //! The workspace's product code keeps its layout: every crate of it
-//! (`crates/*`, the `hark` binary in `src`, the app in `src-tauri/src`;
+//! (`crates/*`, the `hark` binary in `src`, the app in `app/src`, its window in `src-tauri/src`;
 //! not the tests, benches or fake agents) has typed errors, functions and
 //! files a reader takes in, and top-level modules that form no cycle; and
 //! the core prints nothing. These read the sources themselves (parsed with
@@ -53,6 +53,10 @@ fn product_crates() -> Vec<Crate> {
     });
     crates.push(Crate {
         name: "hark-app".to_owned(),
+        src: root().join("app/src"),
+    });
+    crates.push(Crate {
+        name: "hark-window".to_owned(),
         src: root().join("src-tauri/src"),
     });
     crates

@@ -267,15 +267,13 @@ async fn an_accessibility_audit_finds_nothing_serious_in_the_modal_or_the_inbox(
     desktop.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_window_nobody_sees_is_released_with_its_web_process_at_start_and_after_each_ask() {
-    let _turn = crate::support::desktop::ONE_AT_A_TIME.lock().await;
+/// The app as a person starts it (no WebDriver), on its own session, with
+/// the window released a second after nothing waits (30 s by default).
+fn start_app_alone() -> (hark_harness::Session, hark_harness::process::Started, Lines) {
     let session = hark_harness::desktop::Session::start(&sandbox())
         .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
-    let sandbox = session.sandbox.clone();
-    // Released a second after nothing waits (30 s by default).
+    let sandbox = &session.sandbox;
     std::fs::write(sandbox.config(), "window_release_secs = 1\n").unwrap();
-    // The app as a person starts it: no WebDriver.
     let mut app = sandbox.command(bin_dir().join("hark-app"));
     app.env("HARK_LOG_FORMAT", "json")
         .stdout(std::process::Stdio::null())
@@ -284,31 +282,53 @@ async fn a_window_nobody_sees_is_released_with_its_web_process_at_start_and_afte
         .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
     let log = Lines::follow("hark-app", app.child.stderr.take().unwrap());
     log.wait_event("hark is serving the operator", &[]);
-    const WEB: &str = "WebKitWebProces";
-    // The window built at start goes once nothing has waited for a second.
-    log.wait_event("window released", &[]);
-    let web = hark_core::files::children_named(app.id(), WEB);
-    assert!(
-        hark_harness::process::wait_gone(&web, std::time::Duration::from_secs(10)),
-        "the start's web process went with its window: {web:?}"
-    );
+    (session, app, log)
+}
 
+const WINDOW: &str = "hark-window";
+const WEB: &str = "WebKitWebProces";
+const NETWORK: &str = "WebKitNetworkPr";
+
+/// Waits for the log's event `message` after line `from` whose `key` is `value`.
+fn event_from(log: &Lines, from: usize, message: &str, key: &str, value: &str) -> Value {
+    log.wait_event_from(from, message, PATIENCE, |e| e[key] == value)
+        .unwrap_or_else(|e| panic!("{message}: {e}"))
+        .value
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_window_nobody_sees_is_released_with_its_process_and_webkits_after_each_ask() {
+    let _turn = crate::support::desktop::ONE_AT_A_TIME.lock().await;
+    let (session, mut app, log) = start_app_alone();
+    let sandbox = session.sandbox.clone();
+    // Nothing is shown at start, so no window process is started: the
+    // resident app never runs WebKit.
+    log.wait_event("tray.updated", &[]);
+    assert_eq!(
+        hark_core::files::children_named(app.id(), WINDOW),
+        Vec::<u32>::new(),
+        "no window process before anything is shown"
+    );
     for round in ["first", "again"] {
         let from = log.len();
-        let event = |message: &str, key: &str, value: &str| {
-            log.wait_event_from(from, message, PATIENCE, |e| e[key] == value)
-                .unwrap_or_else(|e| panic!("{round}: {e}"))
-                .value
-        };
         let asker = crate::inbox::ask_in_background_in(&sandbox, round, questions(&[db()]));
-        let id = event("operator.question.asked", "session_id", round)["question_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        event("modal.shown", "question_id", &id);
-        let web = hark_core::files::children_named(app.id(), WEB);
+        let id =
+            event_from(&log, from, "operator.question.asked", "session_id", round)["question_id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        let window = event_from(&log, from, "window process started", "level", "INFO")["pid"]
+            .as_u64()
+            .unwrap() as u32;
+        event_from(&log, from, "modal.shown", "question_id", &id);
+        assert_eq!(
+            hark_core::files::children_named(app.id(), WINDOW),
+            vec![window],
+            "{round}: the app's one window process"
+        );
+        let web = hark_core::files::children_named(window, WEB);
         assert_eq!(web.len(), 1, "{round}: the modal's web process: {web:?}");
-        let network = hark_core::files::children_named(app.id(), "WebKitNetworkPr");
+        let network = hark_core::files::children_named(window, NETWORK);
         assert_eq!(
             network.len(),
             1,
@@ -320,16 +340,75 @@ async fn a_window_nobody_sees_is_released_with_its_web_process_at_start_and_afte
             String::from_utf8_lossy(&out.stdout).contains("SQLite"),
             "{round}: the asker got the answer"
         );
-        event("window released", "level", "INFO");
+        event_from(&log, from, "window released", "level", "INFO");
+        let gone = [vec![window], web, network].concat();
         assert!(
-            hark_harness::process::wait_gone(&web, std::time::Duration::from_secs(10)),
-            "{round}: the web process went with the window"
-        );
-        assert!(
-            hark_harness::process::wait_gone(&network, std::time::Duration::from_secs(10)),
-            "{round}: WebKit's network process went too: {network:?}"
+            hark_harness::process::wait_gone(&gone, std::time::Duration::from_secs(10)),
+            "{round}: the window process and WebKit's went: {gone:?}"
         );
     }
+    app.stop();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_window_process_killed_mid_question_loses_nothing_and_the_next_open_shows_it_again() {
+    let _turn = crate::support::desktop::ONE_AT_A_TIME.lock().await;
+    let (session, mut app, log) = start_app_alone();
+    let sandbox = session.sandbox.clone();
+    let from = log.len();
+    let asker = crate::inbox::ask_in_background_in(&sandbox, "killed", questions(&[db()]));
+    let id = event_from(
+        &log,
+        from,
+        "operator.question.asked",
+        "session_id",
+        "killed",
+    )["question_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let notification =
+        event_from(&log, from, "notification shown", "question_id", &id)["notification_id"]
+            .as_u64()
+            .unwrap();
+    let window = event_from(&log, from, "window process started", "level", "INFO")["pid"]
+        .as_u64()
+        .unwrap() as u32;
+    event_from(&log, from, "modal.shown", "question_id", &id);
+    // The window process dies under the operator's eyes.
+    let killed = log.len();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(window as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    log.wait_event_from(killed, "window process ended by itself", PATIENCE, |_| true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The question is still pending, here and for the agent.
+    let inbox = crate::support::succeed(&sandbox, &["inbox", "--json"]);
+    assert!(
+        String::from_utf8_lossy(&inbox.stdout).contains(&id),
+        "still pending after the window died: {}",
+        String::from_utf8_lossy(&inbox.stdout)
+    );
+    // The next open (its notification's body, clicked) starts a new window
+    // on the same question.
+    let reopened = log.len();
+    session
+        .choose_action(notification, "default")
+        .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+    let again = event_from(&log, reopened, "window process started", "level", "INFO")["pid"]
+        .as_u64()
+        .unwrap() as u32;
+    assert_ne!(again, window, "a new window process");
+    event_from(&log, reopened, "modal.shown", "question_id", &id);
+    answer(&sandbox, &id, "SQLite");
+    let out = asker.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("SQLite"),
+        "the agent got the answer given after the window died: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     app.stop();
 }
 

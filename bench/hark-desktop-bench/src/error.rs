@@ -16,7 +16,7 @@ pub enum Error {
     #[error(transparent)]
     Args(#[from] ArgsError),
     #[error(
-        "{} is missing; build with `cargo build --release -p hark -p hark-app` or pass --bin-dir",
+        "{} is missing; build with `cargo build --release -p hark -p hark-app -p hark-window` or pass --bin-dir",
         .0.display()
     )]
     Missing(PathBuf),

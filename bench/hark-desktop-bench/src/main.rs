@@ -50,15 +50,13 @@ use hark_harness::desktop::installed;
 use hark_harness::{Report, Sandbox};
 
 const USAGE: &str = "\
-usage: hark-desktop-bench [--asks N] [--idle-secs S] [--pending N] [--fresh-idle] [--bin-dir DIR]
+usage: hark-desktop-bench [--asks N] [--idle-secs S] [--pending N] [--bin-dir DIR]
 
-  --asks N       sequential asks in the latency measurement (default 20)
-  --fresh-idle   first wait for the window built at start to be released, and
-                 measure the app as it idles before any question (the first
-                 ask's figure is then an ask after a release)
+  --asks N       sequential asks in the latency measurement (default 20; 1000
+                 for a day's worth, after which the idle is measured again)
   --idle-secs S  the idle window, in seconds (default 60)
   --pending N    items held pending in the memory measurement (default 50, at least 2)
-  --bin-dir DIR  where `hark` and `hark-app` are (default: this executable's directory)
+  --bin-dir DIR  where `hark`, `hark-app` and `hark-window` are (default: this executable's directory)
 
 Run it on an X display: xvfb-run -a -s \"-screen 0 1280x800x24\" hark-desktop-bench";
 
@@ -67,7 +65,6 @@ struct Options {
     asks: usize,
     idle_secs: u64,
     pending: usize,
-    fresh_idle: bool,
     bin_dir: PathBuf,
 }
 
@@ -76,7 +73,6 @@ fn parse_args() -> Result<Options, ArgsError> {
         asks: 20,
         idle_secs: 60,
         pending: 50,
-        fresh_idle: false,
         bin_dir: PathBuf::new(),
     };
     let mut given_bin_dir = None;
@@ -86,7 +82,6 @@ fn parse_args() -> Result<Options, ArgsError> {
             "--asks" => options.asks = args.number(&flag)?,
             "--idle-secs" => options.idle_secs = args.number(&flag)? as u64,
             "--pending" => options.pending = args.number(&flag)?,
-            "--fresh-idle" => options.fresh_idle = true,
             "--bin-dir" => given_bin_dir = Some(PathBuf::from(args.value(&flag)?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -133,6 +128,8 @@ struct Measured {
     startup: Startup,
     /// The app's processes once it had started.
     tree_at_start: TreeSample,
+    /// The whole app idle before any question (no window yet), once quiet.
+    fresh: TreeSample,
     lat: latency::Results,
     /// Ask → `Notify`, and ask → `modal.shown` (when the app logs it).
     notify: Summary,
@@ -236,7 +233,8 @@ fn run(options: &Options) -> Result<bool, Error> {
 fn check_setup(options: &Options) -> Result<(PathBuf, String), Error> {
     let hark = options.bin_dir.join("hark");
     let app = options.bin_dir.join("hark-app");
-    for binary in [&hark, &app] {
+    let window = options.bin_dir.join("hark-window");
+    for binary in [&hark, &app, &window] {
         if !binary.is_file() {
             return Err(Error::Missing(binary.clone()));
         }
@@ -269,15 +267,13 @@ fn measure(
     let startup = desktop.startup;
     let tree_at_start = TreeSample::take(desktop.app_pid);
     report::print_startup(&desktop, &tree_at_start);
-    if options.fresh_idle {
-        progress("fresh idle: waiting for the window built at start to be released");
-        desktop.event(0, "window released", latency::PATIENCE, |_| true)?;
-        let fresh = memory::settled_breakdown(&desktop, ticks_per_s);
-        smaps::print(
-            "hark-app idle before any question (window released)",
-            &fresh,
-        );
-    }
+    progress("fresh idle: the app before any question");
+    let fresh_breakdown = memory::settled_breakdown(&desktop, ticks_per_s);
+    let fresh = TreeSample::take(desktop.app_pid);
+    smaps::print(
+        "hark-app idle before any question (no window yet)",
+        &fresh_breakdown,
+    );
 
     progress(&format!("latency: {} asks", options.asks));
     let lat = latency::measure(&desktop, ticks_per_s, options.asks)?;
@@ -308,6 +304,7 @@ fn measure(
     Ok(Measured {
         startup,
         tree_at_start,
+        fresh,
         lat,
         notify,
         modal,

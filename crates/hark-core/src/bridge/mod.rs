@@ -13,4 +13,5 @@ pub mod listed;
 pub mod relay;
 pub mod socket;
 pub mod views;
+pub mod window;
 pub mod wire;

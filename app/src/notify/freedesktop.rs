@@ -262,7 +262,7 @@ impl Backend for FreeDesktop {
             };
             let (bus, owners, server) = started.await.map_err(NotifyError::SessionBus)?;
             let (sender, events) = mpsc::unbounded_channel();
-            tauri::async_runtime::spawn(follow(bus, owners, server, sender));
+            tokio::spawn(follow(bus, owners, server, sender));
             Ok(events)
         })
     }

@@ -2,29 +2,29 @@
 //! comes back through the `reply` command into the registry, so the future
 //! it returns only ends when the item settles (and is then dropped).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use hark_core::model::ids::SessionId;
 use hark_core::model::item::{Item, Surface};
 use hark_core::prompter::{OperatorPrompter, PromptFuture};
-use tauri::{AppHandle, Manager, Runtime};
 
-use crate::notify::Notifier;
-use crate::shell::Shell;
+use crate::App;
 use crate::windows::{self, View};
 
-#[derive(Debug)]
-pub struct DesktopPrompter<R: Runtime> {
-    pub app: AppHandle<R>,
+/// The app, once it is whole (the core is started before it is, and asks
+/// only after).
+#[derive(Debug, Default)]
+pub struct DesktopPrompter {
+    pub app: OnceLock<App>,
 }
 
-impl<R: Runtime> OperatorPrompter for DesktopPrompter<R> {
+impl OperatorPrompter for DesktopPrompter {
     fn ask(&self, _session_id: &SessionId, item: Arc<Item>) -> PromptFuture {
-        let app = self.app.clone();
-        let quiet = app.state::<Arc<Shell>>().do_not_disturb();
-        if !quiet {
-            app.state::<Arc<Notifier>>().show(&app, &item);
-            windows::show(&app, View::Modal);
+        if let Some(app) = self.app.get()
+            && !app.shell.do_not_disturb()
+        {
+            app.notifier.show(app, &item);
+            windows::show(app, View::Modal);
         }
         Box::pin(std::future::pending())
     }

@@ -1,9 +1,7 @@
-//! The commands the windows call. They convert and delegate to the core;
-//! errors cross as `{code, message}`. They are listed once, in
-//! [`crate::ipc_commands`]: the invoke handler, the window's capability
-//! (`build.rs`) and the names the page calls them by come from that list.
-
-use std::sync::Arc;
+//! The commands the window's page calls, passed on by the window process.
+//! They convert and delegate to the core; errors cross as `{code, message}`.
+//! They are listed once, in [`crate::ipc_commands`]: the window's capability
+//! (its `build.rs`) and the names the page calls them by come from that list.
 
 use hark_core::bridge::views::{
     DeviceRef, DeviceView, InboxView, ItemState, ItemView, RunView, SessionView, View,
@@ -15,9 +13,13 @@ use hark_core::model::ids::{DeviceId, ItemId, RunId, SessionId};
 use hark_core::model::item::{Outcome, Surface};
 use hark_core::model::run::RunStatus;
 use hark_core::registry::{ReplyError, StoreHealth};
-use serde::Serialize;
-use tauri::{AppHandle, Emitter, Runtime, State};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use ts_rs::TS;
+
+use crate::App;
+use crate::shell::Shell;
 
 /// An error as the UI sees it: a stable code to branch on, a message to show.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS, thiserror::Error)]
@@ -62,45 +64,151 @@ impl From<ReplyError> for IpcError {
     }
 }
 
+/// Runs the page's call `command` with its arguments (as the page names
+/// them, camelCase) and returns what the page's promise resolves with.
+/// The window process passes every call on: the names it may call are
+/// those of [`crate::ipc_commands`] (its capability grants no other).
+pub async fn call(app: &App, command: &str, args: Value) -> Result<Value, IpcError> {
+    fn args_of<T: DeserializeOwned>(command: &str, args: Value) -> Result<T, IpcError> {
+        serde_json::from_value(args)
+            .map_err(|e| IpcError::new(ErrorCode::Invalid, format!("{command}'s arguments: {e}")))
+    }
+    fn done<T: Serialize>(value: T) -> Result<Value, IpcError> {
+        serde_json::to_value(value)
+            .map_err(|e| IpcError::new(ErrorCode::Unavailable, e.to_string()))
+    }
+    let shell = &app.shell;
+    match command {
+        "inbox" => {
+            let Inbox { pending_only } = args_of(command, args)?;
+            done(inbox(app, pending_only.unwrap_or(false))?)
+        }
+        "reply" => {
+            let Reply { id, reply } = args_of(command, args)?;
+            done(
+                shell
+                    .registry
+                    .reply(id, reply.into(), Surface::Desktop)
+                    .await?,
+            )
+        }
+        "verdict" => {
+            let Verdict { id, label } = args_of(command, args)?;
+            done(verdict(shell, id, &label).await?)
+        }
+        "dismiss" => {
+            let Id { id } = args_of(command, args)?;
+            done(dismiss(shell, id)?)
+        }
+        "open_item" => {
+            let Id { id } = args_of(command, args)?;
+            done(open_item(app, id)?)
+        }
+        "quit" => {
+            let Quit { confirmed } = args_of(command, args)?;
+            quit(app, confirmed);
+            done(())
+        }
+        "dispatch" => {
+            let Dispatch { mut request } = args_of(command, args)?;
+            // The page names neither the program to run nor its environment:
+            // the run starts the configured agent.
+            request.agent = None;
+            request.env = None;
+            done(shell.dispatcher.start(request)?)
+        }
+        "markdown" => {
+            let Markdown { texts } = args_of(command, args)?;
+            done(
+                hark_web::markdown::render_all(&texts)
+                    .map_err(|e| IpcError::new(ErrorCode::Invalid, e.to_string()))?,
+            )
+        }
+        "run_output" => {
+            let RunOutput { id } = args_of(command, args)?;
+            done(shell.dispatcher.output(&id)?)
+        }
+        "shown" => {
+            let Id { id } = args_of(command, args)?;
+            shown(shell, id);
+            done(())
+        }
+        other => Err(IpcError::new(
+            ErrorCode::Invalid,
+            format!("{other:?} is not a command of the app"),
+        )),
+    }
+}
+
+/// The arguments of each command, as the page names them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Inbox {
+    pending_only: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Reply {
+    id: ItemId,
+    reply: WireReply,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Verdict {
+    id: ItemId,
+    label: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Id {
+    id: ItemId,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Quit {
+    confirmed: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Dispatch {
+    request: DispatchRequest,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Markdown {
+    texts: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunOutput {
+    id: String,
+}
+
 /// The inbox; with `pending_only` (the modal's) without history, runs and
 /// sessions. The core builds it as the web does; the app adds what only it
 /// knows.
-#[tauri::command]
-pub fn inbox(
-    shell: State<'_, Arc<crate::shell::Shell>>,
-    shown: State<'_, crate::windows::Shown>,
-    pending_only: Option<bool>,
-) -> Result<InboxView, IpcError> {
-    let mut view = operator::inbox_view(&shell.registry, pending_only.unwrap_or(false))
+fn inbox(app: &App, pending_only: bool) -> Result<InboxView, IpcError> {
+    let shell = &app.shell;
+    let mut view = operator::inbox_view(&shell.registry, pending_only)
         .map_err(|e| IpcError::new(ErrorCode::Unavailable, e.to_string()))?;
     view.focus = shell.focus();
-    view.view = shown.view().map(Into::into);
+    view.view = app.windows.view().map(Into::into);
     view.do_not_disturb = shell.do_not_disturb();
     view.quit_asked = shell.quit_asked();
     Ok(view)
 }
 
-#[tauri::command]
-pub async fn reply(
-    shell: State<'_, Arc<crate::shell::Shell>>,
-    id: ItemId,
-    reply: WireReply,
-) -> Result<Outcome, IpcError> {
-    Ok(shell
-        .registry
-        .reply(id, reply.into(), Surface::Desktop)
-        .await?)
-}
-
 /// A verdict on a write-mode approval, by the option the operator picked
 /// in the modal (the label-to-verdict mapping stays in the core).
-#[tauri::command]
-pub async fn verdict(
-    shell: State<'_, Arc<crate::shell::Shell>>,
-    id: ItemId,
-    label: String,
-) -> Result<Outcome, IpcError> {
-    let reply = match hark_core::model::approval::Approval::verdict_of(&label) {
+async fn verdict(shell: &Shell, id: ItemId, label: &str) -> Result<Outcome, IpcError> {
+    let reply = match hark_core::model::approval::Approval::verdict_of(label) {
         Some(verdict) => hark_core::registry::Reply::from(verdict),
         None => {
             return Err(IpcError::new(
@@ -112,8 +220,7 @@ pub async fn verdict(
     Ok(shell.registry.reply(id, reply, Surface::Desktop).await?)
 }
 
-#[tauri::command]
-pub fn dismiss(shell: State<'_, Arc<crate::shell::Shell>>, id: ItemId) -> Result<(), IpcError> {
+fn dismiss(shell: &Shell, id: ItemId) -> Result<(), IpcError> {
     let store = shell
         .registry
         .store()
@@ -129,74 +236,31 @@ pub fn dismiss(shell: State<'_, Arc<crate::shell::Shell>>, id: ItemId) -> Result
 }
 
 /// Opens the modal on a pending item (from the inbox window).
-#[tauri::command]
-pub fn open_item<R: Runtime>(
-    app: AppHandle<R>,
-    shell: State<'_, Arc<crate::shell::Shell>>,
-    id: ItemId,
-) -> Result<(), IpcError> {
-    if shell.registry.get(id).is_none() {
+fn open_item(app: &App, id: ItemId) -> Result<(), IpcError> {
+    if app.shell.registry.get(id).is_none() {
         return Err(IpcError::new(
             ErrorCode::NotPending,
             "that item is no longer pending",
         ));
     }
-    shell.open_item(&app, id);
+    app.shell.open_item(app, id);
     Ok(())
 }
 
 /// The operator's word on the tray's Quit, given in the inbox: quit (every
 /// pending item is cancelled) or keep running.
-#[tauri::command]
-pub fn quit<R: Runtime>(
-    app: AppHandle<R>,
-    shell: State<'_, Arc<crate::shell::Shell>>,
-    confirmed: bool,
-) {
+fn quit(app: &App, confirmed: bool) {
     if confirmed {
-        shell.quit(&app);
+        app.shell.quit(app);
     } else {
-        shell.keep_running();
-        let _ = app.emit(crate::shell::INBOX_CHANGED, ());
+        app.shell.keep_running();
+        app.inbox_changed();
     }
-}
-
-/// Starts a run from the inbox's dispatch form; the app owns it. The run
-/// starts the configured agent: a page never names the program to run.
-/// (Async: the run is a child process, watched on the runtime.)
-#[tauri::command]
-pub async fn dispatch(
-    shell: State<'_, Arc<crate::shell::Shell>>,
-    mut request: DispatchRequest,
-) -> Result<Dispatched, IpcError> {
-    // The page names neither the program to run nor its environment.
-    request.agent = None;
-    request.env = None;
-    Ok(shell.dispatcher.start(request)?)
-}
-
-/// Agents' Markdown texts (an item's question, descriptions, previews) as
-/// sanitized HTML, in order (see [`hark_web::markdown`], which the web
-/// surface renders with too).
-#[tauri::command]
-pub fn markdown(texts: Vec<String>) -> Result<Vec<String>, IpcError> {
-    hark_web::markdown::render_all(&texts)
-        .map_err(|e| IpcError::new(ErrorCode::Invalid, e.to_string()))
-}
-
-/// What a run the app started printed (the Runs table's Output).
-#[tauri::command]
-pub fn run_output(
-    shell: State<'_, Arc<crate::shell::Shell>>,
-    id: String,
-) -> Result<String, IpcError> {
-    Ok(shell.dispatcher.output(&id)?)
 }
 
 /// The modal reports that it has drawn an item's options: the moment the
 /// operator can answer (`modal.shown`, measured by the desktop benchmark).
-#[tauri::command]
-pub fn shown(shell: State<'_, Arc<crate::shell::Shell>>, id: ItemId) {
+fn shown(shell: &Shell, id: ItemId) {
     if let Some(item) = shell.registry.get(id) {
         let waited = std::time::SystemTime::now()
             .duration_since(item.created_at)
@@ -275,8 +339,8 @@ pub fn ipc_names() -> String {
         .map(|c| entry(c, c))
         .collect();
     let events: String = [
-        ("INBOX_CHANGED", crate::shell::INBOX_CHANGED),
-        ("VIEW_CHANGED", crate::windows::VIEW_CHANGED),
+        ("INBOX_CHANGED", hark_core::bridge::window::INBOX_CHANGED),
+        ("VIEW_CHANGED", hark_core::bridge::window::VIEW_CHANGED),
     ]
     .iter()
     .map(|(key, name)| entry(key, name))

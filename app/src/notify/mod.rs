@@ -25,10 +25,9 @@ use hark_core::model::ids::ItemId;
 use hark_core::model::item::{Item, Surface};
 use hark_core::model::resolve::{Pick, Picks};
 use hark_core::registry::Reply;
-use tauri::{AppHandle, Manager, Runtime};
 use tokio::sync::mpsc;
 
-use crate::shell::Shell;
+use crate::App;
 
 #[cfg(target_os = "linux")]
 mod freedesktop;
@@ -257,7 +256,7 @@ impl Notifier {
 
     /// Follows the backend's events for as long as the app runs: a click
     /// or button routes to its item, a close forgets it.
-    pub async fn listen<R: Runtime>(self: Arc<Self>, app: AppHandle<R>) {
+    pub async fn listen(self: Arc<Self>, app: App) {
         let mut events = match self.backend.events().await {
             Ok(events) => events,
             Err(e) => {
@@ -286,9 +285,9 @@ impl Notifier {
 
     /// Raises the notification for a new item, or for one that parked (in
     /// place of the one it had).
-    pub fn show<R: Runtime>(self: &Arc<Self>, app: &AppHandle<R>, item: &Arc<Item>) {
+    pub fn show(self: &Arc<Self>, app: &App, item: &Arc<Item>) {
         let (this, app, item) = (self.clone(), app.clone(), item.clone());
-        tauri::async_runtime::spawn(async move {
+        tokio::spawn(async move {
             let replaces = this.shown().ids.get(&item.id).copied().unwrap_or(0);
             let id = match this.notify(&item, replaces).await {
                 Ok(id) => id,
@@ -307,7 +306,7 @@ impl Notifier {
                 shown.ids.insert(item.id, id);
             }
             // Settled while the call was on its way: close it now.
-            if app.state::<Arc<Shell>>().registry.get(item.id).is_none() {
+            if app.shell.registry.get(item.id).is_none() {
                 this.settled(item.id);
             }
         });
@@ -336,7 +335,7 @@ impl Notifier {
             id
         };
         let this = self.clone();
-        tauri::async_runtime::spawn(async move {
+        tokio::spawn(async move {
             match this.backend.close(id).await {
                 Ok(()) => {
                     tracing::info!(question_id = %item, notification_id = id, "notification closed")
@@ -347,8 +346,8 @@ impl Notifier {
     }
 }
 
-fn on_action<R: Runtime>(app: &AppHandle<R>, item: &Item, action: &str) {
-    let shell = app.state::<Arc<Shell>>();
+fn on_action(app: &App, item: &Item, action: &str) {
+    let shell = &app.shell;
     tracing::info!(question_id = %item.id, action, "notification action");
     if let Some(index) = action
         .strip_prefix(PICK)
@@ -367,7 +366,7 @@ fn on_action<R: Runtime>(app: &AppHandle<R>, item: &Item, action: &str) {
         // on the event loop.
         let registry = shell.registry.clone();
         let id = item.id;
-        tauri::async_runtime::spawn(async move {
+        tokio::spawn(async move {
             if let Err(e) = registry.reply(id, reply, Surface::Notification).await {
                 tracing::info!(question_id = %id, "notification answer not taken: {e}");
             }

@@ -8,13 +8,10 @@ use std::sync::{Arc, Mutex};
 use hark_core::daemon::dispatcher::Dispatcher;
 use hark_core::model::ids::ItemId;
 use hark_core::registry::Registry;
-use tauri::{AppHandle, Emitter, Runtime};
 use tokio::sync::{Notify, oneshot};
 
+use crate::App;
 use crate::windows::{self, View};
-
-/// Emitted to every window when items are added or settled.
-pub const INBOX_CHANGED: &str = "inbox-changed";
 
 #[derive(Debug)]
 pub struct Shell {
@@ -66,21 +63,21 @@ impl Shell {
     }
 
     /// Opens the modal on `id`.
-    pub fn open_item<R: Runtime>(&self, app: &AppHandle<R>, id: ItemId) {
+    pub fn open_item(&self, app: &App, id: ItemId) {
         *self.focus.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
         windows::show(app, View::Modal);
-        let _ = app.emit(INBOX_CHANGED, ());
+        app.inbox_changed();
     }
 
     /// The tray's Quit while items are pending: the inbox asks first.
     /// Quitting cancels every pending item, and the tray's menu is not the
     /// operator's alone (see [`crate::tray`]), so that is done only from
     /// hark's own window ([`crate::ipc::quit`]).
-    pub fn ask_to_quit<R: Runtime>(&self, app: &AppHandle<R>) {
+    pub fn ask_to_quit(&self, app: &App) {
         self.quit_asked.store(true, Ordering::Relaxed);
         tracing::info!(pending = self.registry.pending().len(), "quit asked");
         windows::show(app, View::Inbox);
-        let _ = app.emit(INBOX_CHANGED, ());
+        app.inbox_changed();
     }
 
     /// Whether the inbox asks about quitting.
@@ -96,7 +93,7 @@ impl Shell {
 
     /// Quits: every pending item is settled as cancelled, so each waiting
     /// agent gets its error at once, then the app exits.
-    pub fn quit<R: Runtime>(&self, app: &AppHandle<R>) {
+    pub fn quit(&self, app: &App) {
         tracing::info!("quitting: cancelling every pending item");
         self.stop.notify_one();
         let stopped = self
@@ -105,11 +102,12 @@ impl Shell {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         let app = app.clone();
-        tauri::async_runtime::spawn(async move {
+        app.runtime.clone().spawn(async move {
             if let Some(stopped) = stopped {
                 let _ = stopped.await;
             }
-            app.exit(0);
+            app.windows.end().await;
+            app.exit();
         });
     }
 }

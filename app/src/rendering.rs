@@ -1,17 +1,18 @@
-//! How the page is drawn: on the CPU, with no GL in the app's own process.
+//! How the page is drawn: on the CPU, with no GL in the app's processes.
 //!
 //! The page is plain forms, which gains nothing from a GPU, while GL costs
 //! the app a good part of its footprint: with no GPU driver (Xvfb, a VM, a
-//! remote desktop) every process that starts EGL loads Mesa's software GL
-//! and LLVM. WebKitGTK and GTK are told so through their environment,
-//! before either starts (measured with `bench/desktop`):
+//! remote desktop) every process that starts EGL or GLX loads Mesa's
+//! software GL and LLVM (44 MB resident). WebKitGTK and GTK are told so
+//! through their environment, set here before GTK starts and inherited by
+//! the window process (measured with `bench/desktop`):
 //!
 //! | variable | what it saves |
 //! | --- | --- |
 //! | `WEBKIT_DISABLE_COMPOSITING_MODE=1` | a GL compositor in the web process and in the app (~70 MB) |
 //! | `WEBKIT_DISABLE_DMABUF_RENDERER=1` | GPU buffers to hand frames over in; they go through shared memory (~4 MB) |
 //! | `WEBKIT_WEB_RENDER_DEVICE_FILE=/dev/null` | the app starting EGL only to learn the GPU's render node, which a page drawn on the CPU never uses (~10 MB) |
-//! | `GDK_GL=disable` | GTK's own GL context for the window (~1 MB) |
+//! | `GDK_GL=disable` | GTK's own GL: in the window (~1 MB), and in this resident process, whose GDK otherwise loads Mesa and LLVM at start (44 MB) |
 //!
 //! The web process still starts EGL (WebKit will not run without a display
 //! for it), so Mesa stays there.

@@ -22,17 +22,15 @@
 //!   closed (a question nobody sees times out unanswered), and the entry
 //!   starts hark itself, at a path no caller chooses.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use hark_core::model::attribution::Attribution;
 use hark_core::model::ids::ItemId;
 use hark_core::text::clip;
-use tauri::image::Image;
-use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuId, MenuItem, PredefinedMenuItem};
-use tauri::tray::TrayIconBuilder;
-use tauri::{AppHandle, Manager, Runtime};
+use tray_icon::menu::{CheckMenuItem, IsMenuItem, Menu, MenuId, MenuItem, PredefinedMenuItem};
+use tray_icon::{Icon, TrayIcon, TrayIconBuilder};
 
+use crate::App;
 use crate::shell::Shell;
 use crate::windows::{self, View};
 
@@ -95,24 +93,19 @@ fn store_warning(shell: &Shell) -> Option<String> {
     ))
 }
 
-fn menu<R: Runtime>(
-    app: &AppHandle<R>,
-    shell: &Shell,
-    warning: Option<&str>,
-) -> tauri::Result<(Menu<R>, Vec<String>)> {
+fn menu(shell: &Shell, warning: Option<&str>) -> Result<(Menu, Vec<String>), TrayError> {
     let pending = shell.registry.pending();
-    let mut entries: Vec<Box<dyn IsMenuItem<R>>> = Vec::new();
+    let mut entries: Vec<Box<dyn IsMenuItem>> = Vec::new();
     let mut labels = Vec::new();
     if let Some(warning) = warning {
         // It opens the inbox, whose banner says what to do.
         entries.push(Box::new(MenuItem::with_id(
-            app,
             TrayItem::OpenInbox.id(),
             warning,
             true,
-            None::<&str>,
-        )?));
-        entries.push(Box::new(PredefinedMenuItem::separator(app)?));
+            None,
+        )));
+        entries.push(Box::new(PredefinedMenuItem::separator()));
     }
     for item in pending.iter().take(MENU_ITEMS) {
         let q = &item.request.questions[0];
@@ -135,66 +128,61 @@ fn menu<R: Runtime>(
             label.push_str(" (parked)");
         }
         entries.push(Box::new(MenuItem::with_id(
-            app,
             TrayItem::Pending(item.id).id(),
             &label,
             true,
-            None::<&str>,
-        )?));
+            None,
+        )));
         labels.push(label);
     }
     if pending.is_empty() {
         entries.push(Box::new(MenuItem::with_id(
-            app,
             "nothing",
             "Nothing is waiting",
             false,
-            None::<&str>,
-        )?));
+            None,
+        )));
     }
-    entries.push(Box::new(PredefinedMenuItem::separator(app)?));
+    entries.push(Box::new(PredefinedMenuItem::separator()));
     entries.push(Box::new(MenuItem::with_id(
-        app,
         TrayItem::OpenInbox.id(),
         "Open inbox",
         true,
-        None::<&str>,
-    )?));
+        None,
+    )));
     entries.push(Box::new(CheckMenuItem::with_id(
-        app,
         TrayItem::StartAtLogin.id(),
         "Start at login",
         true,
         hark_core::autostart::is_enabled(),
-        None::<&str>,
-    )?));
+        None,
+    )));
     entries.push(Box::new(CheckMenuItem::with_id(
-        app,
         TrayItem::DoNotDisturb.id(),
         "Do not disturb",
         true,
         shell.do_not_disturb(),
-        None::<&str>,
-    )?));
+        None,
+    )));
     entries.push(Box::new(MenuItem::with_id(
-        app,
         TrayItem::Quit.id(),
         "Quit",
         true,
-        None::<&str>,
-    )?));
-    let refs: Vec<&dyn IsMenuItem<R>> = entries.iter().map(|e| e.as_ref()).collect();
-    Ok((Menu::with_items(app, &refs)?, labels))
+        None,
+    )));
+    let refs: Vec<&dyn IsMenuItem> = entries.iter().map(|e| e.as_ref()).collect();
+    Ok((Menu::with_items(&refs)?, labels))
 }
 
-fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &MenuId) {
-    let shell = app.state::<Arc<Shell>>();
+/// A menu entry was clicked (on the main thread).
+pub fn on_menu(app: &App, id: &MenuId) {
+    let shell = &app.shell;
     match TrayItem::try_from(id) {
         Ok(TrayItem::Pending(item)) => shell.open_item(app, item),
         Ok(TrayItem::OpenInbox) => windows::show(app, View::Inbox),
         Ok(TrayItem::DoNotDisturb) => {
             shell.set_do_not_disturb(!shell.do_not_disturb());
-            refresh(app);
+            app.ui(crate::UiEvent::RefreshTray);
         }
         Ok(TrayItem::StartAtLogin) => {
             let changed = if hark_core::autostart::is_enabled() {
@@ -206,7 +194,7 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &MenuId) {
                 Ok((path, on)) => tracing::info!(path = %path.display(), on, "autostart changed"),
                 Err(e) => tracing::error!("cannot change the autostart entry: {e}"),
             }
-            refresh(app);
+            app.ui(crate::UiEvent::RefreshTray);
         }
         // A click that may not be the operator's cancels nothing.
         Ok(TrayItem::Quit) if shell.registry.pending().is_empty() => shell.quit(app),
@@ -215,29 +203,80 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &MenuId) {
     }
 }
 
-/// Whether the tray shows the pending icon (so it is set only on a change:
-/// each set writes a new image file for the tray host to load).
-#[derive(Debug, Default)]
-struct PendingIcon(AtomicBool);
+/// Why the tray could not be built or brought up to date.
+#[derive(Debug, thiserror::Error)]
+pub enum TrayError {
+    #[error(transparent)]
+    Menu(#[from] tray_icon::menu::Error),
+    #[error(transparent)]
+    Tray(#[from] tray_icon::Error),
+    #[error(transparent)]
+    Icon(#[from] tray_icon::BadIcon),
+    #[error("the icon is not a PNG: {0}")]
+    Png(#[from] png::DecodingError),
+    #[error("the tray's icon directory: {0}")]
+    Dir(#[from] hark_core::files::PrivateDirError),
+}
 
-/// Creates the tray icon.
-pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
-    app.manage(PendingIcon::default());
-    let shell = app.state::<Arc<Shell>>();
-    let (menu, _) = menu(app, &shell, None)?;
-    // On Linux the icon goes to the tray host as an image file. It is kept
-    // in a private directory beside the app socket: by default it would go
-    // to a directory in /tmp that every user and every instance shares.
-    let icons = shell.dispatcher.socket.with_file_name("tray-icons");
-    hark_core::files::ensure_private_dir(&icons).map_err(|e| tauri::Error::Anyhow(e.into()))?;
-    TrayIconBuilder::with_id(TRAY_ID)
-        .temp_dir_path(&icons)
-        .icon(Image::from_bytes(IDLE_ICON)?)
-        .tooltip("hark — nothing is waiting")
-        .menu(&menu)
-        .on_menu_event(|app, event| on_menu(app, event.id()))
-        .build(app)?;
-    Ok(())
+/// The tray icon, on the main thread, and whether it shows the pending
+/// icon (so it is set only on a change: each set writes a new image file
+/// for the tray host to load).
+pub struct Tray {
+    icon: TrayIcon,
+    pending: AtomicBool,
+}
+
+impl std::fmt::Debug for Tray {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tray")
+            .field("pending", &self.pending)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An icon from its PNG (32×32 RGBA, built in).
+fn icon(png_bytes: &[u8]) -> Result<Icon, TrayError> {
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::ALPHA);
+    let mut reader = decoder.read_info()?;
+    let mut rgba = vec![0; reader.output_buffer_size().unwrap_or_default()];
+    let frame = reader.next_frame(&mut rgba)?;
+    rgba.truncate(frame.buffer_size());
+    Ok(Icon::from_rgba(rgba, frame.width, frame.height)?)
+}
+
+impl Tray {
+    /// Creates the tray icon; with none (logged) the app goes on: it never
+    /// depends on it.
+    pub fn create(app: &App) -> Option<Tray> {
+        match Tray::build(app) {
+            Ok(tray) => Some(tray),
+            Err(e) => {
+                tracing::warn!("no tray icon: {e}");
+                None
+            }
+        }
+    }
+
+    fn build(app: &App) -> Result<Tray, TrayError> {
+        let (menu, _) = menu(&app.shell, None)?;
+        // On Linux the icon goes to the tray host as an image file. It is kept
+        // in a private directory beside the app socket: by default it would go
+        // to a directory in /tmp that every user and every instance shares.
+        let icons = app.shell.dispatcher.socket.with_file_name("tray-icons");
+        hark_core::files::ensure_private_dir(&icons)?;
+        let icon = TrayIconBuilder::new()
+            .with_id(TRAY_ID)
+            .with_temp_dir_path(&icons)
+            .with_icon(icon(IDLE_ICON)?)
+            .with_tooltip("hark — nothing is waiting")
+            .with_menu(Box::new(menu))
+            .build()?;
+        Ok(Tray {
+            icon,
+            pending: AtomicBool::new(false),
+        })
+    }
 }
 
 /// The tooltip: how many wait, how many of them are parked (their agents
@@ -257,32 +296,28 @@ fn tooltip(count: usize, parked: usize, store_failing: bool) -> String {
     tip
 }
 
-/// Brings icon, tooltip and menu up to date with the pending items. Logs the
-/// menu it built (`tray.updated`), which is how tests read the tray.
-pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
-    let Some(tray) = app.tray_by_id(TRAY_ID) else {
+/// Brings icon, tooltip and menu up to date with the pending items (on
+/// the main thread). Logs the menu it built (`tray.updated`), which is how
+/// tests read the tray.
+pub fn refresh(app: &App, tray: Option<&Tray>) {
+    let Some(tray) = tray else {
         return;
     };
-    let shell = app.state::<Arc<Shell>>();
+    let shell = &app.shell;
     let pending = shell.registry.pending();
     let count = pending.len();
     let parked = pending.iter().filter(|i| i.parked_at().is_some()).count();
-    let warning = store_warning(&shell);
-    let result = (|| -> tauri::Result<(Vec<String>, String)> {
-        let (menu, labels) = menu(app, &shell, warning.as_deref())?;
-        tray.set_menu(Some(menu))?;
+    let warning = store_warning(shell);
+    let result = (|| -> Result<(Vec<String>, String), TrayError> {
+        let (menu, labels) = menu(shell, warning.as_deref())?;
+        tray.icon.set_menu(Some(Box::new(menu)));
         let pending = count > 0;
-        if app
-            .state::<PendingIcon>()
-            .0
-            .swap(pending, Ordering::Relaxed)
-            != pending
-        {
-            let icon = if pending { PENDING_ICON } else { IDLE_ICON };
-            tray.set_icon(Some(Image::from_bytes(icon)?))?;
+        if tray.pending.swap(pending, Ordering::Relaxed) != pending {
+            let png = if pending { PENDING_ICON } else { IDLE_ICON };
+            tray.icon.set_icon(Some(icon(png)?))?;
         }
         let tip = tooltip(count, parked, warning.is_some());
-        tray.set_tooltip(Some(&tip))?;
+        tray.icon.set_tooltip(Some(&tip))?;
         Ok((labels, tip))
     })();
     match result {
