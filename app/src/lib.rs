@@ -130,15 +130,7 @@ impl App {
 /// Starts the desktop app; returns when it could not start (it exits
 /// from its event loop otherwise).
 pub fn run() -> ExitCode {
-    let json = std::env::var(hark_core::env::LOG_FORMAT).is_ok_and(|f| f == "json");
-    init_logging(
-        if json {
-            LogFormat::Json
-        } else {
-            LogFormat::Text
-        },
-        LevelFilter::INFO,
-    );
+    init_logging(LogFormat::from_env(), LevelFilter::INFO);
     if !has_display() {
         eprintln!(
             "hark: no display to show the desktop app on (DISPLAY and WAYLAND_DISPLAY are unset)."

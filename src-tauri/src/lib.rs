@@ -60,15 +60,7 @@ fn theme_from_args() -> Result<Option<(tauri::Theme, &'static str)>, WindowError
 
 /// Runs the window until the app lets it go.
 pub fn run() -> ExitCode {
-    let json = std::env::var(hark_core::env::LOG_FORMAT).is_ok_and(|f| f == "json");
-    init_logging(
-        if json {
-            LogFormat::Json
-        } else {
-            LogFormat::Text
-        },
-        LevelFilter::INFO,
-    );
+    init_logging(LogFormat::from_env(), LevelFilter::INFO);
     tracing::debug!("window process: main");
     match theme_from_args().and_then(|theme| run_window(Channel::to_the_app(), theme)) {
         Ok(()) => ExitCode::SUCCESS,

@@ -99,6 +99,17 @@ pub enum LogFormat {
     Json,
 }
 
+impl LogFormat {
+    /// The format `HARK_LOG_FORMAT` names (`json`), for the programs that
+    /// take it from their environment (the desktop app and its window).
+    pub fn from_env() -> LogFormat {
+        match std::env::var(crate::env::LOG_FORMAT).as_deref() {
+            Ok("json") => LogFormat::Json,
+            _ => LogFormat::Text,
+        }
+    }
+}
+
 /// Installs the stderr logger. `HARK_LOG` (`error`, `warn`, `info`, `debug`,
 /// `trace`, `off`) picks the level; `default_level` otherwise.
 pub fn init_logging(format: LogFormat, default_level: LevelFilter) {
