@@ -111,6 +111,16 @@ struct State {
     started: u64,
 }
 
+impl State {
+    /// Nothing is on screen any more; the change's count.
+    fn hide(&mut self) -> u64 {
+        self.view = None;
+        self.back_to_inbox = false;
+        self.changes += 1;
+        self.changes
+    }
+}
+
 /// A window process: what goes to it, and word of its end.
 #[derive(Debug)]
 struct Process {
@@ -301,9 +311,7 @@ fn ended(app: &App, number: u64) -> bool {
     let by_itself = state.process.as_ref().is_some_and(|p| p.number == number);
     if by_itself {
         state.process = None;
-        state.view = None;
-        state.back_to_inbox = false;
-        state.changes += 1;
+        state.hide();
     }
     by_itself
 }
@@ -317,13 +325,7 @@ fn hide(app: &App) {
 
 /// The window is hidden (by [`hide`], or closed by the operator).
 fn hidden(app: &App) {
-    let hidden = {
-        let mut state = app.windows.state();
-        state.view = None;
-        state.back_to_inbox = false;
-        state.changes += 1;
-        state.changes
-    };
+    let hidden = app.windows.state().hide();
     if automated() {
         return;
     }
