@@ -17,7 +17,7 @@
 //!   `hark_web::markdown`, the web surface's renderer too);
 //!   [`ipc_commands`]: their one list, which the window's `build.rs` reads too.
 //! - [`single`]: one app a session: a second one shows this one's inbox.
-//! - [`rendering`]: the page drawn on the CPU, with no GL in either process.
+//! - [`rendering`]: what the window's processes run with: the page drawn on the CPU, with no GL and no JIT.
 
 #[macro_use]
 pub mod ipc_commands;

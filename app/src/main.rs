@@ -4,6 +4,6 @@
 #[allow(unsafe_code)]
 fn main() -> std::process::ExitCode {
     // SAFETY: nothing has started a thread yet; this is main's first step.
-    unsafe { hark_app::rendering::draw_on_the_cpu() };
+    unsafe { hark_app::rendering::set_environment() };
     hark_app::run()
 }

@@ -836,6 +836,8 @@ async fn a_dispatched_run_gets_the_environment_the_app_was_started_with() {
         "WEBKIT_DISABLE_COMPOSITING_MODE",
         "WEBKIT_DISABLE_DMABUF_RENDERER",
         "GDK_GL",
+        "JSC_useJIT",
+        "MALLOC_ARENA_MAX",
     ] {
         assert!(
             !env.contains_key(set_by_the_app),

@@ -296,6 +296,21 @@ fn event_from(log: &Lines, from: usize, message: &str, key: &str, value: &str) -
         .value
 }
 
+/// The id of the question session `session` asked after line `from`.
+fn asked_id(log: &Lines, from: usize, session: &str) -> String {
+    event_from(log, from, "operator.question.asked", "session_id", session)["question_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The pid of the window process started after line `from`.
+fn window_started(log: &Lines, from: usize) -> u32 {
+    event_from(log, from, "window process started", "level", "INFO")["pid"]
+        .as_u64()
+        .unwrap() as u32
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_window_nobody_sees_is_released_with_its_process_and_webkits_after_each_ask() {
     let _turn = crate::support::desktop::ONE_AT_A_TIME.lock().await;
@@ -312,14 +327,8 @@ async fn a_window_nobody_sees_is_released_with_its_process_and_webkits_after_eac
     for round in ["first", "again"] {
         let from = log.len();
         let asker = crate::inbox::ask_in_background_in(&sandbox, round, questions(&[db()]));
-        let id =
-            event_from(&log, from, "operator.question.asked", "session_id", round)["question_id"]
-                .as_str()
-                .unwrap()
-                .to_owned();
-        let window = event_from(&log, from, "window process started", "level", "INFO")["pid"]
-            .as_u64()
-            .unwrap() as u32;
+        let id = asked_id(&log, from, round);
+        let window = window_started(&log, from);
         event_from(&log, from, "modal.shown", "question_id", &id);
         assert_eq!(
             hark_core::files::children_named(app.id(), WINDOW),
@@ -350,6 +359,42 @@ async fn a_window_nobody_sees_is_released_with_its_process_and_webkits_after_eac
     app.stop();
 }
 
+/// The mappings of `pid` that are writable and executable at once.
+fn writable_and_executable(pid: u32) -> Vec<String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    maps.lines()
+        .filter(|l| {
+            let perms = l.split_whitespace().nth(1).unwrap_or("");
+            perms.contains('w') && perms.contains('x')
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_agents_wrote_is_shown_by_processes_with_no_writable_executable_memory() {
+    let _turn = crate::support::desktop::ONE_AT_A_TIME.lock().await;
+    let (session, mut app, log) = start_app_alone();
+    let from = log.len();
+    let asker = crate::inbox::ask_in_background_in(&session.sandbox, "wx", questions(&[db()]));
+    let id = asked_id(&log, from, "wx");
+    let window = window_started(&log, from);
+    event_from(&log, from, "modal.shown", "question_id", &id);
+    // JavaScriptCore's JIT (off: rendering.rs) would hold a region both
+    // writable and executable in the window and in the web process that
+    // runs the page showing the agent's text.
+    let web = hark_core::files::children_named(window, WEB);
+    assert_eq!(web.len(), 1, "the modal's web process: {web:?}");
+    for pid in [window, web[0]] {
+        let wx = writable_and_executable(pid);
+        assert!(wx.is_empty(), "{pid}: writable and executable: {wx:?}");
+    }
+    answer(&session.sandbox, &id, "SQLite");
+    let out = asker.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("SQLite"));
+    app.stop();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_window_process_killed_mid_question_loses_nothing_and_the_next_open_shows_it_again() {
     let _turn = crate::support::desktop::ONE_AT_A_TIME.lock().await;
@@ -357,23 +402,12 @@ async fn a_window_process_killed_mid_question_loses_nothing_and_the_next_open_sh
     let sandbox = session.sandbox.clone();
     let from = log.len();
     let asker = crate::inbox::ask_in_background_in(&sandbox, "killed", questions(&[db()]));
-    let id = event_from(
-        &log,
-        from,
-        "operator.question.asked",
-        "session_id",
-        "killed",
-    )["question_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = asked_id(&log, from, "killed");
     let notification =
         event_from(&log, from, "notification shown", "question_id", &id)["notification_id"]
             .as_u64()
             .unwrap();
-    let window = event_from(&log, from, "window process started", "level", "INFO")["pid"]
-        .as_u64()
-        .unwrap() as u32;
+    let window = window_started(&log, from);
     event_from(&log, from, "modal.shown", "question_id", &id);
     // The window process dies under the operator's eyes.
     let killed = log.len();
@@ -397,9 +431,7 @@ async fn a_window_process_killed_mid_question_loses_nothing_and_the_next_open_sh
     session
         .choose_action(notification, "default")
         .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
-    let again = event_from(&log, reopened, "window process started", "level", "INFO")["pid"]
-        .as_u64()
-        .unwrap() as u32;
+    let again = window_started(&log, reopened);
     assert_ne!(again, window, "a new window process");
     event_from(&log, reopened, "modal.shown", "question_id", &id);
     answer(&sandbox, &id, "SQLite");
