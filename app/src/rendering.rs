@@ -47,30 +47,40 @@ const SETTINGS: &[(&str, &str)] = &[];
 
 static SET_BY_THE_APP: OnceLock<Vec<&'static str>> = OnceLock::new();
 
-/// Sets each of [`SETTINGS`] the environment does not already have, and
-/// holds this process to one malloc arena as `MALLOC_ARENA_MAX` holds the
-/// window's (glibc read the variable before `main`; `mallopt` still applies
-/// before a second thread allocates).
+/// Sets each of [`SETTINGS`] the environment does not already have.
 ///
 /// # Safety
 /// It writes the process environment, so it must run before any other
 /// thread exists (first thing in `main`).
 #[allow(unsafe_code)]
 pub unsafe fn set_environment() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: mallopt only tunes the allocator; no other thread exists.
-        unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
-    }
     let mut set = Vec::new();
     for (name, value) in SETTINGS {
         if std::env::var_os(name).is_none() {
             // SAFETY: the caller guarantees this process has one thread.
             unsafe { std::env::set_var(name, value) };
             set.push(*name);
+            // SAFETY: as above; mallopt only tunes the allocator.
+            unsafe { apply_here(name, value) };
         }
     }
     let _ = SET_BY_THE_APP.set(set);
+}
+
+/// What a setting does to this process too: glibc read `MALLOC_ARENA_MAX`
+/// before `main`, so the arena count the window's processes get is this
+/// process's by `mallopt` (which applies before a second thread allocates).
+#[allow(unsafe_code)]
+unsafe fn apply_here(name: &str, value: &str) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if name == "MALLOC_ARENA_MAX"
+        && let Ok(arenas) = value.parse()
+    {
+        // SAFETY: the caller guarantees this process has one thread.
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, arenas) };
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = (name, value);
 }
 
 /// The variables [`set_environment`] set (not the user's own).
