@@ -20,6 +20,8 @@ const LIST_PATIENCE: Duration = Duration::from_secs(30);
 #[derive(Debug, Default)]
 pub struct StoreCheck {
     pub host: String,
+    /// The round checked.
+    pub round: &'static str,
     /// Items of the round listed (ours, by their question).
     pub items: usize,
     /// Asks listed exactly once.
@@ -48,6 +50,7 @@ impl StoreCheck {
 pub fn store(host: &Host, index: usize, hosts: usize, round: &Round) -> StoreCheck {
     let mut check = StoreCheck {
         host: host.name.clone(),
+        round: round.label,
         ..StoreCheck::default()
     };
     let items = match list_all(host) {
@@ -62,7 +65,7 @@ pub fn store(host: &Host, index: usize, hosts: usize, round: &Round) -> StoreChe
         let Some(i) = item
             .pointer("/request/questions/0/question")
             .and_then(Value::as_str)
-            .and_then(parse_question)
+            .and_then(|text| parse_question(round.label, text))
             .filter(|&i| i < round.asks)
         else {
             continue;
@@ -70,7 +73,8 @@ pub fn store(host: &Host, index: usize, hosts: usize, round: &Round) -> StoreChe
         check.items += 1;
         *count.entry(i).or_default() += 1;
         let answered = item.pointer("/outcome/outcome") == Some(&json!("answered"))
-            && item.pointer("/outcome/answers") == Some(&json!({ question(i): label(i) }));
+            && item.pointer("/outcome/answers")
+                == Some(&json!({ question(round.label, i): label(i) }));
         let same_id = item["id"].as_str() == round.ids[i].as_deref();
         if answered && same_id {
             check.right += 1;

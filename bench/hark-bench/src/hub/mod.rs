@@ -7,7 +7,10 @@
 //! another daemon than the asker's.
 //!
 //! It measures what the hub adds, against the same round on one daemon
-//! with no hub (asked and answered there):
+//! with no hub (asked and answered there), each on daemons that have
+//! served a round before (a daemon runs all day: its store's log file has
+//! grown and its caches are warm); the first round of the freshly started
+//! daemons is reported beside it, and checked the same way:
 //!
 //! - ask → notification: the ask written to the agent's MCP server → the
 //!   `operator.question.asked` line of each *other* daemon (without a hub:
@@ -116,10 +119,13 @@ pub enum HubError {
 #[derive(Debug)]
 pub struct Results {
     pub plan: Plan,
-    /// One daemon, no hub.
+    /// One daemon, no hub: its first round, then the measured one.
+    pub baseline_first: Round,
     pub baseline: Round,
     pub baseline_store: Vec<StoreCheck>,
-    /// Three daemons on the hub, the idle agents connected.
+    /// Three daemons on the hub, the idle agents connected: their first
+    /// round, then the measured one.
+    pub hub_first: Round,
     pub hub: Round,
     pub hub_store: Vec<StoreCheck>,
     pub idle: IdleFigures,
@@ -135,7 +141,7 @@ pub struct Results {
 
 /// Runs the baseline, then the team's round, with `hark` from `bin_dir`.
 pub fn measure(bin_dir: &Path, plan: Plan) -> Result<Results, HubError> {
-    let (baseline, baseline_store, solo_clean_exit) = baseline(bin_dir, plan.asks)?;
+    let (baseline_first, baseline, baseline_store, solo_clean_exit) = baseline(bin_dir, plan.asks)?;
 
     let team = Team::start(bin_dir, plan.idle)?;
     let before = team.memory();
@@ -143,25 +149,24 @@ pub fn measure(bin_dir: &Path, plan: Plan) -> Result<Results, HubError> {
     let with_idle = team.memory();
     let mut with_asks = None;
     let hosts: Vec<&Host> = team.operators.iter().collect();
-    let hub = Round::run("hub", &hosts, plan.asks, || {
+    let hub_first = round("hub-first", &hosts, plan.asks, || {})?;
+    let hub = round("hub", &hosts, plan.asks, || {
         with_asks = Some(team.memory());
-    })
-    .map_err(|source| HubError::Round {
-        round: "hub",
-        source,
     })?;
     let hub_store = hosts
         .iter()
         .enumerate()
-        .map(|(i, h)| check::store(h, i, hosts.len(), &hub))
+        .flat_map(|(i, h)| [&hub_first, &hub].map(|r| check::store(h, i, hosts.len(), r)))
         .collect();
     let idle_figures = idle.finish();
     let peak = team.peak();
     let daemons_clean_exit = team.stop()?;
     Ok(Results {
         plan,
+        baseline_first,
         baseline,
         baseline_store,
+        hub_first,
         hub,
         hub_store,
         idle: idle_figures,
@@ -173,16 +178,32 @@ pub fn measure(bin_dir: &Path, plan: Plan) -> Result<Results, HubError> {
     })
 }
 
-/// The same round on one daemon with no hub, asked and answered there.
-/// Its round, its inbox, and whether the daemon exited cleanly.
-fn baseline(bin_dir: &Path, asks: usize) -> Result<(Round, Vec<StoreCheck>, bool), HubError> {
+/// A round on `hosts`, its error named.
+fn round(
+    label: &'static str,
+    hosts: &[&Host],
+    asks: usize,
+    pending: impl FnOnce(),
+) -> Result<Round, HubError> {
+    Round::run(label, hosts, asks, pending).map_err(|source| HubError::Round {
+        round: label,
+        source,
+    })
+}
+
+/// The same rounds on one daemon with no hub, asked and answered there.
+/// Its first round, the measured one, its inbox, and whether the daemon
+/// exited cleanly.
+fn baseline(
+    bin_dir: &Path,
+    asks: usize,
+) -> Result<(Round, Round, Vec<StoreCheck>, bool), HubError> {
     let solo = Host::solo(bin_dir)?;
-    let round =
-        Round::run("baseline", &[&solo], asks, || {}).map_err(|source| HubError::Round {
-            round: "baseline",
-            source,
-        })?;
-    let store = vec![check::store(&solo, 0, 1, &round)];
+    let first = round("baseline-first", &[&solo], asks, || {})?;
+    let measured = round("baseline", &[&solo], asks, || {})?;
+    let store = [&first, &measured]
+        .map(|r| check::store(&solo, 0, 1, r))
+        .into();
     let clean = solo.stop()?;
-    Ok((round, store, clean))
+    Ok((first, measured, store, clean))
 }

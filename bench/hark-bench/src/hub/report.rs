@@ -23,6 +23,11 @@ struct Figures {
     relay: Option<Summary>,
     added_notice: Option<f64>,
     added_answer: Option<f64>,
+    /// The first round of the freshly started daemons: ask → the other
+    /// daemons' notification, with and without the hub, and what it added.
+    first_base_notice: Option<Summary>,
+    first_hub_notice: Option<Summary>,
+    added_notice_first: Option<f64>,
 }
 
 impl Figures {
@@ -32,7 +37,12 @@ impl Figures {
         let base_answer = Summary::of(&r.baseline.answer_to_result);
         let hub_answer = Summary::of(&r.hub.answer_to_result);
         let added = |h: Option<Summary>, b: Option<Summary>| Some(h?.p50 - b?.p50);
+        let first_base_notice = Summary::of(&r.baseline_first.notice);
+        let first_hub_notice = Summary::of(&r.hub_first.notice);
         Figures {
+            added_notice_first: added(first_hub_notice, first_base_notice),
+            first_base_notice,
+            first_hub_notice,
             added_notice: added(hub_notice, base_notice),
             added_answer: added(hub_answer, base_answer),
             base_notice,
@@ -67,15 +77,19 @@ fn round_sound(r: &Round) -> bool {
         && r.agents_clean_exit
 }
 
+/// Every round, in the order they ran.
+fn rounds(r: &Results) -> [&Round; 4] {
+    [&r.baseline_first, &r.baseline, &r.hub_first, &r.hub]
+}
+
 /// Everything that must hold, whatever the timings.
 fn sound(r: &Results) -> bool {
     let stores = |s: &[StoreCheck]| s.iter().all(|c| c.sound(r.plan.asks));
     let i = &r.idle;
-    round_sound(&r.baseline)
-        && round_sound(&r.hub)
+    rounds(r).into_iter().all(round_sound)
         && stores(&r.baseline_store)
         && stores(&r.hub_store)
-        && r.hub_store.len() == OPERATORS
+        && r.hub_store.len() == 2 * OPERATORS
         && i.alive_after == i.real
         && i.clean_exit == i.real
         && i.emulated_saw_all + i.watch_refused >= i.emulated
@@ -88,7 +102,7 @@ pub fn report(r: &Results) -> bool {
     let f = Figures::of(r);
     let (plan, i) = (r.plan, &r.idle);
     println!(
-        "hub: {} concurrent asks over {OPERATORS} operator daemons (hark serve, [hub]) on one nats-server, {} idle agents connected\n  ({} real `hark mcp-operator-ask --hub`, {} emulated: an async-nats client each, holding the same watch{});\n  each ask answered with `hark answer` on another daemon than the asker's, one at a time;\n  baseline: the same asks on one daemon with no hub, answered there",
+        "hub: {} concurrent asks over {OPERATORS} operator daemons (hark serve, [hub]) on one nats-server, {} idle agents connected\n  ({} real `hark mcp-operator-ask --hub`, {} emulated: an async-nats client each, holding the same watch{});\n  each ask answered with `hark answer` on another daemon than the asker's, one at a time;\n  baseline: the same asks on one daemon with no hub, answered there;\n  measured: each daemon's second round (the first, of freshly started daemons, below)",
         plan.asks,
         plan.idle,
         i.real,
@@ -115,6 +129,13 @@ pub fn report(r: &Results) -> bool {
         "  (→ the asker's own daemon)",
         "",
         timing(f.hub_own_notice)
+    );
+    println!(
+        "  {:<44} {:>32} {:>32} {:>10}",
+        "  (the first round, daemons just started)",
+        timing(f.first_base_notice),
+        timing(f.first_hub_notice),
+        added(f.added_notice_first)
     );
     println!(
         "  {:<44} {:>32} {:>32} {:>10}",
@@ -192,7 +213,7 @@ fn print_memory(r: &Results) {
 fn print_checks(r: &Results) {
     let i = &r.idle;
     println!("exactly once");
-    for round in [&r.baseline, &r.hub] {
+    for round in rounds(r) {
         println!(
             "  {:<44} {}/{} one right result (lost {}, twice {}, wrong {}; hark answer failed {}; other ids {}); agents exit 0, JSON-RPC only: {}",
             format!("{} round", round.label),
@@ -207,7 +228,7 @@ fn print_checks(r: &Results) {
         );
     }
     for s in r.baseline_store.iter().chain(&r.hub_store) {
-        let what = format!("hark inbox --all --json on {}", s.host);
+        let what = format!("hark inbox --all --json on {} ({})", s.host, s.round);
         match &s.error {
             Some(e) => println!("  {what:<44} {e}"),
             None => println!(
@@ -240,7 +261,7 @@ fn print_checks(r: &Results) {
         "daemons exited cleanly on SIGTERM",
         yes_no(r.daemons_clean_exit)
     );
-    for e in r.baseline.examples.iter().chain(&r.hub.examples) {
+    for e in rounds(r).into_iter().flat_map(|r| &r.examples) {
         println!("  ! {e}");
     }
 }
@@ -278,7 +299,7 @@ fn to_json(r: &Results, f: &Figures, sound: bool) -> Value {
         .iter()
         .chain(&r.hub_store)
         .map(|s| {
-            json!({"host": s.host, "items": s.items, "once": s.once, "right": s.right,
+            json!({"host": s.host, "round": s.round, "items": s.items, "once": s.once, "right": s.right,
                    "replied_right": s.replied_right, "error": s.error})
         })
         .collect();
@@ -294,6 +315,11 @@ fn to_json(r: &Results, f: &Figures, sound: bool) -> Value {
             "baseline": round_json(&r.baseline),
             "with_hub": round_json(&r.hub),
             "added_notice_ms_p50": f.added_notice.map(round3),
+            "first": {
+                "baseline": round_json(&r.baseline_first),
+                "with_hub": round_json(&r.hub_first),
+                "added_notice_ms_p50": f.added_notice_first.map(round3),
+            },
             "added_answer_ms_p50": f.added_answer.map(round3),
             "idle_agents": {
                 "real": i.real,

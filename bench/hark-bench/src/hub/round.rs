@@ -57,9 +57,10 @@ pub enum RoundError {
     Answer(#[source] std::io::Error),
 }
 
-/// The question ask `i` asks.
-pub fn question(i: usize) -> String {
-    format!("Hub bench ask {i}?")
+/// The question ask `i` of round `round` asks (each round its own, so one
+/// round's items are told from another's in an inbox).
+pub fn question(round: &str, i: usize) -> String {
+    format!("Hub bench {round} ask {i}?")
 }
 
 /// The label its answer picks.
@@ -67,16 +68,18 @@ pub fn label(i: usize) -> &'static str {
     if i.is_multiple_of(2) { "even" } else { "odd" }
 }
 
-/// Ask `i` back from its question's text.
-pub fn parse_question(text: &str) -> Option<usize> {
-    text.strip_prefix("Hub bench ask ")?
+/// Ask `i` of round `round` back from its question's text.
+pub fn parse_question(round: &str, text: &str) -> Option<usize> {
+    text.strip_prefix("Hub bench ")?
+        .strip_prefix(round)?
+        .strip_prefix(" ask ")?
         .strip_suffix('?')?
         .parse()
         .ok()
 }
 
-fn session(i: usize) -> String {
-    format!("ask-{i}")
+fn session(round: &str, i: usize) -> String {
+    format!("{round}-ask-{i}")
 }
 
 /// Which host asks `i`, and which answers it, of `hosts`.
@@ -84,12 +87,12 @@ pub fn asker_answerer(i: usize, hosts: usize) -> (usize, usize) {
     (i % hosts, (i + 1) % hosts)
 }
 
-fn ask_params(i: usize) -> Value {
+fn ask_params(round: &str, i: usize) -> Value {
     json!({
         "name": "ask",
         "arguments": {
             "questions": [{
-                "question": question(i),
+                "question": question(round, i),
                 "header": "Bench",
                 "multiSelect": false,
                 "options": [
@@ -148,16 +151,16 @@ impl Round {
             asks,
             ..Round::default()
         };
-        let mut agents = start_agents(hosts, asks)?;
+        let mut agents = start_agents(label, hosts, asks)?;
         let from: Vec<usize> = hosts.iter().map(|h| h.log().len()).collect();
         let mut sent = Vec::with_capacity(asks);
         for (i, agent) in agents.iter_mut().enumerate() {
             sent.push(SystemTime::now());
             agent
-                .request(CALL, "tools/call", ask_params(i))
-                .map_err(|source| agent_error(hosts, i, source))?;
+                .request(CALL, "tools/call", ask_params(label, i))
+                .map_err(|source| agent_error(label, hosts, i, source))?;
         }
-        let sessions: HashSet<String> = (0..asks).map(session).collect();
+        let sessions: HashSet<String> = (0..asks).map(|i| session(label, i)).collect();
         let mut shown = Vec::new();
         for (host, &from) in hosts.iter().zip(&from) {
             let seen = wait_keyed(
@@ -177,7 +180,7 @@ impl Round {
         pending();
         let mut responses = vec![Vec::new(); asks];
         for i in 0..asks {
-            let seen: Vec<&Seen> = shown.iter().map(|s| &s[&session(i)]).collect();
+            let seen: Vec<&Seen> = shown.iter().map(|s| &s[&session(label, i)]).collect();
             round.noticed(i, sent[i], &seen);
             let (_, answerer) = asker_answerer(i, hosts.len());
             let id = round.ids[i].clone().unwrap_or_default();
@@ -258,7 +261,7 @@ impl Round {
     /// Counts each ask's results: exactly one, the answer given.
     fn tally(&mut self, responses: &[Vec<Value>]) {
         for (i, got) in responses.iter().enumerate() {
-            let expected = json!({ "answers": { question(i): label(i) } }).to_string();
+            let expected = json!({ "answers": { question(self.label, i): label(i) } }).to_string();
             match got.as_slice() {
                 [] => self.lost += 1,
                 [one] if is_expected(one, &expected) => self.correct += 1,
@@ -307,7 +310,7 @@ impl Round {
 }
 
 /// Spawns and initializes the asking agents, ask `i` on its asker's host.
-fn start_agents(hosts: &[&Host], asks: usize) -> Result<Vec<Peer>, RoundError> {
+fn start_agents(round: &str, hosts: &[&Host], asks: usize) -> Result<Vec<Peer>, RoundError> {
     let mut agents = Vec::with_capacity(asks);
     for i in 0..asks {
         let host = hosts[asker_answerer(i, hosts.len()).0];
@@ -315,27 +318,27 @@ fn start_agents(hosts: &[&Host], asks: usize) -> Result<Vec<Peer>, RoundError> {
         command
             .args(["-c", AGENT_SHELL])
             .arg(host.sandbox.bin("hark"))
-            .env("HARK_SESSION_ID", session(i))
-            .stderr(Stdio::from(log_file(&agent_log(hosts, i))?));
-        agents.push(Peer::spawn(&mut command).map_err(|e| agent_error(hosts, i, e))?);
+            .env("HARK_SESSION_ID", session(round, i))
+            .stderr(Stdio::from(log_file(&agent_log(round, hosts, i))?));
+        agents.push(Peer::spawn(&mut command).map_err(|e| agent_error(round, hosts, i, e))?);
     }
     for (i, agent) in agents.iter_mut().enumerate() {
         agent
             .initialize(1, ASK_PATIENCE)
-            .map_err(|e| agent_error(hosts, i, e))?;
+            .map_err(|e| agent_error(round, hosts, i, e))?;
     }
     Ok(agents)
 }
 
-fn agent_log(hosts: &[&Host], i: usize) -> std::path::PathBuf {
+fn agent_log(round: &str, hosts: &[&Host], i: usize) -> std::path::PathBuf {
     let host = hosts[asker_answerer(i, hosts.len()).0];
-    host.sandbox.path(format!("{}.stderr", session(i)))
+    host.sandbox.path(format!("{}.stderr", session(round, i)))
 }
 
-fn agent_error(hosts: &[&Host], ask: usize, source: RpcError) -> RoundError {
+fn agent_error(round: &str, hosts: &[&Host], ask: usize, source: RpcError) -> RoundError {
     RoundError::Agent {
         ask,
-        stderr: Tail::of_file("its", &agent_log(hosts, ask)),
+        stderr: Tail::of_file("its", &agent_log(round, hosts, ask)),
         source,
     }
 }
