@@ -251,6 +251,55 @@ fn sessions_sum_up_their_items_waiting_ones_first() {
 }
 
 #[test]
+fn only_items_of_a_run_or_a_gated_call_are_in_those_indexes_and_lookups_still_use_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hark.db");
+    let store = Store::open(&path, Clock::system()).unwrap();
+    let in_run = item("s1");
+    let outside = Item {
+        run_id: None,
+        ..item("s2")
+    };
+    store.insert(&in_run).unwrap();
+    store.insert(&outside).unwrap();
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    let entries = |index: &str, column: &str| -> i64 {
+        conn.query_row(
+            &format!("SELECT COUNT(*) FROM items INDEXED BY {index} WHERE {column} IS NOT NULL"),
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(entries("items_by_run", "run_id"), 1);
+    assert_eq!(entries("items_by_tool_use", "tool_use_id"), 0);
+    for (index, lookup) in [
+        (
+            "items_by_run",
+            "SELECT COUNT(*) FROM items WHERE run_id = ?1",
+        ),
+        (
+            "items_by_tool_use",
+            "SELECT id FROM items INDEXED BY items_by_tool_use WHERE tool_use_id = ?1",
+        ),
+    ] {
+        let plan: String = conn
+            .query_row(&format!("EXPLAIN QUERY PLAN {lookup}"), ["x"], |r| r.get(3))
+            .unwrap();
+        assert!(plan.contains(index), "{lookup}: {plan}");
+    }
+    let partial: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM pragma_index_list('items') WHERE partial = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(partial, 2);
+}
+
+#[test]
 fn a_store_from_a_newer_hark_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hark.db");
