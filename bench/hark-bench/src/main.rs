@@ -18,8 +18,8 @@
 //! With `--hub` it runs only the team's hub under load instead: three
 //! operators' daemons on one nats-server, many idle agent-only hosts
 //! connected, a burst of asks answered from another daemon, against the
-//! same asks on one daemon with no hub, a round of the freshly started
-//! daemons and then the measured one (see [`hub`]); the exit code is 1
+//! same asks on one daemon with no hub, and the same again on the same
+//! daemons (see [`hub`]); the exit code is 1
 //! when an ask was lost, answered wrong or answered twice.
 //!
 //! It prints a table, PASS/MISS against the targets, and one final JSON line.
@@ -97,8 +97,8 @@ usage: hark-bench [--runs N] [--calls N] [--bin-dir DIR]
   --hub                 only the team's hub under load: 3 operator daemons on one
                         nats-server, N idle agents connected, M concurrent asks spread
                         over the daemons, each answered from another daemon; against
-                        the same asks on one daemon with no hub; two rounds each, the
-                        second measured (the first's figures, of fresh daemons, beside)
+                        the same asks on one daemon with no hub; then the same again on
+                        the same daemons, reported beside
   --idle N              idle agent-only hosts connected (default 1000)
   --idle-processes N    at most N of them real `hark mcp-operator-ask --hub` processes
                         (default: all that fit in memory); the rest are emulated

@@ -7,10 +7,10 @@
 //! another daemon than the asker's.
 //!
 //! It measures what the hub adds, against the same round on one daemon
-//! with no hub (asked and answered there), each on daemons that have
-//! served a round before (a daemon runs all day: its store's log file has
-//! grown and its caches are warm); the first round of the freshly started
-//! daemons is reported beside it, and checked the same way:
+//! with no hub (asked and answered there), on freshly started daemons; then
+//! the same again on the same daemons (a daemon runs all day: its store's
+//! log file has grown and its caches are warm), reported beside and checked
+//! the same way:
 //!
 //! - ask → notification: the ask written to the agent's MCP server → the
 //!   `operator.question.asked` line of each *other* daemon (without a hub:
@@ -119,14 +119,14 @@ pub enum HubError {
 #[derive(Debug)]
 pub struct Results {
     pub plan: Plan,
-    /// One daemon, no hub: its first round, then the measured one.
-    pub baseline_first: Round,
+    /// One daemon, no hub: the measured round, then the same again.
     pub baseline: Round,
+    pub baseline_again: Round,
     pub baseline_store: Vec<StoreCheck>,
-    /// Three daemons on the hub, the idle agents connected: their first
-    /// round, then the measured one.
-    pub hub_first: Round,
+    /// Three daemons on the hub, the idle agents connected: the measured
+    /// round, then the same again.
     pub hub: Round,
+    pub hub_again: Round,
     pub hub_store: Vec<StoreCheck>,
     pub idle: IdleFigures,
     /// Before the idle agents, with them, with the asks pending; then the
@@ -141,7 +141,7 @@ pub struct Results {
 
 /// Runs the baseline, then the team's round, with `hark` from `bin_dir`.
 pub fn measure(bin_dir: &Path, plan: Plan) -> Result<Results, HubError> {
-    let (baseline_first, baseline, baseline_store, solo_clean_exit) = baseline(bin_dir, plan.asks)?;
+    let (baseline, baseline_again, baseline_store, solo_clean_exit) = baseline(bin_dir, plan.asks)?;
 
     let team = Team::start(bin_dir, plan.idle)?;
     let before = team.memory();
@@ -149,25 +149,25 @@ pub fn measure(bin_dir: &Path, plan: Plan) -> Result<Results, HubError> {
     let with_idle = team.memory();
     let mut with_asks = None;
     let hosts: Vec<&Host> = team.operators.iter().collect();
-    let hub_first = round("hub-first", &hosts, plan.asks, || {})?;
     let hub = round("hub", &hosts, plan.asks, || {
         with_asks = Some(team.memory());
     })?;
+    let hub_again = round("hub-again", &hosts, plan.asks, || {})?;
     let hub_store = hosts
         .iter()
         .enumerate()
-        .flat_map(|(i, h)| [&hub_first, &hub].map(|r| check::store(h, i, hosts.len(), r)))
+        .flat_map(|(i, h)| [&hub, &hub_again].map(|r| check::store(h, i, hosts.len(), r)))
         .collect();
     let idle_figures = idle.finish();
     let peak = team.peak();
     let daemons_clean_exit = team.stop()?;
     Ok(Results {
         plan,
-        baseline_first,
         baseline,
+        baseline_again,
         baseline_store,
-        hub_first,
         hub,
+        hub_again,
         hub_store,
         idle: idle_figures,
         before,
@@ -192,18 +192,18 @@ fn round(
 }
 
 /// The same rounds on one daemon with no hub, asked and answered there.
-/// Its first round, the measured one, its inbox, and whether the daemon
+/// The measured round, the same again, its inbox, and whether the daemon
 /// exited cleanly.
 fn baseline(
     bin_dir: &Path,
     asks: usize,
 ) -> Result<(Round, Round, Vec<StoreCheck>, bool), HubError> {
     let solo = Host::solo(bin_dir)?;
-    let first = round("baseline-first", &[&solo], asks, || {})?;
     let measured = round("baseline", &[&solo], asks, || {})?;
-    let store = [&first, &measured]
+    let again = round("baseline-again", &[&solo], asks, || {})?;
+    let store = [&measured, &again]
         .map(|r| check::store(&solo, 0, 1, r))
         .into();
     let clean = solo.stop()?;
-    Ok((first, measured, store, clean))
+    Ok((measured, again, store, clean))
 }

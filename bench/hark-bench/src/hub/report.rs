@@ -23,11 +23,11 @@ struct Figures {
     relay: Option<Summary>,
     added_notice: Option<f64>,
     added_answer: Option<f64>,
-    /// The first round of the freshly started daemons: ask → the other
-    /// daemons' notification, with and without the hub, and what it added.
-    first_base_notice: Option<Summary>,
-    first_hub_notice: Option<Summary>,
-    added_notice_first: Option<f64>,
+    /// The same again on the same daemons: ask → the other daemons'
+    /// notification, with and without the hub, and what it added.
+    again_base_notice: Option<Summary>,
+    again_hub_notice: Option<Summary>,
+    added_notice_again: Option<f64>,
 }
 
 impl Figures {
@@ -37,12 +37,12 @@ impl Figures {
         let base_answer = Summary::of(&r.baseline.answer_to_result);
         let hub_answer = Summary::of(&r.hub.answer_to_result);
         let added = |h: Option<Summary>, b: Option<Summary>| Some(h?.p50 - b?.p50);
-        let first_base_notice = Summary::of(&r.baseline_first.notice);
-        let first_hub_notice = Summary::of(&r.hub_first.notice);
+        let again_base_notice = Summary::of(&r.baseline_again.notice);
+        let again_hub_notice = Summary::of(&r.hub_again.notice);
         Figures {
-            added_notice_first: added(first_hub_notice, first_base_notice),
-            first_base_notice,
-            first_hub_notice,
+            added_notice_again: added(again_hub_notice, again_base_notice),
+            again_base_notice,
+            again_hub_notice,
             added_notice: added(hub_notice, base_notice),
             added_answer: added(hub_answer, base_answer),
             base_notice,
@@ -79,7 +79,7 @@ fn round_sound(r: &Round) -> bool {
 
 /// Every round, in the order they ran.
 fn rounds(r: &Results) -> [&Round; 4] {
-    [&r.baseline_first, &r.baseline, &r.hub_first, &r.hub]
+    [&r.baseline, &r.baseline_again, &r.hub, &r.hub_again]
 }
 
 /// Everything that must hold, whatever the timings.
@@ -102,7 +102,7 @@ pub fn report(r: &Results) -> bool {
     let f = Figures::of(r);
     let (plan, i) = (r.plan, &r.idle);
     println!(
-        "hub: {} concurrent asks over {OPERATORS} operator daemons (hark serve, [hub]) on one nats-server, {} idle agents connected\n  ({} real `hark mcp-operator-ask --hub`, {} emulated: an async-nats client each, holding the same watch{});\n  each ask answered with `hark answer` on another daemon than the asker's, one at a time;\n  baseline: the same asks on one daemon with no hub, answered there;\n  measured: each daemon's second round (the first, of freshly started daemons, below)",
+        "hub: {} concurrent asks over {OPERATORS} operator daemons (hark serve, [hub]) on one nats-server, {} idle agents connected\n  ({} real `hark mcp-operator-ask --hub`, {} emulated: an async-nats client each, holding the same watch{});\n  each ask answered with `hark answer` on another daemon than the asker's, one at a time;\n  baseline: the same asks on one daemon with no hub, answered there (measured: the first round of freshly started daemons; then the same again)",
         plan.asks,
         plan.idle,
         i.real,
@@ -132,10 +132,10 @@ pub fn report(r: &Results) -> bool {
     );
     println!(
         "  {:<44} {:>32} {:>32} {:>10}",
-        "  (the first round, daemons just started)",
-        timing(f.first_base_notice),
-        timing(f.first_hub_notice),
-        added(f.added_notice_first)
+        "  (the same again, on the same daemons)",
+        timing(f.again_base_notice),
+        timing(f.again_hub_notice),
+        added(f.added_notice_again)
     );
     println!(
         "  {:<44} {:>32} {:>32} {:>10}",
@@ -315,10 +315,10 @@ fn to_json(r: &Results, f: &Figures, sound: bool) -> Value {
             "baseline": round_json(&r.baseline),
             "with_hub": round_json(&r.hub),
             "added_notice_ms_p50": f.added_notice.map(round3),
-            "first": {
-                "baseline": round_json(&r.baseline_first),
-                "with_hub": round_json(&r.hub_first),
-                "added_notice_ms_p50": f.added_notice_first.map(round3),
+            "again": {
+                "baseline": round_json(&r.baseline_again),
+                "with_hub": round_json(&r.hub_again),
+                "added_notice_ms_p50": f.added_notice_again.map(round3),
             },
             "added_answer_ms_p50": f.added_answer.map(round3),
             "idle_agents": {
