@@ -44,49 +44,57 @@ impl StoreCheck {
             && self.right == asks
             && self.replied_right == asks
     }
+
+    /// Counts what `items` hold of `round`.
+    fn count(&mut self, items: &[Value], index: usize, hosts: usize, round: &Round) {
+        let mut count: HashMap<usize, usize> = HashMap::new();
+        for item in items {
+            let Some(i) = item
+                .pointer("/request/questions/0/question")
+                .and_then(Value::as_str)
+                .and_then(|text| parse_question(round.label, text))
+                .filter(|&i| i < round.asks)
+            else {
+                continue;
+            };
+            self.items += 1;
+            *count.entry(i).or_default() += 1;
+            let answered = item.pointer("/outcome/outcome") == Some(&json!("answered"))
+                && item.pointer("/outcome/answers")
+                    == Some(&json!({ question(round.label, i): label(i) }));
+            let same_id = item["id"].as_str() == round.ids[i].as_deref();
+            if answered && same_id {
+                self.right += 1;
+            }
+            let (_, answerer) = asker_answerer(i, hosts);
+            let by = if answerer == index { "cli" } else { "hub" };
+            if item["replied_by"] == by {
+                self.replied_right += 1;
+            }
+        }
+        self.once = count.values().filter(|&&n| n == 1).count();
+    }
 }
 
-/// Checks `host`'s inbox (host number `index` of `hosts`) against `round`.
-pub fn store(host: &Host, index: usize, hosts: usize, round: &Round) -> StoreCheck {
-    let mut check = StoreCheck {
-        host: host.name.clone(),
-        round: round.label,
-        ..StoreCheck::default()
-    };
-    let items = match list_all(host) {
-        Ok(items) => items,
-        Err(e) => {
-            check.error = Some(hark_harness::Report(&e).to_string());
-            return check;
-        }
-    };
-    let mut count: HashMap<usize, usize> = HashMap::new();
-    for item in &items {
-        let Some(i) = item
-            .pointer("/request/questions/0/question")
-            .and_then(Value::as_str)
-            .and_then(|text| parse_question(round.label, text))
-            .filter(|&i| i < round.asks)
-        else {
-            continue;
-        };
-        check.items += 1;
-        *count.entry(i).or_default() += 1;
-        let answered = item.pointer("/outcome/outcome") == Some(&json!("answered"))
-            && item.pointer("/outcome/answers")
-                == Some(&json!({ question(round.label, i): label(i) }));
-        let same_id = item["id"].as_str() == round.ids[i].as_deref();
-        if answered && same_id {
-            check.right += 1;
-        }
-        let (_, answerer) = asker_answerer(i, hosts);
-        let by = if answerer == index { "cli" } else { "hub" };
-        if item["replied_by"] == by {
-            check.replied_right += 1;
-        }
-    }
-    check.once = count.values().filter(|&&n| n == 1).count();
-    check
+/// Checks `host`'s inbox (host number `index` of `hosts`), listed once,
+/// against each of `rounds`.
+pub fn store(host: &Host, index: usize, hosts: usize, rounds: &[&Round]) -> Vec<StoreCheck> {
+    let listed = list_all(host).map_err(|e| hark_harness::Report(&e).to_string());
+    rounds
+        .iter()
+        .map(|round| {
+            let mut check = StoreCheck {
+                host: host.name.clone(),
+                round: round.label,
+                ..StoreCheck::default()
+            };
+            match &listed {
+                Ok(items) => check.count(items, index, hosts, round),
+                Err(e) => check.error = Some(e.clone()),
+            }
+            check
+        })
+        .collect()
 }
 
 /// What `hark inbox --all --json` lists on `host`.

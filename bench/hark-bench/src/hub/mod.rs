@@ -156,7 +156,7 @@ pub fn measure(bin_dir: &Path, plan: Plan) -> Result<Results, HubError> {
     let hub_store = hosts
         .iter()
         .enumerate()
-        .flat_map(|(i, h)| [&hub, &hub_again].map(|r| check::store(h, i, hosts.len(), r)))
+        .flat_map(|(i, h)| check::store(h, i, hosts.len(), &[&hub, &hub_again]))
         .collect();
     let idle_figures = idle.finish();
     let peak = team.peak();
@@ -201,9 +201,7 @@ fn baseline(
     let solo = Host::solo(bin_dir)?;
     let measured = round("baseline", &[&solo], asks, || {})?;
     let again = round("baseline-again", &[&solo], asks, || {})?;
-    let store = [&measured, &again]
-        .map(|r| check::store(&solo, 0, 1, r))
-        .into();
+    let store = check::store(&solo, 0, 1, &[&measured, &again]);
     let clean = solo.stop()?;
     Ok((measured, again, store, clean))
 }

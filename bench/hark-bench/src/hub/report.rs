@@ -15,41 +15,40 @@ pub const TARGET_ADDED_MS: f64 = 20.0;
 /// The two latencies, with and without the hub.
 #[derive(Debug)]
 struct Figures {
-    base_notice: Option<Summary>,
-    hub_notice: Option<Summary>,
+    /// Ask → the other daemons' notification: the measured rounds, then
+    /// the same again.
+    notice: Added,
+    notice_again: Added,
     hub_own_notice: Option<Summary>,
-    base_answer: Option<Summary>,
-    hub_answer: Option<Summary>,
+    /// `hark answer` started → the agent's result.
+    answer: Added,
     relay: Option<Summary>,
-    added_notice: Option<f64>,
-    added_answer: Option<f64>,
-    /// The same again on the same daemons: ask → the other daemons'
-    /// notification, with and without the hub, and what it added.
-    again_base_notice: Option<Summary>,
-    again_hub_notice: Option<Summary>,
-    added_notice_again: Option<f64>,
+}
+
+/// One latency of a round, with and without the hub, and what the hub
+/// added to its median.
+#[derive(Debug)]
+struct Added {
+    base: Option<Summary>,
+    hub: Option<Summary>,
+    added: Option<f64>,
+}
+
+impl Added {
+    fn of(base: &[f64], hub: &[f64]) -> Added {
+        let (base, hub) = (Summary::of(base), Summary::of(hub));
+        let added = base.zip(hub).map(|(base, hub)| hub.p50 - base.p50);
+        Added { base, hub, added }
+    }
 }
 
 impl Figures {
     fn of(r: &Results) -> Figures {
-        let base_notice = Summary::of(&r.baseline.notice);
-        let hub_notice = Summary::of(&r.hub.notice);
-        let base_answer = Summary::of(&r.baseline.answer_to_result);
-        let hub_answer = Summary::of(&r.hub.answer_to_result);
-        let added = |h: Option<Summary>, b: Option<Summary>| Some(h?.p50 - b?.p50);
-        let again_base_notice = Summary::of(&r.baseline_again.notice);
-        let again_hub_notice = Summary::of(&r.hub_again.notice);
         Figures {
-            added_notice_again: added(again_hub_notice, again_base_notice),
-            again_base_notice,
-            again_hub_notice,
-            added_notice: added(hub_notice, base_notice),
-            added_answer: added(hub_answer, base_answer),
-            base_notice,
-            hub_notice,
+            notice: Added::of(&r.baseline.notice, &r.hub.notice),
+            notice_again: Added::of(&r.baseline_again.notice, &r.hub_again.notice),
             hub_own_notice: Summary::of(&r.hub.own_notice),
-            base_answer,
-            hub_answer,
+            answer: Added::of(&r.baseline.answer_to_result, &r.hub.answer_to_result),
             relay: Summary::of(&r.hub.relay),
         }
     }
@@ -116,34 +115,23 @@ pub fn report(r: &Results) -> bool {
         "  {:<44} {:>32} {:>32} {:>10}",
         "", "without hub (1 daemon)", "with hub (3 daemons)", "added p50"
     );
-    let added = |a: Option<f64>| a.map_or("?".into(), |a| format!("{a:+.2}"));
-    println!(
-        "  {:<44} {:>32} {:>32} {:>10}",
-        "ask → the other daemons' notification",
-        timing(f.base_notice),
-        timing(f.hub_notice),
-        added(f.added_notice)
-    );
+    let row = |what: &str, a: &Added| {
+        println!(
+            "  {what:<44} {:>32} {:>32} {:>10}",
+            timing(a.base),
+            timing(a.hub),
+            a.added.map_or("?".into(), |a| format!("{a:+.2}"))
+        );
+    };
+    row("ask → the other daemons' notification", &f.notice);
     println!(
         "  {:<44} {:>32} {:>32}",
         "  (→ the asker's own daemon)",
         "",
         timing(f.hub_own_notice)
     );
-    println!(
-        "  {:<44} {:>32} {:>32} {:>10}",
-        "  (the same again, on the same daemons)",
-        timing(f.again_base_notice),
-        timing(f.again_hub_notice),
-        added(f.added_notice_again)
-    );
-    println!(
-        "  {:<44} {:>32} {:>32} {:>10}",
-        "hark answer started → the agent's result",
-        timing(f.base_answer),
-        timing(f.hub_answer),
-        added(f.added_answer)
-    );
+    row("  (the same again, on the same daemons)", &f.notice_again);
+    row("hark answer started → the agent's result", &f.answer);
     println!(
         "  {:<44} {:>32} {:>32}",
         "  (answerer's answered line → asker's)",
@@ -156,8 +144,8 @@ pub fn report(r: &Results) -> bool {
     println!("targets");
     let ok = |a: Option<f64>| a.is_some_and(|a| a <= TARGET_ADDED_MS);
     for (what, value) in [
-        ("ask → notification", f.added_notice),
-        ("answer → agent", f.added_answer),
+        ("ask → notification", f.notice.added),
+        ("answer → agent", f.answer.added),
     ] {
         println!(
             "  {:<48} {:>10}  {}",
@@ -314,13 +302,13 @@ fn to_json(r: &Results, f: &Figures, sound: bool) -> Value {
             "operators": OPERATORS,
             "baseline": round_json(&r.baseline),
             "with_hub": round_json(&r.hub),
-            "added_notice_ms_p50": f.added_notice.map(round3),
+            "added_notice_ms_p50": f.notice.added.map(round3),
             "again": {
                 "baseline": round_json(&r.baseline_again),
                 "with_hub": round_json(&r.hub_again),
-                "added_notice_ms_p50": f.added_notice_again.map(round3),
+                "added_notice_ms_p50": f.notice_again.added.map(round3),
             },
-            "added_answer_ms_p50": f.added_answer.map(round3),
+            "added_answer_ms_p50": f.answer.added.map(round3),
             "idle_agents": {
                 "real": i.real,
                 "emulated": i.emulated,
@@ -345,8 +333,8 @@ fn to_json(r: &Results, f: &Figures, sound: bool) -> Value {
             "daemons_clean_exit": r.daemons_clean_exit,
         },
         "targets": {
-            "added_notice_ms_p50_max": target(f.added_notice),
-            "added_answer_ms_p50_max": target(f.added_answer),
+            "added_notice_ms_p50_max": target(f.notice.added),
+            "added_answer_ms_p50_max": target(f.answer.added),
         },
         "sound": sound,
     })
