@@ -33,6 +33,8 @@ impl Drop for Serving {
 
 /// How many decisions that came before their item are kept for it.
 const EARLY: usize = 4096;
+/// At most how many values read at once are handled together.
+const BURST: usize = 256;
 /// How long a write the hub did not take waits for the client to connect
 /// again before it is tried anyway (it may have failed while connected: a
 /// cluster without its quorum).
@@ -148,42 +150,62 @@ impl Mirror {
         early.push_back((id, decision));
     }
 
-    /// Files another host's item, unless this daemon has it already.
-    fn file(&self, posted: Posted) {
-        let id = posted.item.id;
-        let place = Place::new(&posted.host, id);
-        if self.registry.get(id).is_some() || self.settled_here(id) {
+    /// Files other hosts' items, but those this daemon has already, in one
+    /// write of its store.
+    fn file(&self, posted: Vec<Posted>) {
+        let mut places = HashMap::new();
+        let items: Vec<Item> = posted
+            .into_iter()
+            .filter(|p| self.registry.get(p.item.id).is_none() && !self.settled_here(p.item.id))
+            .map(|p| {
+                places.insert(p.item.id, Place::new(&p.host, p.item.id));
+                let mut item = p.item;
+                item.asker.host = Some(p.host);
+                // This daemon cannot vouch for a process on another host.
+                item.asker.confined = false;
+                item.asker.pid = None;
+                item
+            })
+            .collect();
+        if items.is_empty() {
             return;
         }
-        let mut item = posted.item;
-        item.asker.host = Some(posted.host);
-        // This daemon cannot vouch for a process on another host.
-        item.asker.confined = false;
-        item.asker.pid = None;
-        let early = {
+        let early: Vec<(ItemId, Option<Decision>)> = {
             let mut early = Self::lock(&self.early);
-            self.registry.open_mirrored(item);
-            early
-                .iter()
-                .position(|(e, _)| *e == id)
-                .and_then(|at| early.remove(at))
+            let filed = self.registry.open_mirrored(items);
+            filed
+                .into_iter()
+                .map(|id| {
+                    let decision = early
+                        .iter()
+                        .position(|(e, _)| *e == id)
+                        .and_then(|at| early.remove(at));
+                    (id, decision.map(|(_, d)| d))
+                })
+                .collect()
         };
-        match early {
-            Some((_, decision)) => {
-                self.registry.apply(id, &decision);
+        for (id, decision) in early {
+            match decision {
+                Some(decision) => {
+                    self.registry.apply(id, &decision);
+                }
+                // Its decision may have come and gone unseen (more early
+                // ones than are kept): ask. Otherwise the decisions'
+                // follower brings it, and a burst of asks costs the hub no
+                // read each.
+                None if self.overflowed.load(Ordering::Relaxed) => {
+                    let (hub, registry) = (self.hub.clone(), self.registry.clone());
+                    let Some(place) = places.remove(&id) else {
+                        continue;
+                    };
+                    tokio::spawn(async move {
+                        if let Ok(Some(decided)) = hub.winner(&place).await {
+                            registry.apply(id, &theirs(decided));
+                        }
+                    });
+                }
+                None => {}
             }
-            // Its decision may have come and gone unseen (more early ones
-            // than are kept): ask. Otherwise the decisions' follower
-            // brings it, and a burst of asks costs the hub no read each.
-            None if self.overflowed.load(Ordering::Relaxed) => {
-                let (hub, registry) = (self.hub.clone(), self.registry.clone());
-                tokio::spawn(async move {
-                    if let Ok(Some(decided)) = hub.winner(&place).await {
-                        registry.apply(id, &theirs(decided));
-                    }
-                });
-            }
-            None => {}
         }
     }
 
@@ -329,14 +351,22 @@ async fn follow(mirror: Arc<Mirror>, bucket: Bucket, keys: String) {
         // From each key's current value on: what was asked and settled
         // while this daemon was away, then what comes.
         match store.watch_with_history(&keys).await {
-            Ok(mut watch) => {
+            // What has come while the last was handled is handled at once
+            // (a burst of asks filed in one write of the store).
+            Ok(watch) => {
+                let mut watch = watch.ready_chunks(BURST);
                 // A watch goes on after an error (a heartbeat missed while
                 // the server restarts): it ends only when it cannot.
-                while let Some(entry) = watch.next().await {
-                    match entry {
-                        Ok(entry) => mirror.took(bucket, entry).await,
-                        Err(e) => tracing::warn!(?bucket, "following the hub: {e}"),
-                    }
+                while let Some(entries) = watch.next().await {
+                    let entries = entries
+                        .into_iter()
+                        .filter_map(|entry| {
+                            entry
+                                .inspect_err(|e| tracing::warn!(?bucket, "following the hub: {e}"))
+                                .ok()
+                        })
+                        .filter(|entry| entry.operation == Operation::Put);
+                    mirror.took(bucket, entries).await;
                 }
             }
             Err(e) => tracing::warn!(?bucket, "cannot follow the hub: {e}"),
@@ -346,62 +376,78 @@ async fn follow(mirror: Arc<Mirror>, bucket: Bucket, keys: String) {
 }
 
 impl Mirror {
-    /// One value read from a bucket.
-    async fn took(&self, bucket: Bucket, entry: Entry) {
-        if entry.operation != Operation::Put {
-            return;
-        }
+    /// Values put in a bucket, read at once.
+    async fn took(&self, bucket: Bucket, entries: impl Iterator<Item = Entry>) {
         match bucket {
-            // A put says the item is decided; which decision won is the
-            // earliest put, read from the hub (this one may be a later
-            // write a leader change let in, or the last of several).
             Bucket::Decisions => {
-                let Some((place, _)) = Side::of_key(&entry.key) else {
-                    return;
-                };
-                let id = place.id;
-                self.hub.saw_decision(id);
-                if self.registry.get(id).is_none()
-                    && (self.hub.options.role == Role::Agent || self.settled_here(id))
-                {
-                    return;
-                }
-                // Unreadable while the cluster elects a leader: tried
-                // again on reconnecting, or after a patience that doubles.
-                let mut patience = Duration::from_secs(1);
-                loop {
-                    let seen = self.hub.connections();
-                    match self.hub.winner(&place).await {
-                        Ok(Some(decided)) => return self.apply(id, self.decision(decided)),
-                        Ok(None) => return,
-                        Err(e) => {
-                            tracing::warn!(question_id = %id, "cannot read the hub's decision: {e}");
-                            self.hub.back(seen, patience).await;
-                            patience = (patience * 2).min(AGAIN);
-                        }
-                    }
+                for entry in entries {
+                    self.decided(entry).await;
                 }
             }
             Bucket::Items => {
-                let Ok(posted) = serde_json::from_slice::<Posted>(&entry.value) else {
-                    tracing::warn!(key = entry.key, "an item on the hub that hark cannot read");
-                    return;
-                };
-                let at = Place::of_item_key(&entry.key);
-                if at != Some(Place::new(&posted.host, posted.item.id)) {
-                    tracing::warn!(
-                        key = entry.key,
-                        host = posted.host,
-                        "an item on the hub under another's key (or another host's name)"
-                    );
-                } else if posted.host == self.hub.options.host {
-                    self.own(posted).await;
-                } else {
-                    self.file(posted);
+                let mut others = Vec::new();
+                for entry in entries {
+                    match posted(&entry) {
+                        Some(posted) if posted.host == self.hub.options.host => {
+                            self.own(posted).await;
+                        }
+                        Some(posted) => others.push(posted),
+                        None => {}
+                    }
+                }
+                self.file(others);
+            }
+        }
+    }
+
+    /// A put says the item is decided; which decision won is the earliest
+    /// put, read from the hub (this one may be a later write a leader change
+    /// let in, or the last of several).
+    async fn decided(&self, entry: Entry) {
+        let Some((place, _)) = Side::of_key(&entry.key) else {
+            return;
+        };
+        let id = place.id;
+        self.hub.saw_decision(id);
+        if self.registry.get(id).is_none()
+            && (self.hub.options.role == Role::Agent || self.settled_here(id))
+        {
+            return;
+        }
+        // Unreadable while the cluster elects a leader: tried again on
+        // reconnecting, or after a patience that doubles.
+        let mut patience = Duration::from_secs(1);
+        loop {
+            let seen = self.hub.connections();
+            match self.hub.winner(&place).await {
+                Ok(Some(decided)) => return self.apply(id, self.decision(decided)),
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::warn!(question_id = %id, "cannot read the hub's decision: {e}");
+                    self.hub.back(seen, patience).await;
+                    patience = (patience * 2).min(AGAIN);
                 }
             }
         }
     }
+}
+
+/// An item put on the hub, if hark can read it and it is under its own
+/// host's key.
+fn posted(entry: &Entry) -> Option<Posted> {
+    let Ok(posted) = serde_json::from_slice::<Posted>(&entry.value) else {
+        tracing::warn!(key = entry.key, "an item on the hub that hark cannot read");
+        return None;
+    };
+    if Place::of_item_key(&entry.key) != Some(Place::new(&posted.host, posted.item.id)) {
+        tracing::warn!(
+            key = entry.key,
+            host = posted.host,
+            "an item on the hub under another's key (or another host's name)"
+        );
+        return None;
+    }
+    Some(posted)
 }
 
 /// Publishes this daemon's own items as they are asked (and again when

@@ -154,32 +154,43 @@ impl Registry {
         true
     }
 
-    /// Files an item another host asked, as the hub carries it: it shows on
-    /// every surface until [`Registry::apply`] settles it. False when it is
-    /// pending here already, or the registry is shutting down.
-    pub fn open_mirrored(&self, mut item: Item) -> bool {
-        item.mirrored = true;
-        let item = Arc::new(item);
-        {
+    /// Files items other hosts asked, as the hub carries them: each shows on
+    /// every surface until [`Registry::apply`] settles it, and all are
+    /// recorded in one write. The ones filed: not those pending here
+    /// already, none while the registry is shutting down.
+    pub fn open_mirrored(&self, items: Vec<Item>) -> Vec<ItemId> {
+        let filed: Vec<Arc<Item>> = {
             let mut state = self.lock();
-            if state.shutdown || state.pending.contains_key(&item.id) {
-                return false;
+            if state.shutdown {
+                return Vec::new();
             }
-            state.pending.insert(
-                item.id,
-                Entry {
-                    item: item.clone(),
-                    opened: Instant::now(),
-                    deadline: None,
-                    settle: None,
-                    watchers: Vec::new(),
-                },
-            );
+            let mut filed = Vec::with_capacity(items.len());
+            for mut item in items {
+                if state.pending.contains_key(&item.id) {
+                    continue;
+                }
+                item.mirrored = true;
+                let item = Arc::new(item);
+                state.pending.insert(
+                    item.id,
+                    Entry {
+                        item: item.clone(),
+                        opened: Instant::now(),
+                        deadline: None,
+                        settle: None,
+                        watchers: Vec::new(),
+                    },
+                );
+                filed.push(item);
+            }
+            filed
+        };
+        self.record_all(filed.iter().cloned().map(Write::Insert).collect());
+        for item in &filed {
+            trace::asked(item);
+            let _ = self.shared.events.send(Event::Added(item.clone()));
         }
-        self.record(Write::Insert(item.clone()));
-        trace::asked(&item);
-        let _ = self.shared.events.send(Event::Added(item));
-        true
+        filed.iter().map(|item| item.id).collect()
     }
 
     /// Settles an item with the decider's winner (an answer given on

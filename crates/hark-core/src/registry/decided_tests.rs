@@ -161,8 +161,11 @@ async fn a_mirrored_item_waits_for_its_host_and_settles_by_the_hubs_word() {
     let _decider = hub(&registry);
     let mirrored = item(Duration::from_secs(5));
     let id = mirrored.id;
-    assert!(registry.open_mirrored(mirrored.clone()));
-    assert!(!registry.open_mirrored(mirrored), "filed once");
+    assert_eq!(registry.open_mirrored(vec![mirrored.clone()]), vec![id]);
+    assert!(
+        registry.open_mirrored(vec![mirrored]).is_empty(),
+        "filed once"
+    );
     assert!(registry.get(id).unwrap().mirrored);
     // Its host's clock times it out, not this one's; nor does anything
     // here withdraw it.

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::{Event, Registry, Shared};
 use crate::model::ids::ItemId;
 use crate::model::item::{Item, ItemFilter, Outcome, Surface};
-use crate::store::{Record, Store, StoreError, unix_ms};
+use crate::store::{Record, Store, StoreError, Writes, unix_ms};
 
 /// How often a failing store is tried again when nothing else writes.
 pub const RETRY: Duration = Duration::from_secs(5);
@@ -72,7 +72,7 @@ pub(super) enum Write {
 }
 
 impl Write {
-    fn apply(&self, store: &Store) -> Result<(), StoreError> {
+    fn apply(&self, store: &Writes<'_>) -> Result<(), StoreError> {
         match self {
             Write::Insert(item) => match store.insert(item) {
                 // Already there: nothing is missing.
@@ -115,10 +115,19 @@ fn reason(e: &StoreError) -> String {
 }
 
 impl Backlog {
-    /// Writes what waits, oldest first, until the store refuses one.
+    /// Writes what waits, oldest first, until the store refuses one: all
+    /// of it in one transaction, or (when the store refuses that) one by
+    /// one, so what it takes is kept and the first it refuses is known.
     fn flush(&mut self, store: &Store, now: SystemTime) {
+        if self.writes.len() > 1
+            && store
+                .together(|w| self.writes.iter().try_for_each(|write| write.apply(w)))
+                .is_ok()
+        {
+            self.writes.clear();
+        }
         while let Some(write) = self.writes.front() {
-            if let Err(e) = write.apply(store) {
+            if let Err(e) = store.together(|w| write.apply(w)) {
                 let since = self.failing.as_ref().map_or(now, |(_, since)| *since);
                 self.failing = Some((reason(&e), since));
                 return;
@@ -203,19 +212,28 @@ impl Registry {
     /// Writes `write` to the store, after whatever waits before it; keeps it
     /// in the backlog when the store refuses.
     pub(super) fn record(&self, write: Write) {
+        self.record_all(vec![write]);
+    }
+
+    /// [`Registry::record`] for several writes, made in one transaction.
+    pub(super) fn record_all(&self, writes: Vec<Write>) {
         let Some(store) = &self.shared.store else {
             return;
         };
         let mut backlog = self.backlog();
         let was_failing = backlog.failing.is_some();
-        backlog.writes.push_back(write);
+        let added = writes.len();
+        backlog.writes.extend(writes);
         backlog.flush(store, self.shared.clock.now());
-        if let (Some(write), Some((e, _))) = (backlog.writes.back(), &backlog.failing) {
-            tracing::error!(
-                question_id = %write.item().id,
-                store = %store.path().display(),
-                "not recorded yet, held in memory until the store takes writes: {e}"
-            );
+        if let Some((e, _)) = &backlog.failing {
+            let held = backlog.writes.len();
+            for write in backlog.writes.range(held.saturating_sub(added)..) {
+                tracing::error!(
+                    question_id = %write.item().id,
+                    store = %store.path().display(),
+                    "not recorded yet, held in memory until the store takes writes: {e}"
+                );
+            }
         }
         self.health_changed(was_failing, &backlog, store);
     }

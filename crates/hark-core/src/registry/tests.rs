@@ -380,3 +380,38 @@ async fn a_failing_store_is_tried_again_without_anyone_asking() {
     assert_eq!(cleared.unrecorded, 0);
     assert!(store.get(held.item.id).unwrap().is_some());
 }
+
+#[tokio::test]
+async fn mirrored_items_are_recorded_in_one_write_or_held_together_until_the_store_takes_it() {
+    let (_dir, store, registry) = on_a_store();
+    let mut events = registry.subscribe();
+    let items: Vec<Item> = (0..3).map(|_| item(Duration::from_secs(60))).collect();
+    let ids: Vec<ItemId> = items.iter().map(|i| i.id).collect();
+    assert_eq!(registry.open_mirrored(items), ids);
+    for id in &ids {
+        assert!(store.get(*id).unwrap().expect("recorded").mirrored);
+    }
+    let added: Vec<ItemId> = std::iter::from_fn(|| match events.try_recv() {
+        Ok(Event::Added(item)) => Some(item.id),
+        _ => None,
+    })
+    .collect();
+    assert_eq!(added, ids, "each shown, in the order filed");
+
+    store.cap_growth(true);
+    let big: Vec<Item> = (0..3).map(|_| big_item()).collect();
+    let big_ids: Vec<ItemId> = big.iter().map(|i| i.id).collect();
+    assert_eq!(registry.open_mirrored(big), big_ids);
+    for id in &big_ids {
+        assert_eq!(store.get(*id).unwrap(), None, "the store took no row");
+        assert!(registry.get(*id).is_some(), "pending here all the same");
+    }
+    assert_eq!(registry.store_health().unwrap().unrecorded, 3);
+
+    store.cap_growth(false);
+    let health = registry.store_health().unwrap();
+    assert_eq!((health.error, health.unrecorded), (None, 0));
+    for id in big_ids {
+        assert!(store.get(id).unwrap().expect("recorded").mirrored);
+    }
+}

@@ -101,30 +101,7 @@ impl Store {
     /// Records a newly pending item. An item recorded already (one the hub
     /// files again after a restart) is left as it is.
     pub fn insert(&self, item: &Item) -> Result<(), StoreError> {
-        self.execute(
-                "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, approval, tool_use_id, parked_ms, transcript, mirrored)
-                 VALUES (?1, ?8, ?2, ?7, ?3, ?4, ?5, ?6, ?9, ?10, ?11, ?12, ?13)
-                 ON CONFLICT (id) DO NOTHING",
-                params![
-                    item.id.to_string(),
-                    item.session_id,
-                    to_json(&item.asker),
-                    to_json(&item.request),
-                    unix_ms(item.created_at) as i64,
-                    unix_ms(item.deadline()) as i64,
-                    item.run_id,
-                    item.kind(),
-                    item.approval.as_ref().map(to_json),
-                    item.parking.as_ref().map(|p| p.tool_use_id.clone()),
-                    item.parked_at().map(|at| unix_ms(at) as i64),
-                    item.parking
-                        .as_ref()
-                        .and_then(|p| p.transcript.as_ref())
-                        .map(|t| t.to_string_lossy().into_owned()),
-                    item.mirrored,
-                ],
-            )
-            .map(|_| ())
+        self.writes(|w| w.insert(item))
     }
 
     /// Records an item's outcome, settled now. Only a pending row is
@@ -147,31 +124,38 @@ impl Store {
         replied_by: Option<&Surface>,
         at: SystemTime,
     ) -> Result<bool, StoreError> {
-        let detail = serde_json::to_string(outcome)?;
-        let remote = replied_by.and_then(Surface::remote).map(to_json);
-        self.execute(
-                "UPDATE items SET outcome = ?2, detail = ?3, replied_by = ?4, settled_ms = ?5, replied_device = ?6, replied_remote = ?7
-                 WHERE id = ?1 AND outcome IS NULL",
-                params![
-                    id.to_string(),
-                    outcome.name(),
-                    detail,
-                    replied_by.map(Surface::name),
-                    unix_ms(at) as i64,
-                    replied_by.and_then(Surface::device).map(|d| d.to_string()),
-                    remote,
-                ],
-            )
-            .map(|n| n == 1)
+        self.writes(|w| w.settle_at(id, outcome, replied_by, at))
     }
 
     /// Records that a pending item parked `at`.
     pub fn park(&self, id: ItemId, at: SystemTime) -> Result<bool, StoreError> {
-        self.execute(
-            "UPDATE items SET parked_ms = ?2 WHERE id = ?1 AND outcome IS NULL",
-            params![id.to_string(), unix_ms(at) as i64],
-        )
-        .map(|n| n == 1)
+        self.writes(|w| w.park(id, at))
+    }
+
+    /// Makes `f`'s item writes in one transaction: all of them are
+    /// recorded, or none when one fails. A burst of items costs the store's
+    /// log one write of each page they touch instead of one a statement.
+    pub fn together<T>(
+        &self,
+        f: impl FnOnce(&Writes<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(|e| self.sql(e))?;
+        let done = f(&Writes {
+            store: self,
+            conn: &tx,
+        })?;
+        tx.commit().map_err(|e| self.sql(e))?;
+        Ok(done)
+    }
+
+    /// `f`'s item writes, each a statement of its own.
+    fn writes<T>(&self, f: impl FnOnce(&Writes<'_>) -> T) -> T {
+        let conn = self.lock();
+        f(&Writes {
+            store: self,
+            conn: &conn,
+        })
     }
 
     /// The parked items, still waiting for the operator, oldest first.
@@ -393,5 +377,83 @@ impl RawRow {
                 transcript: self.transcript.clone().map(PathBuf::from),
             }),
         })
+    }
+}
+
+/// The item writes, made on the store's connection while it is held for
+/// them: a statement each ([`Store::insert`] and its kin), or several in
+/// one transaction ([`Store::together`]).
+#[derive(Debug)]
+pub struct Writes<'a> {
+    store: &'a Store,
+    conn: &'a rusqlite::Connection,
+}
+
+impl Writes<'_> {
+    /// [`Store::insert`].
+    pub fn insert(&self, item: &Item) -> Result<(), StoreError> {
+        self.execute(
+                "INSERT INTO items (id, kind, session_id, run_id, asker, request, created_ms, deadline_ms, approval, tool_use_id, parked_ms, transcript, mirrored)
+                 VALUES (?1, ?8, ?2, ?7, ?3, ?4, ?5, ?6, ?9, ?10, ?11, ?12, ?13)
+                 ON CONFLICT (id) DO NOTHING",
+                params![
+                    item.id.to_string(),
+                    item.session_id,
+                    to_json(&item.asker),
+                    to_json(&item.request),
+                    unix_ms(item.created_at) as i64,
+                    unix_ms(item.deadline()) as i64,
+                    item.run_id,
+                    item.kind(),
+                    item.approval.as_ref().map(to_json),
+                    item.parking.as_ref().map(|p| p.tool_use_id.clone()),
+                    item.parked_at().map(|at| unix_ms(at) as i64),
+                    item.parking
+                        .as_ref()
+                        .and_then(|p| p.transcript.as_ref())
+                        .map(|t| t.to_string_lossy().into_owned()),
+                    item.mirrored,
+                ],
+            )
+            .map(|_| ())
+    }
+
+    /// [`Store::settle_at`].
+    pub fn settle_at(
+        &self,
+        id: ItemId,
+        outcome: &Outcome,
+        replied_by: Option<&Surface>,
+        at: SystemTime,
+    ) -> Result<bool, StoreError> {
+        let detail = serde_json::to_string(outcome)?;
+        let remote = replied_by.and_then(Surface::remote).map(to_json);
+        self.execute(
+                "UPDATE items SET outcome = ?2, detail = ?3, replied_by = ?4, settled_ms = ?5, replied_device = ?6, replied_remote = ?7
+                 WHERE id = ?1 AND outcome IS NULL",
+                params![
+                    id.to_string(),
+                    outcome.name(),
+                    detail,
+                    replied_by.map(Surface::name),
+                    unix_ms(at) as i64,
+                    replied_by.and_then(Surface::device).map(|d| d.to_string()),
+                    remote,
+                ],
+            )
+            .map(|n| n == 1)
+    }
+
+    /// [`Store::park`].
+    pub fn park(&self, id: ItemId, at: SystemTime) -> Result<bool, StoreError> {
+        self.execute(
+            "UPDATE items SET parked_ms = ?2 WHERE id = ?1 AND outcome IS NULL",
+            params![id.to_string(), unix_ms(at) as i64],
+        )
+        .map(|n| n == 1)
+    }
+
+    fn execute(&self, sql: &str, params: impl rusqlite::Params) -> Result<usize, StoreError> {
+        super::execute_on(self.conn, sql, params).map_err(|e| self.store.sql(e))
     }
 }

@@ -21,7 +21,7 @@ mod sessions;
 mod tests;
 
 pub use devices::{DeviceRecord, NewDevice, WebSessionRecord};
-pub use items::Record;
+pub use items::{Record, Writes};
 pub use push::PushTaken;
 pub use runs::RunRecord;
 pub use sessions::SessionRecord;
@@ -366,10 +366,7 @@ impl Store {
     /// writes every item makes are parsed once, not at each item (the hub
     /// bench's daemons spent a third of their store time preparing them).
     fn execute(&self, sql: &str, params: impl rusqlite::Params) -> Result<usize, StoreError> {
-        self.lock()
-            .prepare_cached(sql)
-            .and_then(|mut statement| statement.execute(params))
-            .map_err(|e| self.sql(e))
+        execute_on(&self.lock(), sql, params).map_err(|e| self.sql(e))
     }
 
     fn sql(&self, source: rusqlite::Error) -> StoreError {
@@ -378,6 +375,16 @@ impl Store {
             source,
         }
     }
+}
+
+/// [`Store::execute`] on a connection held already.
+fn execute_on(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)
+        .and_then(|mut statement| statement.execute(params))
 }
 
 /// A JSON column's text.

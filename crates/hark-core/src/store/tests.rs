@@ -383,3 +383,56 @@ fn push_tokens_expire_but_a_parked_items_last_until_it_settles() {
         PushTaken::Taken { item, .. } if item == b.id
     ));
 }
+
+#[test]
+fn writes_made_together_are_all_recorded_or_none_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("hark.db"), Clock::system()).unwrap();
+    let (a, b) = (item("s1"), item("s1"));
+    store
+        .together(|w| {
+            w.insert(&a)?;
+            w.insert(&b)?;
+            w.park(a.id, SystemTime::now())
+        })
+        .unwrap();
+    let parked = store.parked().unwrap();
+    assert_eq!(
+        parked.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [a.id],
+        "a parked in the same write"
+    );
+    assert!(store.get(b.id).unwrap().is_some());
+
+    // One write the store refuses takes the others of its transaction with it.
+    store.cap_growth(true);
+    let small = item("s2");
+    let big = Item {
+        asker: Asker {
+            command: Some("x".repeat(20_000)),
+            ..Asker::default()
+        },
+        ..item("s2")
+    };
+    let refused = store.together(|w| {
+        w.insert(&small)?;
+        w.settle_at(a.id, &Outcome::Denied, None, SystemTime::now())?;
+        w.insert(&big)
+    });
+    assert!(
+        matches!(refused, Err(StoreError::Sqlite { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(store.get(small.id).unwrap(), None);
+    assert_eq!(store.get(big.id).unwrap(), None);
+    assert_eq!(
+        store.get(a.id).unwrap().unwrap().outcome,
+        None,
+        "a still pending"
+    );
+
+    // And the store takes writes again afterwards.
+    store.cap_growth(false);
+    store.together(|w| w.insert(&big)).unwrap();
+    assert!(store.get(big.id).unwrap().is_some());
+}
