@@ -238,18 +238,18 @@ impl Agents {
             );
             return self.watch(Vec::new());
         };
-        let mut agents = vec![pid];
-        match ancestry::step(pid) {
-            Ok(step) if claimed == Some(step.ppid) => agents.push(step.ppid),
-            Ok(_) => {}
-            Err(e) => tracing::debug!("the asker's parent is unknown: {e}"),
-        }
-        self.watch(
-            agents
-                .into_iter()
-                .filter_map(|pid| observe(pid, Why::Asking))
-                .collect(),
-        )
+        // The asker as read once: its own step names its parent.
+        let step = ancestry::step(pid);
+        let parent = match &step {
+            Ok(step) => (claimed == Some(step.ppid)).then_some(step.ppid),
+            Err(e) => {
+                tracing::debug!("the asker's parent is unknown: {e}");
+                None
+            }
+        };
+        let asker = observed(pid, step, Why::Asking);
+        let parent = parent.and_then(|ppid| observe(ppid, Why::Asking));
+        self.watch(asker.into_iter().chain(parent).collect())
     }
 
     /// Watches a run the daemon started (its `hark run`, by pid) while the
@@ -429,10 +429,19 @@ fn watched_key(gone: &[(u64, Agent)], key: u64) -> bool {
 
 /// `pid` as the daemon sees it now, to watch; never the daemon itself.
 fn observe(pid: u32, why: Why) -> Option<Agent> {
+    observed(pid, ancestry::step(pid), why)
+}
+
+/// [`observe`], with `pid`'s step read already.
+fn observed(
+    pid: u32,
+    step: Result<ancestry::Step, ancestry::AncestryError>,
+    why: Why,
+) -> Option<Agent> {
     if pid == std::process::id() || pid == 0 {
         return None;
     }
-    match ancestry::step(pid) {
+    match step {
         Ok(step) => Some(Agent {
             process: step.process,
             name: step.name,
