@@ -109,6 +109,8 @@ struct State {
     process: Option<Process>,
     /// Counts the processes started, so one that ended is told from the next.
     started: u64,
+    /// The app is quitting: no process is started ahead any more.
+    quitting: bool,
 }
 
 impl State {
@@ -126,6 +128,7 @@ impl State {
 struct Process {
     to: mpsc::UnboundedSender<ToWindow>,
     number: u64,
+    pid: Option<u32>,
     /// Ends it at once (when it has not gone by itself).
     kill: oneshot::Sender<()>,
     /// True once it has exited.
@@ -179,18 +182,31 @@ fn automated() -> bool {
 }
 
 /// Under WebDriver, starts the window process hidden with the app, for the
-/// driver's session to find; otherwise nothing is started until something
-/// is shown.
+/// driver's session to find; otherwise (on Linux) one waits ahead, for the
+/// first show (see [`start_ahead`]).
 pub fn prepare(app: &App) {
+    let mut state = app.windows.state();
     if automated() {
-        let mut state = app.windows.state();
-        start(app, &mut state);
+        start(app, &mut state, false);
+    } else {
+        start_ahead(app, &mut state);
     }
 }
 
-/// Starts the window process, if there is none; a failure is logged, and
-/// the next show tries again.
-fn start(app: &App, state: &mut State) {
+/// On Linux, starts a window process that waits until something is shown
+/// (`hark-window`'s `dormant`): a show then finds WebKit's libraries
+/// loaded and initialised, about a third of the first modal's time after a
+/// release. It costs the idle app ~10 MB. Elsewhere nothing is started
+/// until something is shown.
+fn start_ahead(app: &App, state: &mut State) {
+    if cfg!(target_os = "linux") && !state.quitting {
+        start(app, state, true);
+    }
+}
+
+/// Starts the window process (`ahead`: to wait until it is needed), if
+/// there is none; a failure is logged, and the next show tries again.
+fn start(app: &App, state: &mut State, ahead: bool) {
     if state.process.is_some() {
         return;
     }
@@ -210,6 +226,9 @@ fn start(app: &App, state: &mut State) {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true);
+    if ahead {
+        command.env(hark_core::bridge::window::AHEAD_ENV, "1");
+    }
     let _entered = app.runtime.enter();
     let mut child = match command.spawn() {
         Ok(child) => child,
@@ -229,10 +248,11 @@ fn start(app: &App, state: &mut State) {
     state.process = Some(Process {
         to,
         number,
+        pid: child.id(),
         kill,
         exited,
     });
-    tracing::info!(pid = child.id(), "window process started");
+    tracing::info!(pid = child.id(), ahead, "window process started");
     app.runtime.spawn(async move {
         while let Some(message) = messages.recv().await {
             let text = line(&message) + "\n";
@@ -271,6 +291,7 @@ fn start(app: &App, state: &mut State) {
             tracing::warn!(?status, "window process ended by itself");
         } else {
             tracing::info!(?status, "window released");
+            start_ahead(&app, &mut app.windows.state());
         }
     });
 }
@@ -372,7 +393,11 @@ impl Windows {
     /// Ends the window process, if there is one (the app quits), and
     /// waits until it has exited.
     pub async fn end(&self) {
-        let process = self.state().process.take();
+        let process = {
+            let mut state = self.state();
+            state.quitting = true;
+            state.process.take()
+        };
         if let Some(process) = process {
             end(process).await;
         }
@@ -383,7 +408,7 @@ impl Windows {
 /// process if there is none.
 pub fn show(app: &App, view: View) {
     let mut state = app.windows.state();
-    start(app, &mut state);
+    start(app, &mut state, false);
     let before = state.view;
     state.back_to_inbox = match view {
         View::Modal => before == Some(View::Inbox) || state.back_to_inbox,
@@ -401,7 +426,8 @@ pub fn show(app: &App, view: View) {
             height,
         },
     );
-    tracing::info!(window = view.label(), "window shown");
+    let pid = state.process.as_ref().and_then(|p| p.pid);
+    tracing::info!(window = view.label(), pid, "window shown");
 }
 
 /// Nothing is waiting any more: the modal gives the window back to the

@@ -20,6 +20,8 @@
 //! - [`channel`]: the pipes to the app, and the page's calls in flight.
 
 pub mod channel;
+#[cfg(target_os = "linux")]
+pub mod dormant;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -62,6 +64,12 @@ fn theme_from_args() -> Result<Option<(tauri::Theme, &'static str)>, WindowError
 pub fn run() -> ExitCode {
     init_logging(LogFormat::from_env(), LevelFilter::INFO);
     tracing::debug!("window process: main");
+    #[cfg(target_os = "linux")]
+    if std::env::var_os(hark_core::bridge::window::AHEAD_ENV).is_some()
+        && dormant::wait() == dormant::Woken::LetGo
+    {
+        return ExitCode::SUCCESS;
+    }
     match theme_from_args().and_then(|theme| run_window(Channel::to_the_app(), theme)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

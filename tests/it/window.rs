@@ -304,11 +304,41 @@ fn asked_id(log: &Lines, from: usize, session: &str) -> String {
         .to_owned()
 }
 
-/// The pid of the window process started after line `from`.
+/// The pid of the window process that showed a window after line `from`.
 fn window_started(log: &Lines, from: usize) -> u32 {
-    event_from(log, from, "window process started", "level", "INFO")["pid"]
+    event_from(log, from, "window shown", "level", "INFO")["pid"]
         .as_u64()
         .unwrap() as u32
+}
+
+/// The pid of the window process started ahead after line `from`.
+fn started_ahead(log: &Lines, from: usize) -> u32 {
+    log.wait_event_from(from, "window process started", PATIENCE, |e| {
+        e["ahead"] == true
+    })
+    .unwrap_or_else(|e| panic!("a window process started ahead: {e}"))
+    .value["pid"]
+        .as_u64()
+        .unwrap() as u32
+}
+
+/// The app's one window process while nothing is shown: one started
+/// ahead (`hark-window`'s `dormant`), running no WebKit process.
+fn waiting_ahead(app: u32) -> u32 {
+    let waiting = hark_core::files::children_named(app, WINDOW);
+    assert_eq!(
+        waiting.len(),
+        1,
+        "one window process waits ahead: {waiting:?}"
+    );
+    for webkit in [WEB, NETWORK] {
+        assert_eq!(
+            hark_core::files::children_named(waiting[0], webkit),
+            Vec::<u32>::new(),
+            "the window process waiting ahead runs no {webkit}"
+        );
+    }
+    waiting[0]
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -316,19 +346,19 @@ async fn a_window_nobody_sees_is_released_with_its_process_and_webkits_after_eac
     let _turn = crate::support::desktop::ONE_AT_A_TIME.lock().await;
     let (session, mut app, log) = start_app_alone();
     let sandbox = session.sandbox.clone();
-    // Nothing is shown at start, so no window process is started: the
-    // resident app never runs WebKit.
-    log.wait_event("tray.updated", &[]);
-    assert_eq!(
-        hark_core::files::children_named(app.id(), WINDOW),
-        Vec::<u32>::new(),
-        "no window process before anything is shown"
-    );
+    // Nothing is shown at start, so WebKit runs nowhere: one window
+    // process waits ahead, its libraries loaded, and the first show is its.
+    let mut ahead = started_ahead(&log, 0);
+    assert_eq!(waiting_ahead(app.id()), ahead);
     for round in ["first", "again"] {
         let from = log.len();
         let asker = crate::inbox::ask_in_background_in(&sandbox, round, questions(&[db()]));
         let id = asked_id(&log, from, round);
         let window = window_started(&log, from);
+        assert_eq!(
+            window, ahead,
+            "{round}: the window process waiting ahead shows it"
+        );
         event_from(&log, from, "modal.shown", "question_id", &id);
         assert_eq!(
             hark_core::files::children_named(app.id(), WINDOW),
@@ -355,6 +385,10 @@ async fn a_window_nobody_sees_is_released_with_its_process_and_webkits_after_eac
             hark_harness::process::wait_gone(&gone, std::time::Duration::from_secs(10)),
             "{round}: the window process and WebKit's went: {gone:?}"
         );
+        // And another waits ahead for the next.
+        ahead = started_ahead(&log, from);
+        assert_ne!(ahead, window, "{round}: a new window process waits ahead");
+        assert_eq!(waiting_ahead(app.id()), ahead);
     }
     app.stop();
 }

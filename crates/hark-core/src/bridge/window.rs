@@ -20,6 +20,11 @@ pub const INBOX_CHANGED: &str = "inbox-changed";
 /// Emitted to the page when its view changes (the page then redraws).
 pub const VIEW_CHANGED: &str = "view-changed";
 
+/// Set in a window process's environment when the app starts it ahead of
+/// time: it waits until its channel has something before it builds a
+/// window (Linux).
+pub const AHEAD_ENV: &str = "HARK_WINDOW_DORMANT";
+
 /// From the app to its window process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "to_window", rename_all = "snake_case")]
