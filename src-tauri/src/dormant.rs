@@ -72,25 +72,22 @@ fn drop_clean_pages() -> usize {
 /// writable nor dirty.
 fn clean_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
     let mut found = Vec::new();
-    let mut current: Option<(usize, usize)> = None;
-    let finish = |current: &mut Option<(usize, usize)>, found: &mut Vec<_>| {
-        if let Some(range) = current.take() {
-            found.push(range);
-        }
-    };
+    // The last mapping read is the last found, until a dirty page drops it.
+    let mut last_found = false;
     for line in smaps.lines() {
         if let Some(range) = mapping(line) {
-            finish(&mut current, &mut found);
-            current = range;
-        } else if let Some(kib) = line
-            .strip_prefix("Private_Dirty:")
-            .or_else(|| line.strip_prefix("Shared_Dirty:"))
+            last_found = range.is_some();
+            found.extend(range);
+        } else if last_found
+            && let Some(kib) = line
+                .strip_prefix("Private_Dirty:")
+                .or_else(|| line.strip_prefix("Shared_Dirty:"))
             && kib.trim().trim_end_matches("kB").trim() != "0"
         {
-            current = None;
+            found.pop();
+            last_found = false;
         }
     }
-    finish(&mut current, &mut found);
     found
 }
 

@@ -153,12 +153,10 @@ impl Mirror {
     /// Files other hosts' items, but those this daemon has already, in one
     /// write of its store.
     fn file(&self, posted: Vec<Posted>) {
-        let mut places = HashMap::new();
         let items: Vec<Item> = posted
             .into_iter()
             .filter(|p| self.registry.get(p.item.id).is_none() && !self.settled_here(p.item.id))
             .map(|p| {
-                places.insert(p.item.id, Place::new(&p.host, p.item.id));
                 let mut item = p.item;
                 item.asker.host = Some(p.host);
                 // This daemon cannot vouch for a process on another host.
@@ -195,7 +193,7 @@ impl Mirror {
                 // read each.
                 None if self.overflowed.load(Ordering::Relaxed) => {
                     let (hub, registry) = (self.hub.clone(), self.registry.clone());
-                    let Some(place) = places.remove(&id) else {
+                    let Some(place) = registry.get(id).map(|item| self.place(&item)) else {
                         continue;
                     };
                     tokio::spawn(async move {
