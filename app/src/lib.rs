@@ -25,6 +25,7 @@ pub mod ipc;
 pub mod notify;
 pub mod prompter;
 pub mod rendering;
+mod resident;
 pub mod shell;
 pub mod single;
 pub mod tray;
@@ -221,6 +222,7 @@ fn run_app() -> Result<(), AppError> {
         },
     ));
     tray::refresh(&app, tray.as_ref());
+    resident::give_back();
     event_loop.run(move |event, _, control_flow| {
         *control_flow = ControlFlow::Wait;
         // The runtime and the session's name live as long as the loop.

@@ -18,6 +18,9 @@ use crate::procs::{self, TreeSample};
 pub const QUIET_PERCENT: f64 = 2.0;
 /// ...within this long.
 pub const QUIET_PATIENCE: Duration = Duration::from_secs(30);
+/// How long the window may take to be released after the last ask (the
+/// bench's `window_release_secs` and then some).
+const RELEASE_PATIENCE: Duration = Duration::from_secs(60);
 /// Threads listed in the report, the busiest first.
 const THREADS_SHOWN: usize = 8;
 
@@ -47,6 +50,8 @@ pub struct ThreadRow {
 pub struct Results {
     pub secs: f64,
     pub quiet_after: Option<Duration>,
+    /// Whether the window started after the asks' window was released.
+    pub after_release: bool,
     pub procs: Vec<ProcRow>,
     pub cpu_ms: f64,
     pub percent: f64,
@@ -59,8 +64,22 @@ pub struct Results {
 }
 
 /// Waits for the app to be quiet, then measures `secs` of idleness.
-pub fn measure(desktop: &Desktop, ticks_per_s: u64, secs: u64) -> Result<Results, Error> {
+///
+/// It measures the app at rest, as it idles all day: when the asks showed
+/// the window, the window starts once it was released (the log's `window
+/// released` from `released_from` on) and the process the app starts ahead
+/// of the next show is waiting, as it is for all but the first
+/// `window_release_secs` after an answer.
+pub fn measure(
+    desktop: &Desktop,
+    ticks_per_s: u64,
+    secs: u64,
+    released_from: Option<usize>,
+) -> Result<Results, Error> {
     let root = desktop.app_pid;
+    if let Some(from) = released_from {
+        desktop.event(from, "window released", RELEASE_PATIENCE, |_| true)?;
+    }
     let quiet_after = procs::wait_quiet(root, ticks_per_s, QUIET_PERCENT, QUIET_PATIENCE);
     let (log_from, monitor_from) = (desktop.log.len(), desktop.monitor().len());
     let start = TreeSample::take(root);
@@ -88,6 +107,7 @@ pub fn measure(desktop: &Desktop, ticks_per_s: u64, secs: u64) -> Result<Results
     Ok(Results {
         secs: wall,
         quiet_after,
+        after_release: released_from.is_some(),
         procs: rows,
         cpu_ms,
         percent: cpu_ms / (wall * 1e3) * 100.0,

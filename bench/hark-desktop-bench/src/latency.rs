@@ -58,6 +58,9 @@ pub struct Results {
     pub skipped: usize,
     /// Why `modal.shown` was not measured, when it was not.
     pub modal_missing: Option<ModalMissing>,
+    /// The app log's index as the last ask was skipped: its window's
+    /// release comes after it.
+    pub last_settle_from: usize,
 }
 
 /// The app logged no `modal.shown` for an ask: from then on it is looked
@@ -119,6 +122,7 @@ pub fn measure(desktop: &Desktop, ticks_per_s: u64, count: usize) -> Result<Resu
         let tray = desktop.event(log_from, "tray.updated", PATIENCE, |v| v["pending"] == 1)?;
 
         let settle_from = desktop.log.len();
+        results.last_settle_from = settle_from;
         let skipping = std::time::SystemTime::now();
         // The operator skips: the asker is this process's child, and hark
         // lets an agent's ancestor act as the operator (as the terminal that

@@ -282,7 +282,16 @@ fn measure(
     report::print_latency(&lat, options.asks);
 
     progress(&format!("idle: {} s", options.idle_secs));
-    let idle = idle::measure(&desktop, ticks_per_s, options.idle_secs)?;
+    let shown = desktop
+        .log
+        .find_event(0, "window shown", |_| true)
+        .is_some();
+    let idle = idle::measure(
+        &desktop,
+        ticks_per_s,
+        options.idle_secs,
+        shown.then_some(lat.last_settle_from),
+    )?;
     report::print_idle(&idle);
 
     progress(&format!("memory: 1, then {} pending", options.pending));

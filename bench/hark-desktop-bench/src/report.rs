@@ -112,12 +112,24 @@ pub fn print_latency(lat: &latency::Results, asks: usize) {
 }
 
 pub fn print_idle(idle: &idle::Results) {
+    let after = if idle.after_release {
+        "the latency asks and their window's release"
+    } else {
+        "the latency asks"
+    };
     println!(
-        "idle: {:.1} s with nothing pending, after the latency asks ({})",
+        "idle: {:.1} s with nothing pending, after {after} ({})",
         idle.secs,
         idle.quiet_after.map_or_else(
-            || format!("the app never got under {} % of a core for a second first", idle::QUIET_PERCENT),
-            |d| format!("started once the app used ≤ {} % of a core for a second, {:.0} s after the latency asks", idle::QUIET_PERCENT, d.as_secs_f64())
+            || format!(
+                "the app never got under {} % of a core for a second first",
+                idle::QUIET_PERCENT
+            ),
+            |d| format!(
+                "started once the app used ≤ {} % of a core for a second, {:.0} s after",
+                idle::QUIET_PERCENT,
+                d.as_secs_f64()
+            )
         )
     );
     println!(
@@ -402,6 +414,7 @@ pub fn idle_json(idle: &idle::Results) -> Value {
         "log_lines": idle.log_lines.len(),
         "notifications_closed": idle.notifications_closed,
         "quiet_after_ms": idle.quiet_after.map(|d| d.as_millis() as u64),
+        "after_release": idle.after_release,
     })
 }
 

@@ -20,6 +20,8 @@
 //! [`Stream`] is a connected socket, [`split`] its two halves,
 //! [`Listener`] what [`accept`] takes connections from.
 
+#[cfg(target_os = "linux")]
+pub mod pages;
 pub mod shell_link;
 #[cfg(unix)]
 mod unix;

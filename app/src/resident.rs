@@ -1,0 +1,32 @@
+//! What the resident process gives back each time it settles into idle
+//! (started, or its window released; Linux): all day it holds only what
+//! it uses while it waits.
+//!
+//! - The heap's free pages (glibc's `malloc_trim`, which also returns free
+//!   pages inside the heap): what the window's work here freed goes back,
+//!   rather than staying resident all day.
+//! - The clean pages of its own program that it mapped at start or while
+//!   the window was up ([`hark_core::platform::pages`]): ~11 MB of this
+//!   process's code and read-only data, most of them mapped around the few
+//!   functions start-up ran once. What runs again faults back from the page
+//!   cache. Only the program's own mappings: this process has other
+//!   threads, and the program is never unmapped under them.
+
+/// Gives back what this process holds but does not use while idle.
+pub fn give_back() {
+    #[cfg(target_os = "linux")]
+    {
+        #[cfg(target_env = "gnu")]
+        // SAFETY: malloc_trim only takes the allocator's own lock.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::malloc_trim(0);
+        }
+        if let Ok(program) = std::fs::read_link("/proc/self/exe") {
+            let dropped = hark_core::platform::pages::drop_clean(
+                hark_core::platform::pages::Mappings::Of(&program),
+            );
+            tracing::debug!(dropped_kib = dropped / 1024, "idle: pages given back");
+        }
+    }
+}

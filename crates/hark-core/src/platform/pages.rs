@@ -1,0 +1,192 @@
+//! Giving back clean file pages a process has mapped but does not need
+//! (Linux). A page of a program or library the process touched once (at
+//! start, or to show a window since gone) stays in its page tables, and in
+//! its resident set, until it exits; the kernel maps up to 16 neighbours of
+//! every page it faults in besides (fault-around), so a few hundred
+//! scattered functions run once keep megabytes resident. Dropping a clean
+//! mapping's pages (`MADV_DONTNEED`) loses nothing: they stay in the page
+//! cache, and what runs again faults back from it, unchanged.
+//!
+//! A mapping that is writable, or holds a page of its own (a library's
+//! relocated data, copied on the loader's write), is never touched:
+//! dropping its pages would lose what was written.
+
+use std::path::Path;
+
+/// Which of the process's clean file mappings to drop.
+#[derive(Debug, Clone, Copy)]
+pub enum Mappings<'a> {
+    /// Every one. Only for a process in which nothing unmaps a file while
+    /// this runs (so nothing else can be mapped into a range between the
+    /// read of `smaps` and the drop): one that runs nothing but a wait.
+    All,
+    /// Those of this one file: for a process with other threads, the
+    /// program itself (`/proc/self/exe`), which is never unmapped while it
+    /// runs, so no other thread can map anything else into its ranges
+    /// between the read of `smaps` and the drop.
+    Of(&'a Path),
+}
+
+/// Drops the chosen clean, unwritable file mappings from this process's
+/// page tables; the bytes dropped (0 when `smaps` cannot be read).
+pub fn drop_clean(which: Mappings) -> usize {
+    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+        return 0;
+    };
+    let mut dropped = 0;
+    for (start, end) in clean_file_mappings(&smaps, which) {
+        let len = end - start;
+        // SAFETY: the range is one of this process's own mappings, of a
+        // file, not writable and with no dirty page, and (by `Mappings`)
+        // nothing else can be mapped into it before the call: dropping its
+        // pages loses nothing (they are read again from the file,
+        // unchanged), and a thread running code in it faults it back in.
+        #[allow(unsafe_code)]
+        let done =
+            unsafe { rustix::mm::madvise(start as *mut _, len, rustix::mm::Advice::LinuxDontNeed) };
+        if done.is_ok() {
+            dropped += len;
+        }
+    }
+    dropped
+}
+
+/// The address ranges of `smaps`'s mappings of a file (of the one file
+/// `which` names, if it does) that are not writable and hold no page of
+/// their own (`Anonymous`: a private mapping's page once written, such as
+/// relocated data). A page the file's cache holds dirty (a program just
+/// built) is the file's, not the mapping's: it stays in the cache.
+fn clean_file_mappings(smaps: &str, which: Mappings) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    // The last mapping read is the last found, until a page of its own
+    // drops it.
+    let mut last_found = false;
+    for line in smaps.lines() {
+        if let Some(range) = mapping(line, which) {
+            last_found = range.is_some();
+            found.extend(range);
+        } else if last_found
+            && let Some(kib) = line.strip_prefix("Anonymous:")
+            && kib.trim().trim_end_matches("kB").trim() != "0"
+        {
+            found.pop();
+            last_found = false;
+        }
+    }
+    found
+}
+
+/// A mapping's header line: `Some(range)` when it maps a file (the one
+/// `which` names, if it does), unwritable; `Some(None)` for another
+/// mapping; `None` for a field line.
+fn mapping(line: &str, which: Mappings) -> Option<Option<(usize, usize)>> {
+    let mut words = line.split_whitespace();
+    let (start, end) = words.next()?.split_once('-')?;
+    let (start, end) = (
+        usize::from_str_radix(start, 16).ok()?,
+        usize::from_str_radix(end, 16).ok()?,
+    );
+    let perms = words.next()?;
+    // The path is what follows the fifth field, the inode (it may hold
+    // spaces); a field line has no such fields.
+    let mut path = line;
+    for _ in 0..5 {
+        path = path.trim_start().split_once(char::is_whitespace)?.1;
+    }
+    let path = path.trim();
+    let chosen = path.starts_with('/')
+        && match which {
+            Mappings::All => true,
+            Mappings::Of(file) => Path::new(path) == file,
+        };
+    Some((chosen && !perms.contains('w')).then_some((start, end)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMAPS: &str = "\
+5600000000-5600001000 r--p 00000000 fe:01 12 /usr/bin/x
+Size:                  4 kB
+Private_Dirty:         0 kB
+Anonymous:             0 kB
+5600001000-5600003000 r-xp 00001000 fe:01 12 /usr/bin/x
+Shared_Dirty:          8 kB
+Anonymous:             0 kB
+5600003000-5600004000 r--p 00003000 fe:01 12 /usr/bin/x
+Private_Dirty:         4 kB
+Anonymous:             4 kB
+5600004000-5600005000 rw-p 00004000 fe:01 12 /usr/bin/x
+Anonymous:             0 kB
+7e00000000-7e00001000 r-xp 00000000 fe:01 13 /usr/lib/my lib.so
+Anonymous:             0 kB
+7f00000000-7f00001000 r--p 00000000 00:00 0
+Anonymous:             0 kB
+7ffd000000-7ffd001000 r-xp 00000000 00:00 0                          [vdso]
+Anonymous:             0 kB
+";
+
+    #[test]
+    fn only_unwritable_file_mappings_with_no_page_of_their_own_are_dropped() {
+        assert_eq!(
+            clean_file_mappings(SMAPS, Mappings::All),
+            [
+                (0x5600000000, 0x5600001000),
+                (0x5600001000, 0x5600003000),
+                (0x7e00000000, 0x7e00001000)
+            ]
+        );
+    }
+
+    #[test]
+    fn one_file_is_only_that_file() {
+        assert_eq!(
+            clean_file_mappings(SMAPS, Mappings::Of(Path::new("/usr/bin/x"))),
+            [(0x5600000000, 0x5600001000), (0x5600001000, 0x5600003000)]
+        );
+        assert_eq!(
+            clean_file_mappings(SMAPS, Mappings::Of(Path::new("/usr/lib/my lib.so"))),
+            [(0x7e00000000, 0x7e00001000)]
+        );
+        assert!(clean_file_mappings(SMAPS, Mappings::Of(Path::new("/usr/bin/y"))).is_empty());
+    }
+
+    /// The resident kB of this process's mappings of `file`.
+    fn resident_kib(file: &Path) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut ours = false;
+        let mut kib = 0;
+        for line in smaps.lines() {
+            if let Some(range) = mapping(line, Mappings::All) {
+                ours = range.is_some() && line.trim_end().ends_with(file.to_str().unwrap());
+            } else if ours && let Some(rss) = line.strip_prefix("Rss:") {
+                kib += rss
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .unwrap();
+            }
+        }
+        kib
+    }
+
+    #[test]
+    fn the_programs_own_pages_are_given_back_and_its_code_runs_on() {
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let before = resident_kib(&exe);
+        assert!(before > 0, "the test binary's code is resident");
+        let dropped = drop_clean(Mappings::Of(&exe));
+        assert!(dropped > 0, "its clean mappings were dropped");
+        // The code dropped runs again (it faults back from the page cache),
+        // and what was resident of it is less than before.
+        let after = resident_kib(&exe);
+        assert!(after < before, "resident {before} kB, then {after} kB");
+        assert_eq!(
+            clean_file_mappings(SMAPS, Mappings::All).len(),
+            3,
+            "the parser still runs"
+        );
+    }
+}
