@@ -7,7 +7,7 @@
 //! and fault back when it wakes), so it costs the idle app only what the
 //! loader wrote (~10 MB).
 
-use hark_core::platform::pages::Mappings;
+use hark_core::platform::pages::{self, Mappings};
 use rustix::event::{PollFd, PollFlags, Timespec};
 
 /// How the wait ended.
@@ -27,7 +27,7 @@ pub fn wait() -> Woken {
         // Nothing here unmaps a file while it waits (its one other thread,
         // JavaScriptCore's, started by a library's constructor, handles
         // only its own anonymous memory): every mapping.
-        let dropped = hark_core::platform::pages::drop_clean(Mappings::All);
+        let dropped = pages::drop_clean(Mappings::All);
         tracing::debug!(
             dropped_kib = dropped / 1024,
             "window process: waiting to be needed"
