@@ -321,3 +321,203 @@ fn a_confined_agent_sees_its_own_socket_and_private_temp_and_still_asks() {
     );
     assert!(text.contains("display= bus= confined=bubblewrap"), "{text}");
 }
+
+/// What a confined agent's tool tries for the operator's secrets: it walks
+/// every file it can read under `/` (but the system's and toolchains'
+/// trees, and FIFOs, which would block), its agent's environment, command
+/// line and open files, for the canary the test planted in each secret;
+/// and it writes what would run as the operator later. The canary is
+/// passed in two halves, so that no command line carries it whole.
+const CANARY_WALK: &str = r##"
+canary="$CANARY_A$CANARY_B"
+out="$HOME/walk"
+: > "$out.found"
+grep -rl -D skip -e "$canary" \
+  --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr \
+  --exclude-dir=target --exclude-dir=.rustup --exclude-dir=.cargo --exclude-dir=.git \
+  --exclude-dir=node_modules --exclude-dir=.mirror --exclude-dir=.pyenv --exclude-dir=.cache \
+  / >> "$out.found" 2>/dev/null
+agent=$PPID
+for f in /proc/$agent/environ /proc/$agent/cmdline /proc/$$/environ; do
+  tr '\0' '\n' < "$f" | grep -q -e "$canary" && echo "$f" >> "$out.found"
+done
+for f in /proc/$agent/fd/* /proc/$$/fd/*; do
+  [ -f "$f" ] && grep -q -e "$canary" "$f" 2>/dev/null && echo "$f -> $(readlink "$f")" >> "$out.found"
+done
+try() { name=$1; shift; "$@" > "$out.$name" 2>&1; echo "$name $?" >> "$out.status"; }
+try bashrc sh -c 'echo "echo pwned" >> "$HOME/.bashrc"'
+try hook sh -c 'echo "#!/bin/sh" > "$REPO/.git/hooks/post-commit"'
+try gitconfig sh -c 'printf "[core]\n\thooksPath = /tmp\n" >> "$REPO/.git/config"'
+try pathdir sh -c 'echo "#!/bin/sh" > "$HOME/.local/bin/git"'
+try agentconfig sh -c 'printf "strict_defaults = false\n" >> "$HARK_CONFIG"'
+echo done >> "$out.status"
+"##;
+
+#[test]
+fn no_secret_of_the_operators_is_readable_inside_and_nothing_written_runs_later() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let sandbox = &daemon.sandbox;
+    let home = sandbox.path("home");
+    let canary = format!("hark-canary-{}", uuid::Uuid::new_v4().simple());
+    let (a, b) = canary.split_at(canary.len() / 2);
+    // A secret in each place hark holds or reads one: the config's inline
+    // push topic and token, the hub's nkey beside the config, a `.creds`
+    // in the data directory, the web surface's TLS key elsewhere.
+    let nkey = sandbox.path("alice.nk");
+    let creds = sandbox.data_dir().join("hub.creds");
+    let tls_key = sandbox.path("tls/key.pem");
+    std::fs::create_dir_all(tls_key.parent().unwrap()).unwrap();
+    for (file, what) in [(&nkey, "nkey"), (&creds, "creds"), (&tls_key, "tls")] {
+        std::fs::write(file, format!("{canary}-{what}\n")).unwrap();
+    }
+    std::fs::write(
+        sandbox.config(),
+        format!(
+            "strict_defaults = false\n\
+             [web]\ntls_cert = \"{cert}\"\ntls_key = \"{key}\"\n\
+             [push]\nntfy = {{ server = \"http://127.0.0.1:9\", topic = \"{canary}-topic\", token = \"{canary}-token\" }}\n\
+             [hub]\nurl = \"nats://127.0.0.1:9\"\nnkey = \"{nkey}\"\ncreds = \"{creds}\"\n",
+            cert = sandbox.path("tls/cert.pem").display(),
+            key = tls_key.display(),
+            nkey = nkey.display(),
+            creds = creds.display(),
+        ),
+    )
+    .unwrap();
+    // What the walk must find, to show that it walks: a file the agent may
+    // read.
+    std::fs::write(home.join("visible.txt"), format!("{canary}-visible\n")).unwrap();
+    // What runs as the operator later: a shell startup file, a repository's
+    // hooks and config, a directory on PATH in $HOME.
+    std::fs::write(home.join(".bashrc"), "# the operator's\n").unwrap();
+    let repo = sandbox.path("proj");
+    std::fs::create_dir_all(repo.join(".git/hooks")).unwrap();
+    std::fs::write(repo.join(".git/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+    std::fs::write(home.join("canary.sh"), CANARY_WALK).unwrap();
+    let path = format!(
+        "{}:{}",
+        home.join(".local/bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let log = sandbox.path("fake.log");
+    let mut run = sandbox.hark(["run", "--agent"]);
+    run.arg(fake_claude())
+        .args(["--cwd"])
+        .arg(&repo)
+        .args(["--session", "canary", "--"])
+        .arg(format!("SHELL sh \"$HOME/canary.sh\"\n{}", ask_line()))
+        .env("FAKE_CLAUDE_LOG", &log)
+        .env("CANARY_A", a)
+        .env("CANARY_B", b)
+        .env("REPO", &repo)
+        .env("PATH", path);
+    let out = output_with_stdin(&mut run, "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("the secret files it names do not exist"),
+        "{err}"
+    );
+    // The agent's side of hark still reads its part of the config.
+    assert!(
+        stdout(&out).contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "{err}"
+    );
+    let status = std::fs::read_to_string(home.join("walk.status")).unwrap();
+    assert!(
+        status.ends_with("done\n"),
+        "the walk ran to its end: {status}"
+    );
+    let found = std::fs::read_to_string(home.join("walk.found")).unwrap();
+    let found: Vec<&str> = found.lines().collect();
+    let visible = home.join("visible.txt");
+    assert!(
+        found.contains(&visible.to_str().unwrap()),
+        "the walk finds what the agent may read: {found:?}"
+    );
+    let leaked: Vec<&&str> = found
+        .iter()
+        .filter(|f| **f != visible.to_str().unwrap())
+        .collect();
+    assert!(leaked.is_empty(), "secrets readable inside: {leaked:?}");
+    // Nothing it wrote runs as the operator later.
+    for line in status.lines().filter(|l| *l != "done") {
+        let (name, code) = line.split_once(' ').unwrap();
+        assert_ne!(code, "0", "the agent's {name} write succeeded");
+    }
+    assert_eq!(
+        std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+        "# the operator's\n"
+    );
+    assert!(!repo.join(".git/hooks/post-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(!home.join(".local/bin/git").exists());
+}
+
+#[test]
+fn a_stopped_confined_agent_is_told_to_stop_before_it_is_killed() {
+    let daemon = serve(json!({}));
+    let sandbox = &daemon.sandbox;
+    let home = sandbox.path("home");
+    let told = Lines::follow("the agent", crate::tree::fifo(&home.join("told")));
+    // An agent that says when it listens, and what it was told: its own
+    // shutdown, as Claude Code's saves its session.
+    let agent = home.join("agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\ntrap 'echo TERM > \"$HOME/told\"; exit 0' TERM\n\
+         echo ready > \"$HOME/told\"\nwhile :; do sleep 0.05; done\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut run = sandbox
+        .hark([
+            "run",
+            "--session",
+            "stopped",
+            "--agent-kind",
+            "claude",
+            "--agent",
+        ])
+        .arg(&agent)
+        .args(["--", "work"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    told.wait_for("the agent listening", |l| l == "ready");
+    hark_core::platform::ask_to_end(run.id());
+    told.wait_for("the agent told to stop", |l| l == "TERM");
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15));
+}
+
+#[test]
+fn an_agent_reached_through_a_link_in_the_private_temp_dir_starts() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let sandbox = &daemon.sandbox;
+    // npm's layout: `.bin/claude` links to the package's own program.
+    let modules = sandbox.path("tmp/npm/node_modules");
+    let package = modules.join("@anthropic-ai/claude-code/bin");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::create_dir_all(modules.join(".bin")).unwrap();
+    std::fs::copy(fake_claude(), package.join("claude.exe")).unwrap();
+    let link = modules.join(".bin/claude");
+    std::os::unix::fs::symlink("../@anthropic-ai/claude-code/bin/claude.exe", &link).unwrap();
+    let mut run = sandbox.hark(["run", "--agent"]);
+    run.arg(&link)
+        .args(["--session", "linked", "--", &ask_line()]);
+    let out = output_with_stdin(&mut run, "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("confined by bubblewrap"), "{err}");
+    assert!(
+        stdout(&out).contains(r#"{"answers":{"Which database?":"SQLite"}}"#),
+        "{err}"
+    );
+}

@@ -17,7 +17,7 @@
 //! buttons = true           # answer a short single-select question from its notification
 //! urgency = "normal"       # low, normal or critical, as the notification server is told
 //!
-//! [confine]                # what `hark run` starts runs where hark's socket, store and config do not exist
+//! [confine]                # what `hark run` starts runs where hark's socket, store, config and secret files do not exist
 //! enabled = true           # `hark run --no-confine` turns it off for one run
 //! display = false          # leave the X/Wayland display reachable inside
 //! session_bus = false      # leave the session bus reachable inside
@@ -380,6 +380,34 @@ impl Config {
         }
     }
 
+    /// The part of the config file the agent's side of hark reads
+    /// (`mcp-operator-ask`'s rules, the write-mode gate's policy), as TOML:
+    /// what `hark run` hands its agent in place of the whole file, which
+    /// names or holds the operator's secrets. A missing file is empty.
+    pub fn agent_part() -> Result<String, ConfigError> {
+        let Some(path) = Config::path() else {
+            return Ok(String::new());
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        agent_part_of(&text).map_err(|source| ConfigError::Parse { path, source })
+    }
+
+    /// The files of secrets the config names: the web surface's TLS key,
+    /// the hub's nkey seed or `.creds` (where they are named; the defaults
+    /// are in the data directory).
+    pub fn secret_files(&self) -> Vec<PathBuf> {
+        let web = self.web.iter().flat_map(|w| w.tls_key.clone());
+        let hub = self
+            .hub
+            .iter()
+            .flat_map(|h| h.nkey.iter().chain(&h.creds).cloned());
+        web.chain(hub).collect()
+    }
+
     pub fn ask_timeout(&self) -> Duration {
         Duration::from_secs(self.ask_timeout_secs.max(1))
     }
@@ -391,9 +419,53 @@ impl Config {
     }
 }
 
+/// The keys of the config the agent's side of hark reads.
+pub const AGENT_KEYS: [&str; 2] = ["strict_defaults", "approvals"];
+
+/// `text` with only [`AGENT_KEYS`] kept.
+fn agent_part_of(text: &str) -> Result<String, toml::de::Error> {
+    // Checked as a whole first: a config the operator's side refuses is
+    // not handed on in part.
+    toml::from_str::<Config>(text)?;
+    let mut table: toml::Table = toml::from_str(text)?;
+    table.retain(|key, _| AGENT_KEYS.contains(&key));
+    Ok(table.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_agents_part_keeps_the_rules_and_the_gate_and_no_secret() {
+        let text = "strict_defaults = true\nagent_command = \"claude\"\n\
+                    [approvals]\nexternal_effects = [\"make deploy\"]\n\
+                    [push]\nntfy = { topic = \"canary-topic\", token = \"tk_canary\" }\n\
+                    [hub]\nurl = \"nats://h:4222\"\nnkey = \"/secret/alice.nk\"\n";
+        let part = agent_part_of(text).unwrap();
+        for secret in ["canary-topic", "tk_canary", "alice.nk", "nats://", "claude"] {
+            assert!(!part.contains(secret), "{secret} in {part}");
+        }
+        let read: Config = toml::from_str(&part).unwrap();
+        let whole: Config = toml::from_str(text).unwrap();
+        assert_eq!(read.rules(), whole.rules());
+        assert_eq!(read.approvals, whole.approvals);
+        assert!(agent_part_of("nonsense = 1").is_err());
+    }
+
+    #[test]
+    fn secret_files_are_the_tls_key_and_the_hubs_credential() {
+        let c: Config = toml::from_str(
+            "[web]\ntls_cert = \"/c.pem\"\ntls_key = \"/k.pem\"\n\
+             [hub]\nurl = \"nats://h\"\ncreds = \"/x.creds\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.secret_files(),
+            [PathBuf::from("/k.pem"), "/x.creds".into()]
+        );
+        assert!(Config::default().secret_files().is_empty());
+    }
 
     #[test]
     fn fields_are_optional_and_unknown_ones_are_refused() {

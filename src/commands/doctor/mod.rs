@@ -281,7 +281,7 @@ fn confinement(config: &Config) -> Finding {
         Ok(out) if out.status.success() => Finding::ok(
             what,
             format!(
-                "agents hark starts run confined by {by}: hark's socket, store and config do not exist for them{}",
+                "agents hark starts run confined by {by}: hark's socket, store, config and the secret files it names do not exist for them{}",
                 scope_note
             ),
         ),

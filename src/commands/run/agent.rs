@@ -294,9 +294,12 @@ const GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// stops what it left running (a background shell), which would otherwise
 /// go on, unwatched, after the turn.
 ///
-/// Confined, the child is bubblewrap and the agent is in a session of its
-/// own inside (`--new-session`): its group gets the SIGTERM, and past the
-/// grace the sandbox's init the SIGKILL, which ends the PID namespace whole.
+/// Confined, the child is bubblewrap, whose init (the sandbox's PID 1)
+/// starts the agent in the session and group `--new-session` made: the
+/// group the agent is really in (its `getpgid`, read from here) gets the
+/// SIGTERM, which the init, a namespace's PID 1 with no handler, does not
+/// take; past the grace the init gets the SIGKILL, which ends the PID
+/// namespace whole.
 #[cfg(unix)]
 async fn end_group(
     child: &mut Child,
@@ -304,23 +307,23 @@ async fn end_group(
     confined: bool,
     _stopping: bool,
 ) -> std::io::Result<std::process::ExitStatus> {
-    use rustix::process::{Pid, Signal, kill_process_group};
+    use rustix::process::{Pid, Signal, getpgid, kill_process_group};
     let Some(id) = child.id() else {
         // Already reaped.
         return child.wait().await;
     };
     let pid = |id: u32| i32::try_from(id).ok().and_then(Pid::from_raw);
     let group = pid(id);
-    // Confined: the sandbox's init, and the agent, its child, in a session
-    // and group of its own. The agent's group is told to end; bubblewrap
-    // exits once its init has, and the kernel ends a PID namespace whole
-    // before its init is gone, so waiting for bubblewrap waits for all of it.
+    // Confined: bubblewrap exits once its init has, and the kernel ends a
+    // PID namespace whole before its init is gone, so waiting for
+    // bubblewrap waits for all of it.
     let init = confined
         .then(|| hark_core::platform::children(id).first().copied())
         .flatten();
     let agent_group = init
         .and_then(|init| hark_core::platform::children(init).first().copied())
-        .and_then(pid);
+        .and_then(pid)
+        .and_then(|agent| getpgid(Some(agent)).ok());
     // (An agent already gone leaves its init ending: nothing to tell.)
     let told = if init.is_some() { agent_group } else { group };
     if let Some(told) = told {

@@ -391,13 +391,14 @@ impl Next {
             ),
         };
         self.paused = false;
-        Ok(hark_core::agent::compose_for(
-            setup.kind,
-            user,
-            args.verb,
-            setup.attach(),
-            read_only,
-        ))
+        let mut composed =
+            hark_core::agent::compose_for(setup.kind, user, args.verb, setup.attach(), read_only);
+        if let Some((name, value)) = setup.agent_env() {
+            composed
+                .env
+                .insert(name.to_owned(), value.display().to_string());
+        }
+        Ok(composed)
     }
 
     /// The agent paused on `tool_use_id`: the next turn waits for it to be

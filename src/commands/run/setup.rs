@@ -73,7 +73,12 @@ impl Setup {
         let servers = agent::existing_servers(user_configs)?;
         let hark = std::env::current_exe().map_err(RunError::ThisHark)?;
         let config_json = hark_core::agent::mcp_config(&hark, servers, args.read_only).to_string();
+        // What the agent's side of hark reads of the config, in the run's
+        // own directory: the operator's file is hidden from the agent.
+        let agent_part = Config::agent_part()?;
         let write_config = |dir: &RunDir| {
+            dir.write_private(confine::AGENT_CONFIG, agent_part.as_bytes())
+                .map_err(RunError::WriteConfig)?;
             dir.write_private("mcp.json", config_json.as_bytes())
                 .map_err(RunError::WriteConfig)
         };
@@ -150,6 +155,18 @@ impl Setup {
         })
     }
 
+    /// The variables the agent is started with besides its own: the
+    /// run's copy of the config ([`confine::AGENT_CONFIG`]) for the
+    /// agent's side of hark, when the run has a directory.
+    pub(super) fn agent_env(&self) -> Option<(&'static str, PathBuf)> {
+        let dir = self
+            .bridge
+            .as_ref()
+            .map(|(relay, _)| relay.dir.path())
+            .or(self.headless_gate.as_ref().map(|(dir, _)| dir.path()))?;
+        Some((hark_core::env::CONFIG, dir.join(confine::AGENT_CONFIG)))
+    }
+
     /// The run's own socket, through which it asks the operator.
     pub(super) fn run_socket(&self) -> Option<PathBuf> {
         self.bridge.as_ref().map(|(relay, _)| relay.socket.clone())
@@ -177,7 +194,7 @@ impl Setup {
         );
         match &self.confine.confinement {
             Confinement::Confined { by } => eprintln!(
-                "hark: confined by {by}: hark's socket, store and config do not exist for the agent{}",
+                "hark: confined by {by}: hark's socket, store, config and the secret files it names do not exist for the agent; shell startup files, git hooks and config, and PATH's directories in $HOME are read-only{}; what listens on this host's network, loopback included (the web surface when it is on), stays reachable",
                 self.confine.scope_note()
             ),
             Confinement::Unavailable { reason } => eprintln!(
@@ -344,9 +361,20 @@ fn confinement(
     program: &Path,
 ) -> confine::Plan {
     let mut operator = confine::Session::current();
-    operator.programs.extend(
-        hark_core::platform::find_program(program).and_then(|p| p.parent().map(Path::to_path_buf)),
-    );
+    // Where it is found and where it really is: npm's `.bin/claude` is a
+    // link to `../@anthropic-ai/claude-code/bin/claude.exe`.
+    if let Some(found) = hark_core::platform::find_program(program) {
+        let real = std::fs::canonicalize(&found).ok();
+        for path in std::iter::once(found).chain(real) {
+            if let Some(dir) = path
+                .parent()
+                .filter(|d| !operator.programs.iter().any(|p| p == d))
+            {
+                operator.programs.push(dir.to_path_buf());
+            }
+        }
+    }
+    operator.secrets = config.secret_files();
     confine::plan(&operator, cwd, run_dirs, &config.confine, !args.no_confine)
 }
 

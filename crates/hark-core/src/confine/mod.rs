@@ -86,6 +86,11 @@ pub struct Session {
     /// the agent's MCP server and hook; the agent), kept even where they
     /// lie in a private temp directory.
     pub programs: Vec<PathBuf>,
+    /// The files of secrets the config names wherever they are (a TLS key,
+    /// the hub's nkey or `.creds`): hidden as hark's own directories are.
+    pub secrets: Vec<PathBuf>,
+    /// `PATH`'s directories.
+    pub path: Vec<PathBuf>,
 }
 
 impl Session {
@@ -108,6 +113,10 @@ impl Session {
                 .and_then(|exe| exe.parent().map(Path::to_path_buf))
                 .into_iter()
                 .collect(),
+            secrets: Vec::new(),
+            path: var("PATH")
+                .map(|p| std::env::split_paths(&p).collect())
+                .unwrap_or_default(),
         }
     }
 }
@@ -146,6 +155,10 @@ impl Places {
             }
             hide.push(place);
         }
+        // The config is hidden whole, not only kept from changes: it names
+        // the operator's secrets (the push topic and token, the hub's
+        // credential) or holds them. The agent's side of hark reads the
+        // run's own copy of what it needs ([`AGENT_CONFIG`], read-only).
         if let Some((config, default)) = &session.config {
             let place = match default {
                 true => own_dir(config),
@@ -154,8 +167,13 @@ impl Places {
             if &place != config {
                 own_dirs.push(place.clone());
             }
-            places.read_only.push(place);
+            hide.push(place);
         }
+        hide.extend(session.secrets.iter().cloned());
+        for dir in run_dirs {
+            places.read_only.push(dir.join(AGENT_CONFIG));
+        }
+        places.read_only.extend(runs_code_later(session, cwd));
         if let Some(runtime) = &session.runtime_dir {
             // systemd's user manager starts what it is asked outside any
             // confinement (`systemd-run --user`); the accessibility bus
@@ -199,6 +217,9 @@ impl Places {
             .keep
             .retain(|k| !hidden.iter().any(|h| k.starts_with(h)));
         places
+            .read_only
+            .retain(|r| !hidden.iter().any(|h| r.starts_with(h)));
+        places
     }
 }
 
@@ -227,6 +248,77 @@ fn wayland_sockets(runtime: &Path) -> Vec<PathBuf> {
         })
         .map(|e| e.path())
         .collect()
+}
+
+/// The file in a run's own directory that holds the part of the config the
+/// agent's side of hark reads (`mcp-operator-ask`'s rules, the gate's
+/// policy), handed to it as `HARK_CONFIG`: read-only inside.
+pub const AGENT_CONFIG: &str = "config.toml";
+
+/// What in `$HOME` runs code as the operator later, outside the
+/// confinement: shell startup files, the login session's and systemd's
+/// user units, git's and the agents' own configs (their hooks and `notify`
+/// programs), ssh's config and `rc`. Read-only inside where they exist (a
+/// missing one is not made: an empty `.bash_profile` would stop bash
+/// reading `.profile`).
+pub const RUNS_CODE_IN_HOME: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshenv",
+    ".zprofile",
+    ".zshrc",
+    ".zlogin",
+    ".zlogout",
+    ".cshrc",
+    ".tcshrc",
+    ".kshrc",
+    ".mkshrc",
+    ".config/fish",
+    ".config/nushell",
+    ".xprofile",
+    ".xinitrc",
+    ".xsession",
+    ".xsessionrc",
+    ".pam_environment",
+    ".config/environment.d",
+    ".config/autostart",
+    ".config/systemd",
+    ".gitconfig",
+    ".config/git",
+    ".ssh",
+    ".claude/settings.json",
+    ".codex/config.toml",
+];
+
+/// What in the working directory's repository runs code as the operator
+/// later: git's hooks and its config (`core.hooksPath`, `core.fsmonitor`).
+pub const RUNS_CODE_IN_REPO: &[&str] = &[".git/hooks", ".git/config"];
+
+/// The places of [`RUNS_CODE_IN_HOME`] and [`RUNS_CODE_IN_REPO`] that exist,
+/// and the directories on `PATH` inside `$HOME` (a `git` written into
+/// `~/.local/bin` is run by the operator's next `git`).
+fn runs_code_later(session: &Session, cwd: &Path) -> Vec<PathBuf> {
+    let mut places = Vec::new();
+    if let Some(home) = &session.home {
+        places.extend(RUNS_CODE_IN_HOME.iter().map(|p| home.join(p)));
+        places.extend(
+            session
+                .path
+                .iter()
+                .filter(|dir| dir.starts_with(home) && dir.as_path() != home.as_path())
+                .cloned(),
+        );
+    }
+    if let Some(repo) = cwd.ancestors().find(|dir| dir.join(".git").is_dir()) {
+        places.extend(RUNS_CODE_IN_REPO.iter().map(|p| repo.join(p)));
+    }
+    places.retain(|p| p.symlink_metadata().is_ok());
+    places.sort();
+    places.dedup();
+    places
 }
 
 /// How a run's agent is to be started: its confinement, and the program
@@ -311,23 +403,20 @@ pub fn plan(
             });
         }
     }
-    // A config named but not there yet is made, empty and owner-only (the
-    // defaults), so that it can be bound read-only; else the mount point
-    // bubblewrap makes would be left in its place, and the agent could not
-    // be kept from writing one.
-    for file in places
-        .read_only
-        .iter()
-        .filter(|p| !places.own_dirs.contains(p))
-    {
-        if file.symlink_metadata().is_err() {
+    // A config named outside hark's directory but not there yet is made,
+    // empty and owner-only (the defaults), so that it can be hidden; else
+    // the agent could write one there that the operator's side would read.
+    // The run's own copy is there already.
+    let named = session.config.iter().filter(|(_, default)| !default);
+    for file in named.map(|(file, _)| file).chain(&places.read_only) {
+        if !places.own_dirs.contains(file) && file.symlink_metadata().is_err() {
             let made = crate::platform::private_file(
                 std::fs::OpenOptions::new().write(true).create_new(true),
             )
             .open(file);
             if let Err(e) = made {
                 return Plan::without(Confinement::Unavailable {
-                    reason: format!("cannot make {} to keep it read-only: {e}", file.display()),
+                    reason: format!("cannot make {} to guard it: {e}", file.display()),
                 });
             }
         }

@@ -62,9 +62,6 @@ pub fn profile(places: &Places, temp_dir: &Path, run_dirs: &[&Path]) -> String {
             "(deny file-read* file-write* (subpath {q}))\n(deny network-outbound (remote unix-socket (subpath {q})))"
         );
     }
-    for path in &places.read_only {
-        let _ = writeln!(p, "(deny file-write* (subpath {}))", quoted(path));
-    }
     // Other runs' directories (their ask sockets), then this run's own: the
     // last matching rule wins.
     let others = regex_prefix(temp_dir, "/hark-run-");
@@ -78,6 +75,11 @@ pub fn profile(places: &Places, temp_dir: &Path, run_dirs: &[&Path]) -> String {
             p,
             "(allow file-read* file-write* (subpath {q}))\n(allow network-outbound (remote unix-socket (subpath {q})))"
         );
+    }
+    // Last, so that the run's own copy of the config stays read-only in
+    // its directory.
+    for path in &places.read_only {
+        let _ = writeln!(p, "(deny file-write* (subpath {}))", quoted(path));
     }
     p
 }

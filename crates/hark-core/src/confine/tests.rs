@@ -15,6 +15,8 @@ fn session() -> Session {
         xauthority: Some("/run/user/1000/gdm/Xauthority".into()),
         ssh_agent: Some("/tmp/ssh-x/agent.1".into()),
         programs: vec!["/tmp/build/target/debug".into()],
+        secrets: vec!["/home/op/nats/alice.creds".into()],
+        path: Vec::new(),
     }
 }
 
@@ -28,7 +30,7 @@ fn places(options: &Options) -> Places {
 }
 
 #[test]
-fn hark_s_own_directories_are_hidden_and_the_config_is_read_only() {
+fn hark_s_own_directories_the_config_and_the_secrets_it_names_are_hidden() {
     let places = places(&Options::default());
     for hidden in [
         "/run/user/1000/hark",
@@ -43,7 +45,21 @@ fn hark_s_own_directories_are_hidden_and_the_config_is_read_only() {
             "{hidden}: {places:?}"
         );
     }
-    assert_eq!(places.read_only, [PathBuf::from("/home/op/.config/hark")]);
+    assert!(
+        places
+            .hide
+            .contains(&PathBuf::from("/home/op/.config/hark"))
+    );
+    assert!(
+        places
+            .hide
+            .contains(&PathBuf::from("/home/op/nats/alice.creds"))
+    );
+    assert_eq!(
+        places.read_only,
+        [PathBuf::from("/tmp/hark-run-1-ab/config.toml")],
+        "the run's own copy of what the agent reads of the config"
+    );
     assert_eq!(
         places.own_dirs,
         [
@@ -190,7 +206,8 @@ fn the_command_line_hides_pins_and_keeps_in_order() {
     assert!(pos("bind", "/home/op/.local/share") < pos("tmpfs", "/home/op/.local/share/hark"));
     pos("tmpfs", "/run/user/1000/hark");
     pos("bind", "/run/user/1000");
-    pos("ro", "/home/op/.config/hark");
+    pos("tmpfs", "/home/op/.config/hark");
+    assert!(pos("bind", "/tmp/hark-run-1-ab") < pos("ro", "/tmp/hark-run-1-ab/config.toml"));
     pos("bind", "/home/op/.config");
     pos("null", "/run/user/1000/bus");
     pos("tmpfs", "/run/user/1000/systemd");
@@ -215,6 +232,8 @@ fn what_lies_in_a_private_temp_dir_needs_no_hiding_unless_it_is_kept() {
         xauthority: None,
         ssh_agent: None,
         programs: Vec::new(),
+        secrets: Vec::new(),
+        path: Vec::new(),
     };
     let places = Places::of(
         &session,
@@ -237,8 +256,9 @@ fn what_lies_in_a_private_temp_dir_needs_no_hiding_unless_it_is_kept() {
         ("tmpfs", "/tmp/t/tmp"),
         ("tmpfs", "/tmp/t/run"),
         ("tmpfs", "/tmp/t/data"),
-        ("ro", "/tmp/t/no-config.toml"),
+        ("null", "/tmp/t/no-config.toml"),
         ("bind", "/tmp/t/tmp/hark-run-1-ab"),
+        ("ro", "/tmp/t/tmp/hark-run-1-ab/config.toml"),
     ]
     .iter()
     .map(|(f, p)| (f.to_string(), p.to_string()))
@@ -267,7 +287,10 @@ fn the_seatbelt_profile_denies_hark_s_places_and_other_runs() {
     assert!(profile.contains(
         "(deny network-outbound (remote unix-socket (subpath \"/run/user/1000/hark\")))"
     ));
-    assert!(profile.contains("(deny file-write* (subpath \"/home/op/.config/hark\"))"));
+    assert!(profile.contains("(deny file-read* file-write* (subpath \"/home/op/.config/hark\"))"));
+    let run_config = profile
+        .find("(deny file-write* (subpath \"/tmp/hark-run-1-ab/config.toml\"))")
+        .unwrap();
     assert!(profile.contains(r#"(regex #"^/var/folders/x/T/hark-run-")"#));
     let deny = profile.find("(deny file-read* file-write* (regex").unwrap();
     let allow = profile
@@ -276,6 +299,10 @@ fn the_seatbelt_profile_denies_hark_s_places_and_other_runs() {
     assert!(
         deny < allow,
         "the run's own directory is allowed after the others are denied"
+    );
+    assert!(
+        allow < run_config,
+        "and its copy of the config is read-only"
     );
     // A quote in a path cannot end the literal.
     let mut odd = Places::default();

@@ -41,7 +41,7 @@ pub struct RunStart {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Confinement {
-    /// hark's socket, store and config do not exist for the agent; `by`
+    /// hark's socket, store, config and secret files do not exist for the agent; `by`
     /// names the mechanism (`bubblewrap`, `seatbelt`, `job object`).
     Confined { by: String },
     /// Confinement was wanted but this machine cannot give it.
