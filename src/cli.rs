@@ -88,6 +88,11 @@ pub enum Command {
     /// them, `revoke ID` ends a device's sessions.
     #[command(subcommand)]
     Web(WebCommand),
+    /// The phone push's secrets: `setup` keeps the ntfy topic (a new,
+    /// unguessable one unless given) and access token in the data
+    /// directory, out of the config and of a confined agent's reach.
+    #[command(subcommand)]
+    Push(PushCommand),
     /// Print the MCP config that points an agent at this hark:
     /// `claude -p … --mcp-config "$(hark mcp-config)" --allowedTools mcp__operator__ask`.
     McpConfig(McpConfigArgs),
@@ -279,6 +284,20 @@ pub struct ServeArgs {
     /// here, and every reply is decided there.
     #[arg(long, value_name = "URL")]
     pub hub: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PushCommand {
+    /// Keep the ntfy topic and token in the data directory (`push.toml`,
+    /// owner-only), and print the topic to subscribe the phone to.
+    Setup {
+        /// The topic (default: the one kept, else a new random one).
+        #[arg(long)]
+        topic: Option<String>,
+        /// Read an ntfy access token from stdin (one line).
+        #[arg(long)]
+        token_stdin: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -10,6 +10,7 @@ pub mod hub;
 pub mod inbox;
 pub mod listings;
 pub mod mcp;
+pub mod push;
 pub mod query;
 pub mod run;
 pub mod serve;
@@ -101,6 +102,7 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::McpConfig(args) => mcp::config(args),
         Command::Ssh(args) => Ok(runtime()?.block_on(ssh::run(args))),
         Command::Web(command) => Ok(runtime()?.block_on(web::run(command))),
+        Command::Push(command) => Ok(push::run(command)),
         Command::Hub(command) => hub::run(command),
         Command::Ask(args) => Ok(runtime()?.block_on(ask::run(args))),
         Command::Run(args) => Ok(runtime()?.block_on(run::run(args))),

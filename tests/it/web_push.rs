@@ -124,16 +124,30 @@ fn serve_push(receiver: &Receiver, detail: &str) -> (Daemon, String) {
     let sandbox = sandbox();
     let port = free_port();
     let public = format!("http://127.0.0.1:{port}");
+    // The config names the server; the topic and token are kept apart.
     std::fs::write(
         sandbox.config(),
         format!(
             "[web]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"{public}\"\n\
-             [push]\nntfy = {{ server = \"{}\", topic = \"hark-test-topic\", token = \"tk_ntfy_secret\" }}\n\
+             [push]\nntfy = {{ server = \"{}\" }}\n\
              detail = \"{detail}\"\n",
             receiver.url
         ),
     )
     .unwrap();
+    let mut setup = sandbox.hark([
+        "push",
+        "setup",
+        "--topic",
+        "hark-test-topic",
+        "--token-stdin",
+    ]);
+    let out = output_with_stdin(&mut setup, "tk_ntfy_secret\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let daemon = serve_in(&sandbox, json!({}), &[]);
     daemon.log.wait_event("web surface listening", &[]);
     (daemon, public)
@@ -518,4 +532,40 @@ impl Gate {
         self.reader.read_line(&mut line).unwrap();
         serde_json::from_str(&line).unwrap()
     }
+}
+
+#[test]
+fn push_setup_keeps_a_new_unguessable_topic_owner_only_in_the_data_dir() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = sandbox();
+    let first = hark(&sandbox, &["push", "setup"]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let topic = stdout(&first).trim().to_owned();
+    assert!(topic.starts_with("hark-") && topic.len() >= 37, "{topic}");
+    let file = sandbox.data_dir().join("push.toml");
+    let kept = std::fs::read_to_string(&file).unwrap();
+    assert!(kept.contains(&topic), "{kept}");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // Again: the kept topic stays (the phone stays subscribed).
+    let again = hark(&sandbox, &["push", "setup"]);
+    assert_eq!(stdout(&again).trim(), topic);
+    let bad = hark(&sandbox, &["push", "setup", "--topic", "a/b"]);
+    assert_eq!(bad.status.code(), Some(2));
+    // A config that still holds one inline is told how to move it.
+    std::fs::write(
+        sandbox.config(),
+        "[push]\nntfy = { topic = \"inline-topic\", token = \"tk_inline\" }\n",
+    )
+    .unwrap();
+    let doctor = stdout(&hark(&sandbox, &["doctor"]));
+    assert!(
+        doctor.contains("[push] ntfy.topic and [push] ntfy.token inline")
+            && doctor.contains("hark push setup"),
+        "{doctor}"
+    );
 }

@@ -30,7 +30,7 @@
 //! public_url = "https://hark.example.ts.net" # where a phone reaches it: the push's buttons and click go there
 //!
 //! [push]                   # a phone push per new item through ntfy (needs `[web]` with `public_url`)
-//! ntfy = { server = "https://ntfy.sh", topic = "hark-…", token = "tk_…" } # token: optional, an ntfy access token
+//! ntfy = { server = "https://ntfy.sh" } # the topic and token are secrets: `hark push setup` keeps them in the data directory
 //! detail = "title-only"    # title-only (the agent and project, no question text) or full (the question and its options)
 //!
 //! [hub]                    # the team's hub (NATS JetStream); off when absent
@@ -64,6 +64,7 @@ use serde::Deserialize;
 
 use crate::gate::policy::Policy;
 use crate::model::validate::Rules;
+use crate::secrets::{PushSecrets, SecretsError};
 
 /// The default bounded wait (SPEC §4).
 pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(300);
@@ -113,6 +114,11 @@ pub struct Config {
     pub push: Option<Push>,
     /// The team's hub, when configured.
     pub hub: Option<Hub>,
+    /// The secrets the file holds inline, by where they are (`[push]
+    /// ntfy.token`): `hark serve`, the app and `hark doctor` say how to
+    /// move them out.
+    #[serde(skip)]
+    pub inline_secrets: Vec<&'static str>,
 }
 
 impl Hub {
@@ -170,7 +176,10 @@ pub struct Ntfy {
     #[serde(default = "Ntfy::default_server")]
     pub server: String,
     /// The topic the phone subscribes to: on a public server, whoever
-    /// knows it reads the pushes, so make it unguessable (or use a token).
+    /// knows it reads the pushes, so it is a secret, kept with the token in
+    /// the data directory by `hark push setup` (`push.toml`); one given
+    /// here is used, with a warning.
+    #[serde(default)]
     pub topic: String,
     /// An access token (`Authorization: Bearer`), for a topic that needs one.
     #[serde(default)]
@@ -341,6 +350,7 @@ impl Default for Config {
             web: None,
             push: None,
             hub: None,
+            inline_secrets: Vec::new(),
         }
     }
 }
@@ -357,6 +367,8 @@ pub enum ConfigError {
         path: PathBuf,
         source: toml::de::Error,
     },
+    #[error("the push's secrets: {0}")]
+    Secrets(#[from] SecretsError),
 }
 
 impl Config {
@@ -373,11 +385,42 @@ impl Config {
         let Some(path) = Config::path() else {
             return Ok(Config::default());
         };
-        match std::fs::read_to_string(&path) {
-            Ok(text) => toml::from_str(&text).map_err(|source| ConfigError::Parse { path, source }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-            Err(source) => Err(ConfigError::Read { path, source }),
+        let mut config: Config = match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                toml::from_str(&text).map_err(|source| ConfigError::Parse { path, source })?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        config.keep_secrets_apart(crate::secrets::PushSecrets::load)?;
+        Ok(config)
+    }
+
+    /// Notes the secrets given inline, and fills in those not given from
+    /// where `hark push setup` keeps them (`kept`: the data directory's).
+    fn keep_secrets_apart(
+        &mut self,
+        kept: impl FnOnce() -> Result<Option<PushSecrets>, SecretsError>,
+    ) -> Result<(), ConfigError> {
+        let Some(push) = self.push.as_mut() else {
+            return Ok(());
+        };
+        let ntfy = &mut push.ntfy;
+        if !ntfy.topic.is_empty() {
+            self.inline_secrets.push("[push] ntfy.topic");
         }
+        if ntfy.token.is_some() {
+            self.inline_secrets.push("[push] ntfy.token");
+        }
+        if (ntfy.topic.is_empty() || ntfy.token.is_none())
+            && let Some(kept) = kept()?
+        {
+            if ntfy.topic.is_empty() {
+                ntfy.topic = kept.topic;
+            }
+            ntfy.token = ntfy.token.take().or(kept.token);
+        }
+        Ok(())
     }
 
     /// The part of the config file the agent's side of hark reads
@@ -451,6 +494,35 @@ mod tests {
         assert_eq!(read.rules(), whole.rules());
         assert_eq!(read.approvals, whole.approvals);
         assert!(agent_part_of("nonsense = 1").is_err());
+    }
+
+    #[test]
+    fn push_secrets_come_from_the_data_dir_and_inline_ones_are_noted() {
+        let kept = || {
+            Ok(Some(PushSecrets {
+                topic: "kept-topic".into(),
+                token: Some("kept-token".into()),
+            }))
+        };
+        let mut c: Config = toml::from_str("[push]\nntfy = { server = \"https://n\" }").unwrap();
+        c.keep_secrets_apart(kept).unwrap();
+        let ntfy = &c.push.as_ref().unwrap().ntfy;
+        assert_eq!(
+            (ntfy.topic.as_str(), ntfy.token.as_deref()),
+            ("kept-topic", Some("kept-token"))
+        );
+        assert!(c.inline_secrets.is_empty());
+        let mut c: Config = toml::from_str("[push]\nntfy = { topic = \"mine\" }").unwrap();
+        c.keep_secrets_apart(kept).unwrap();
+        let ntfy = &c.push.as_ref().unwrap().ntfy;
+        assert_eq!(
+            (ntfy.topic.as_str(), ntfy.token.as_deref()),
+            ("mine", Some("kept-token"))
+        );
+        assert_eq!(c.inline_secrets, ["[push] ntfy.topic"]);
+        let mut none = Config::default();
+        none.keep_secrets_apart(|| panic!("not read without [push]"))
+            .unwrap();
     }
 
     #[test]

@@ -58,6 +58,7 @@ pub mod pairing;
 pub mod platform;
 pub mod prompter;
 pub mod registry;
+pub mod secrets;
 pub mod store;
 pub mod text;
 pub mod trace;

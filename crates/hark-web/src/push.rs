@@ -78,7 +78,9 @@ pub enum PushError {
     BadPublicUrl(String),
     #[error("`[push] ntfy.server` is {0:?}: it must be an http:// or https:// URL")]
     BadServer(String),
-    #[error("`[push] ntfy.topic` is empty")]
+    #[error(
+        "the push has no ntfy topic: `hark push setup` makes one and keeps it in the data directory"
+    )]
     NoTopic,
     #[error("the push's HTTPS client: {0}")]
     Client(#[from] std::io::Error),

@@ -140,6 +140,17 @@ pub fn run() -> Result<ExitStatus, Failed> {
     if let Some(finding) = push(&config) {
         findings.push(finding);
     }
+    if !config.inline_secrets.is_empty() {
+        findings.push(Finding::not(
+            Verdict::Problem,
+            "secrets",
+            format!(
+                "the config holds {} inline: anyone the file is shared with, and any agent not confined, reads it",
+                config.inline_secrets.join(" and ")
+            ),
+            "`hark push setup` keeps the topic and token in the data directory (owner-only, hidden from confined agents); then remove them from the config",
+        ));
+    }
     if let Some(finding) = hub::check(&config, &rt) {
         findings.push(finding);
     }
