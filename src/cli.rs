@@ -302,7 +302,7 @@ pub enum PushCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum WebCommand {
-    /// Print a one-time pairing code (8 characters, good for 5 minutes,
+    /// Print a one-time pairing code (16 characters, good for 5 minutes,
     /// one use) on the first line, and the page to enter it at on the
     /// second when the daemon serves the web surface.
     Pair {

@@ -1,7 +1,7 @@
 //! Pairing a device with the web surface, and its sessions: plain data and
 //! the store, no HTTP (the `hark-web` crate carries it).
 //!
-//! The daemon mints a one-time code ([`mint_code`]: 8 characters from an
+//! The daemon mints a one-time code ([`mint_code`]: 16 characters from an
 //! alphabet without look-alikes, good for [`CODE_TTL`], one use); a device
 //! exchanges it ([`pair`]) for a session token (its cookie) and a CSRF
 //! token its state-changing requests carry. The store keeps only SHA-256
@@ -21,7 +21,7 @@ pub const CODE_TTL: Duration = Duration::from_secs(5 * 60);
 /// How long a session lasts from pairing (the device pairs again after).
 pub const SESSION_TTL: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 /// Characters in a code.
-pub const CODE_LEN: usize = 8;
+pub const CODE_LEN: usize = 16;
 /// The longest device name kept (longer ones are cut).
 pub const NAME_MAX: usize = 64;
 /// What codes are written in: Crockford's base32, whose look-alikes are
@@ -95,8 +95,12 @@ pub fn mint_code(store: &Store) -> Result<Code, PairingError> {
         .collect();
     let expires = store.clock().now() + CODE_TTL;
     store.add_pairing_code(&hash(&code), expires)?;
+    let groups: Vec<&str> = (0..CODE_LEN)
+        .step_by(4)
+        .map(|at| &code[at..at + 4])
+        .collect();
     Ok(Code {
-        code: format!("{}-{}", &code[..4], &code[4..]),
+        code: groups.join("-"),
         expires,
     })
 }
@@ -174,7 +178,7 @@ mod tests {
     fn a_code_pairs_once_and_its_session_carries_the_csrf_token() {
         let (_dir, store) = store();
         let code = mint_code(&store).unwrap();
-        assert_eq!(code.code.len(), CODE_LEN + 1);
+        assert_eq!(code.code.len(), CODE_LEN + 3);
         let paired = pair(&store, &code.code.to_lowercase(), " Pixel\u{7} 8 ")
             .unwrap()
             .unwrap();

@@ -101,19 +101,23 @@ struct PairBody {
 }
 
 /// `POST /api/pair`: a one-time code for a session (the cookie) and its
-/// CSRF token. Failures are counted per client address and overall.
+/// CSRF token. A right code always pairs: what shares the operator's
+/// address (an agent on the same loopback) cannot lock the operator out by
+/// guessing wrong. Wrong ones are counted per client address and overall,
+/// and past the limit answered 429; a code's 80 bits make guessing one in
+/// its five minutes hopeless at any rate.
 async fn pair(
     State(web): State<Arc<Web>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     bytes: Bytes,
 ) -> Result<Response, ApiError> {
-    if let Err(wait) = web.limiter.check(peer.ip()) {
-        return Err(ApiError::too_many("wrong codes", wait));
-    }
     let asked: PairBody = body(&bytes)?;
     let paired =
         pairing::pair(&web.store, &asked.code, &asked.device).map_err(ApiError::unavailable)?;
     let Some(paired) = paired else {
+        if let Err(wait) = web.limiter.check(peer.ip()) {
+            return Err(ApiError::too_many("wrong codes", wait));
+        }
         web.limiter.failed(peer.ip());
         tracing::warn!(peer = %peer.ip(), "a pairing with a wrong, used or expired code was refused");
         return Err(ApiError::new(

@@ -168,9 +168,11 @@ fn split_host(host: &str) -> (&str, Option<u16>) {
 }
 
 /// Failed pairings: at most [`PER_ADDRESS`] from one client address and
-/// [`OVERALL`] from all in [`WINDOW`]; past that, a pairing is refused
-/// (429) until the oldest failure leaves the window. A code has 40 bits
-/// and lives 5 minutes: at this rate nobody guesses one.
+/// [`OVERALL`] from all in [`WINDOW`]; past that, a wrong code is answered
+/// 429 until the oldest failure leaves the window. A right code is never
+/// held back (it is checked first), so whoever shares the operator's
+/// address cannot lock the operator out; a code's 80 bits and 5 minutes
+/// are what keep it from being guessed.
 #[derive(Debug, Default)]
 pub struct Limiter {
     failures: Mutex<Failures>,
