@@ -41,16 +41,22 @@ struct Receiver {
     published: mpsc::Receiver<Published>,
 }
 
+/// What was published, for a subscriber's poll (`GET /TOPIC/json?poll=1`,
+/// as the ntfy app reads a topic): each message as one JSON line.
+type Topics = std::sync::Arc<std::sync::Mutex<Vec<Value>>>;
+
 impl Receiver {
     fn start() -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (tx, published) = mpsc::channel();
+        let topics = Topics::default();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { return };
                 let tx = tx.clone();
-                std::thread::spawn(move || serve_connection(stream, &tx));
+                let topics = topics.clone();
+                std::thread::spawn(move || serve_connection(stream, &tx, &topics));
             }
         });
         Receiver { url, published }
@@ -65,7 +71,7 @@ impl Receiver {
 }
 
 /// Reads HTTP/1.1 requests off one connection (kept alive) until it closes.
-fn serve_connection(stream: TcpStream, tx: &mpsc::Sender<Published>) {
+fn serve_connection(stream: TcpStream, tx: &mpsc::Sender<Published>, topics: &Topics) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut writer = stream;
     loop {
@@ -92,14 +98,32 @@ fn serve_connection(stream: TcpStream, tx: &mpsc::Sender<Published>) {
             .map_or(0, |l| l.parse().unwrap());
         let mut body = vec![0; length];
         reader.read_exact(&mut body).unwrap();
-        let answer = r#"{"id":"m1","event":"message"}"#;
+        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let answer = match (method.as_str(), path.split_once("/json")) {
+            ("GET", Some((topic, _))) => {
+                let topic = topic.trim_start_matches('/');
+                let kept = topics.lock().unwrap();
+                let lines: Vec<String> = kept
+                    .iter()
+                    .filter(|m| m["topic"] == topic)
+                    .map(Value::to_string)
+                    .collect();
+                lines.join("\n")
+            }
+            _ => {
+                topics.lock().unwrap().push(body.clone());
+                r#"{"id":"m1","event":"message"}"#.to_owned()
+            }
+        };
         // In one write: a response in pieces meets the client's delayed ACK.
         let response = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
             answer.len()
         );
         writer.write_all(response.as_bytes()).unwrap();
-        let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        if method == "GET" {
+            continue;
+        }
         let _ = tx.send(Published {
             method,
             path,
@@ -567,5 +591,101 @@ fn push_setup_keeps_a_new_unguessable_topic_owner_only_in_the_data_dir() {
         doctor.contains("[push] ntfy.topic and [push] ntfy.token inline")
             && doctor.contains("hark push setup"),
         "{doctor}"
+    );
+}
+
+/// What an agent's tool tries, detached from its process tree: read the
+/// push's topic where the operator keeps it (the config, as the README once
+/// showed it inline, and the data directory), poll the topic as the ntfy
+/// app does, and press its own question's "Delete it" button.
+const SELF_ANSWER: &str = r#"
+import json, os, re, time, urllib.request
+home = os.environ["HOME"]
+def topic():
+    for path in (os.environ["TARGET_CONFIG"], os.environ["TARGET_PUSH"]):
+        try:
+            text = open(path).read()
+        except OSError:
+            continue
+        found = re.search(r'topic\s*=\s*"([^"]+)"', text)
+        if found:
+            return found.group(1)
+def attempt():
+    name = topic()
+    if not name:
+        return "no topic"
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        lines = urllib.request.urlopen(os.environ["NTFY"] + "/" + name + "/json?poll=1").read().decode()
+        for line in filter(None, lines.splitlines()):
+            for action in json.loads(line).get("actions", []):
+                if action.get("label") == "Delete it":
+                    request = urllib.request.Request(action["url"], data=(action.get("body") or "").encode(),
+                                                     method=action.get("method", "POST"), headers=action.get("headers", {}))
+                    return "pressed %d" % urllib.request.urlopen(request).status
+        time.sleep(0.05)
+    return "no push"
+result = attempt()
+open(home + "/self-answer.out", "w").write(result + "\n")
+open(home + "/attack-done", "w").write("done\n")
+"#;
+
+#[test]
+fn a_confined_agent_cannot_answer_itself_through_its_push() {
+    let receiver = Receiver::start();
+    let (daemon, public) = serve_push(&receiver, "full");
+    let sandbox = &daemon.sandbox;
+    // The config as the README once showed it: the topic inline.
+    let config = std::fs::read_to_string(sandbox.config()).unwrap();
+    std::fs::write(
+        sandbox.config(),
+        config.replace(
+            &format!("ntfy = {{ server = \"{}\" }}", receiver.url),
+            &format!(
+                "ntfy = {{ server = \"{}\", topic = \"hark-test-topic\" }}",
+                receiver.url
+            ),
+        ),
+    )
+    .unwrap();
+    assert!(
+        std::fs::read_to_string(sandbox.config())
+            .unwrap()
+            .contains("hark-test-topic")
+    );
+    let home = sandbox.path("home");
+    std::fs::write(home.join("self-answer.py"), SELF_ANSWER).unwrap();
+    let done = Lines::follow("the helper", crate::tree::fifo(&home.join("attack-done")));
+    let ask = json!({"questions": [{
+        "question": "Delete the staging database?", "header": "Staging", "multiSelect": false,
+        "options": [{"label": "Delete it", "description": "drop it now"},
+                    {"label": "Keep it", "description": "leave it"}]}]});
+    let script = format!(
+        "SHELL setsid -f python3 \"$HOME/self-answer.py\" </dev/null >/dev/null 2>&1\nASK {ask}"
+    );
+    let mut run = sandbox.hark(["run", "--agent"]);
+    run.arg(fake_claude())
+        .args(["--session", "self-answer", "--", &script])
+        .env("TARGET_CONFIG", sandbox.config())
+        .env("TARGET_PUSH", sandbox.data_dir().join("push.toml"))
+        .env("NTFY", &receiver.url)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = run.spawn().unwrap();
+    let id = daemon.log.question_id("self-answer");
+    // The push went out (the helper had what it needed to find it)…
+    let published = ntfy_message(&receiver.next(), &public);
+    assert_eq!(published["sequence_id"], id.as_str());
+    done.wait_for("the helper", |l| l == "done");
+    // …and the operator answers once the helper has had its go.
+    let _ = hark(sandbox, &["answer", &id, "--pick", "Keep it"]);
+    let out = child.wait_with_output().unwrap();
+    let said = std::fs::read_to_string(home.join("self-answer.out")).unwrap();
+    assert_eq!(said.trim(), "no topic", "the helper read the topic");
+    assert!(
+        stdout(&out).contains(r#"{"answers":{"Delete the staging database?":"Keep it"}}"#),
+        "{}\n{}",
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
     );
 }
