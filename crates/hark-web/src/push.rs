@@ -78,9 +78,7 @@ pub enum PushError {
     BadPublicUrl(String),
     #[error("`[push] ntfy.server` is {0:?}: it must be an http:// or https:// URL")]
     BadServer(String),
-    #[error(
-        "the push has no ntfy topic: `hark push setup` makes one and keeps it in the data directory"
-    )]
+    #[error("no ntfy topic: `hark push setup` makes one")]
     NoTopic,
     #[error("the push's HTTPS client: {0}")]
     Client(#[from] std::io::Error),
