@@ -177,12 +177,25 @@ impl Browser {
 
     /// Waits up to `patience` for the element matching `xpath`.
     pub async fn wait_for(&self, xpath: &str, patience: Duration) -> Result<Element, BrowserError> {
-        self.client
-            .wait()
-            .at_most(patience)
-            .for_element(Locator::XPath(xpath))
-            .await
-            .map_err(command(format!("wait for {xpath}")))
+        let deadline = std::time::Instant::now() + patience;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let found = self
+                .client
+                .wait()
+                .at_most(left)
+                .for_element(Locator::XPath(xpath))
+                .await;
+            // chromedriver answers a find that a navigation of the page
+            // (the pair page's, once paired) interrupts with this, not with
+            // "no such element": the wait goes on, on the next page.
+            match found {
+                Err(e)
+                    if e.to_string().contains("aborted by navigation")
+                        && std::time::Instant::now() < deadline => {}
+                found => return found.map_err(command(format!("wait for {xpath}"))),
+            }
+        }
     }
 
     /// Taps `element` with a finger: scrolled into the middle of the
