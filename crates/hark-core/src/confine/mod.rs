@@ -406,19 +406,18 @@ pub fn plan(
     // A config named outside hark's directory but not there yet is made,
     // empty and owner-only (the defaults), so that it can be hidden; else
     // the agent could write one there that the operator's side would read.
-    // The run's own copy is there already.
-    let named = session.config.iter().filter(|(_, default)| !default);
-    for file in named.map(|(file, _)| file).chain(&places.read_only) {
-        if !places.own_dirs.contains(file) && file.symlink_metadata().is_err() {
-            let made = crate::platform::private_file(
-                std::fs::OpenOptions::new().write(true).create_new(true),
-            )
-            .open(file);
-            if let Err(e) = made {
-                return Plan::without(Confinement::Unavailable {
-                    reason: format!("cannot make {} to guard it: {e}", file.display()),
-                });
-            }
+    // (What is read-only exists: the run's own copy is written first, and
+    // what runs later is guarded only where it is.)
+    if let Some((file, false)) = &session.config
+        && file.symlink_metadata().is_err()
+    {
+        let made =
+            crate::platform::private_file(std::fs::OpenOptions::new().write(true).create_new(true))
+                .open(file);
+        if let Err(e) = made {
+            return Plan::without(Confinement::Unavailable {
+                reason: format!("cannot make {} to hide it: {e}", file.display()),
+            });
         }
     }
     if let Some(empty) = &places.empty
