@@ -114,11 +114,6 @@ pub struct Config {
     pub push: Option<Push>,
     /// The team's hub, when configured.
     pub hub: Option<Hub>,
-    /// The secrets the file holds inline, by where they are (`[push]
-    /// ntfy.token`): `hark serve`, the app and `hark doctor` say how to
-    /// move them out.
-    #[serde(skip)]
-    pub inline_secrets: Vec<&'static str>,
 }
 
 impl Hub {
@@ -190,6 +185,25 @@ impl Ntfy {
     /// `https://ntfy.sh`.
     pub fn default_server() -> String {
         "https://ntfy.sh".to_owned()
+    }
+
+    /// This server with the topic and token not given here filled in from
+    /// where `hark push setup` keeps them (`kept`: the data directory's,
+    /// read only when one is missing).
+    pub fn with_kept(
+        &self,
+        kept: impl FnOnce() -> Result<Option<PushSecrets>, SecretsError>,
+    ) -> Result<Ntfy, SecretsError> {
+        let mut ntfy = self.clone();
+        if (ntfy.topic.is_empty() || ntfy.token.is_none())
+            && let Some(kept) = kept()?
+        {
+            if ntfy.topic.is_empty() {
+                ntfy.topic = kept.topic;
+            }
+            ntfy.token = ntfy.token.or(kept.token);
+        }
+        Ok(ntfy)
     }
 }
 
@@ -350,7 +364,6 @@ impl Default for Config {
             web: None,
             push: None,
             hub: None,
-            inline_secrets: Vec::new(),
         }
     }
 }
@@ -367,8 +380,6 @@ pub enum ConfigError {
         path: PathBuf,
         source: toml::de::Error,
     },
-    #[error("the push's secrets: {0}")]
-    Secrets(#[from] SecretsError),
 }
 
 impl Config {
@@ -382,45 +393,24 @@ impl Config {
 
     /// Loads the config file; a missing one is the defaults.
     pub fn load() -> Result<Config, ConfigError> {
-        let Some(path) = Config::path() else {
-            return Ok(Config::default());
-        };
-        let mut config: Config = match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                toml::from_str(&text).map_err(|source| ConfigError::Parse { path, source })?
+        match Config::read()? {
+            Some((path, text)) => {
+                toml::from_str(&text).map_err(|source| ConfigError::Parse { path, source })
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
-            Err(source) => return Err(ConfigError::Read { path, source }),
-        };
-        config.keep_secrets_apart(crate::secrets::PushSecrets::load)?;
-        Ok(config)
+            None => Ok(Config::default()),
+        }
     }
 
-    /// Notes the secrets given inline, and fills in those not given from
-    /// where `hark push setup` keeps them (`kept`: the data directory's).
-    fn keep_secrets_apart(
-        &mut self,
-        kept: impl FnOnce() -> Result<Option<PushSecrets>, SecretsError>,
-    ) -> Result<(), ConfigError> {
-        let Some(push) = self.push.as_mut() else {
-            return Ok(());
+    /// The config file's path and text; `None` when there is none.
+    fn read() -> Result<Option<(PathBuf, String)>, ConfigError> {
+        let Some(path) = Config::path() else {
+            return Ok(None);
         };
-        let ntfy = &mut push.ntfy;
-        if !ntfy.topic.is_empty() {
-            self.inline_secrets.push("[push] ntfy.topic");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some((path, text))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(ConfigError::Read { path, source }),
         }
-        if ntfy.token.is_some() {
-            self.inline_secrets.push("[push] ntfy.token");
-        }
-        if (ntfy.topic.is_empty() || ntfy.token.is_none())
-            && let Some(kept) = kept()?
-        {
-            if ntfy.topic.is_empty() {
-                ntfy.topic = kept.topic;
-            }
-            ntfy.token = ntfy.token.take().or(kept.token);
-        }
-        Ok(())
     }
 
     /// The part of the config file the agent's side of hark reads
@@ -428,15 +418,24 @@ impl Config {
     /// what `hark run` hands its agent in place of the whole file, which
     /// names or holds the operator's secrets. A missing file is empty.
     pub fn agent_part() -> Result<String, ConfigError> {
-        let Some(path) = Config::path() else {
-            return Ok(String::new());
+        match Config::read()? {
+            Some((path, text)) => {
+                agent_part_of(&text).map_err(|source| ConfigError::Parse { path, source })
+            }
+            None => Ok(String::new()),
+        }
+    }
+
+    /// The secrets the file holds inline, by where they are (`[push]
+    /// ntfy.token`): `hark serve`, the app and `hark doctor` say how to
+    /// move them out.
+    pub fn inline_secrets(&self) -> Vec<&'static str> {
+        let Some(push) = &self.push else {
+            return Vec::new();
         };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-            Err(source) => return Err(ConfigError::Read { path, source }),
-        };
-        agent_part_of(&text).map_err(|source| ConfigError::Parse { path, source })
+        let topic = (!push.ntfy.topic.is_empty()).then_some("[push] ntfy.topic");
+        let token = push.ntfy.token.is_some().then_some("[push] ntfy.token");
+        topic.into_iter().chain(token).collect()
     }
 
     /// The files of secrets the config names: the web surface's TLS key,

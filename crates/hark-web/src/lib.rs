@@ -94,6 +94,7 @@ impl WebOptions {
             config.push.as_ref(),
             config.web.as_ref(),
             web.is_some(),
+            hark_core::secrets::PushSecrets::load,
         )?;
         Ok(web.map(|web| WebOptions { push, ..web }))
     }

@@ -28,6 +28,7 @@ use hark_core::model::item::{Item, Outcome, Surface};
 use hark_core::model::resolve::{Pick, Picks};
 use hark_core::pairing;
 use hark_core::registry::{Event, Registry, Reply};
+use hark_core::secrets::{PushSecrets, SecretsError};
 use hark_core::store::Store;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
@@ -80,6 +81,8 @@ pub enum PushError {
     BadServer(String),
     #[error("no ntfy topic: `hark push setup` makes one")]
     NoTopic,
+    #[error("the push's topic and token: {0}")]
+    Secrets(#[from] SecretsError),
     #[error("the push's HTTPS client: {0}")]
     Client(#[from] std::io::Error),
 }
@@ -92,12 +95,15 @@ fn is_http_url(url: &str) -> bool {
 }
 
 impl PushOptions {
-    /// The config's `[push]`, checked against its `[web]`; `None` without
-    /// `[push]`. `web_on`: the web surface serves (`[web]` or `--web`).
+    /// The config's `[push]`, checked against its `[web]`, with the topic
+    /// and token `kept` apart (`PushSecrets::load`) where the config does
+    /// not give them; `None` without `[push]`. `web_on`: the web surface
+    /// serves (`[web]` or `--web`).
     pub fn from_config(
         push: Option<&hark_core::config::Push>,
         web: Option<&hark_core::config::Web>,
         web_on: bool,
+        kept: impl FnOnce() -> Result<Option<PushSecrets>, SecretsError>,
     ) -> Result<Option<PushOptions>, PushError> {
         let Some(push) = push else {
             return Ok(None);
@@ -114,11 +120,12 @@ impl PushOptions {
         if !is_http_url(&push.ntfy.server) {
             return Err(PushError::BadServer(push.ntfy.server.clone()));
         }
-        if push.ntfy.topic.trim().is_empty() {
+        let ntfy = push.ntfy.with_kept(kept)?;
+        if ntfy.topic.trim().is_empty() {
             return Err(PushError::NoTopic);
         }
         Ok(Some(PushOptions {
-            ntfy: push.ntfy.clone(),
+            ntfy,
             detail: push.detail,
             public_url: public_url.trim_end_matches('/').to_owned(),
         }))
@@ -474,126 +481,4 @@ impl Pusher {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use hark_core::model::approval::Approval;
-    use hark_core::model::ids::SessionId;
-    use hark_core::model::item::Asker;
-    use hark_core::model::schema::{AskRequest, Question, QuestionOption};
-
-    fn item(request: AskRequest, approval: Option<Approval>) -> Item {
-        Item {
-            id: ItemId(uuid::Uuid::new_v4()),
-            session_id: SessionId::unnamed(),
-            run_id: None,
-            asker: Asker::default(),
-            request,
-            approval,
-            created_at: SystemTime::now(),
-            timeout: Duration::from_secs(60),
-            parking: None,
-            mirrored: false,
-        }
-    }
-
-    fn asking(labels: &[&str], multi_select: bool) -> Item {
-        let options = labels
-            .iter()
-            .map(|l| QuestionOption {
-                label: (*l).to_owned(),
-                description: String::new(),
-                preview: None,
-            })
-            .collect();
-        item(
-            AskRequest {
-                questions: vec![Question {
-                    question: "Which?".to_owned(),
-                    header: "Pick".to_owned(),
-                    options,
-                    multi_select,
-                    default: None,
-                }],
-            },
-            None,
-        )
-    }
-
-    #[test]
-    fn buttons_only_where_one_tap_is_a_whole_answer() {
-        let three = asking(&["a", "b", "c"], false);
-        assert_eq!(choices(&three, PushDetail::Full).len(), 3);
-        assert!(choices(&three, PushDetail::TitleOnly).is_empty());
-        assert!(choices(&asking(&["a", "b", "c", "d"], false), PushDetail::Full).is_empty());
-        assert!(choices(&asking(&["a", "b"], true), PushDetail::Full).is_empty());
-        assert_eq!(
-            reply_of(&three, "option:b").map(|r| r.name()),
-            Some("answer")
-        );
-        assert_eq!(reply_of(&three, "option:z"), None, "not one of its options");
-        assert_eq!(reply_of(&three, ALLOW), None, "a verdict on a question");
-
-        let write = Approval {
-            tool: "Write".to_owned(),
-            target: "/x".to_owned(),
-            preview: String::new(),
-            external: false,
-        };
-        let approval = item(write.request(), Some(write));
-        let labels: Vec<String> = choices(&approval, PushDetail::TitleOnly)
-            .into_iter()
-            .map(|(_, label)| label)
-            .collect();
-        assert_eq!(labels, ["Allow once", "Deny"]);
-        assert_eq!(
-            reply_of(&approval, ALLOW),
-            Some(Reply::Approve(Some(Scope::Action)))
-        );
-        assert_eq!(reply_of(&approval, DENY), Some(Reply::Deny));
-        assert_eq!(reply_of(&approval, "option:Deny"), None);
-    }
-
-    #[test]
-    fn the_public_url_is_checked_and_its_origin_accepted() {
-        let push = hark_core::config::Push {
-            ntfy: Ntfy {
-                server: Ntfy::default_server(),
-                topic: "t".to_owned(),
-                token: None,
-            },
-            detail: PushDetail::default(),
-        };
-        let web = |url: Option<&str>| hark_core::config::Web {
-            listen: hark_core::config::Web::default_listen(),
-            tls_cert: None,
-            tls_key: None,
-            origins: Vec::new(),
-            public_url: url.map(str::to_owned),
-        };
-        let options = PushOptions::from_config(
-            Some(&push),
-            Some(&web(Some("https://box.ts.net:8443/hark/"))),
-            true,
-        )
-        .unwrap()
-        .unwrap();
-        assert_eq!(options.public_url, "https://box.ts.net:8443/hark");
-        assert_eq!(options.origin(), "https://box.ts.net:8443");
-        assert!(matches!(
-            PushOptions::from_config(Some(&push), Some(&web(None)), true),
-            Err(PushError::NoPublicUrl)
-        ));
-        assert!(matches!(
-            PushOptions::from_config(Some(&push), Some(&web(Some("box.ts.net"))), true),
-            Err(PushError::BadPublicUrl(_))
-        ));
-        assert!(matches!(
-            PushOptions::from_config(Some(&push), None, false),
-            Err(PushError::NoWeb)
-        ));
-        assert!(matches!(
-            PushOptions::from_config(None, None, false),
-            Ok(None)
-        ));
-    }
-}
+mod tests;

@@ -140,13 +140,14 @@ pub fn run() -> Result<ExitStatus, Failed> {
     if let Some(finding) = push(&config) {
         findings.push(finding);
     }
-    if !config.inline_secrets.is_empty() {
+    let inline = config.inline_secrets();
+    if !inline.is_empty() {
         findings.push(Finding::not(
             Verdict::Problem,
             "secrets",
             format!(
                 "the config holds {} inline: anyone the file is shared with, and any agent not confined, reads it",
-                config.inline_secrets.join(" and ")
+                inline.join(" and ")
             ),
             "`hark push setup` keeps the topic and token in the data directory (owner-only, hidden from confined agents); then remove them from the config",
         ));
@@ -177,6 +178,7 @@ fn push(config: &Config) -> Option<Finding> {
         config.push.as_ref(),
         config.web.as_ref(),
         config.web.is_some(),
+        hark_core::secrets::PushSecrets::load,
     ) {
         Ok(options) => options.map(|o| {
             Finding::ok(

@@ -25,25 +25,29 @@ fn push_secrets_come_from_the_data_dir_and_inline_ones_are_noted() {
             token: Some("kept-token".into()),
         }))
     };
-    let mut c: Config = toml::from_str("[push]\nntfy = { server = \"https://n\" }").unwrap();
-    c.keep_secrets_apart(kept).unwrap();
-    let ntfy = &c.push.as_ref().unwrap().ntfy;
+    let ntfy_of = |c: &Config| c.push.as_ref().unwrap().ntfy.with_kept(kept).unwrap();
+    let c: Config = toml::from_str("[push]\nntfy = { server = \"https://n\" }").unwrap();
+    let ntfy = ntfy_of(&c);
     assert_eq!(
         (ntfy.topic.as_str(), ntfy.token.as_deref()),
         ("kept-topic", Some("kept-token"))
     );
-    assert!(c.inline_secrets.is_empty());
-    let mut c: Config = toml::from_str("[push]\nntfy = { topic = \"mine\" }").unwrap();
-    c.keep_secrets_apart(kept).unwrap();
-    let ntfy = &c.push.as_ref().unwrap().ntfy;
+    assert!(c.inline_secrets().is_empty());
+    let c: Config = toml::from_str("[push]\nntfy = { topic = \"mine\" }").unwrap();
+    let ntfy = ntfy_of(&c);
     assert_eq!(
         (ntfy.topic.as_str(), ntfy.token.as_deref()),
         ("mine", Some("kept-token"))
     );
-    assert_eq!(c.inline_secrets, ["[push] ntfy.topic"]);
-    let mut none = Config::default();
-    none.keep_secrets_apart(|| panic!("not read without [push]"))
+    assert_eq!(c.inline_secrets(), ["[push] ntfy.topic"]);
+    let whole: Config = toml::from_str("[push]\nntfy = { topic = \"t\", token = \"k\" }").unwrap();
+    whole
+        .push
+        .unwrap()
+        .ntfy
+        .with_kept(|| panic!("not read with both given"))
         .unwrap();
+    assert!(Config::default().inline_secrets().is_empty());
 }
 
 #[test]

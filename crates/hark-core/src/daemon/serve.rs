@@ -65,7 +65,7 @@ pub fn prepare(
     options: ServeOptions,
 ) -> Result<Prepared, ServeError> {
     let config = Config::load()?;
-    for secret in &config.inline_secrets {
+    for secret in config.inline_secrets() {
         tracing::warn!(
             secret,
             "the config holds a secret inline: anyone the file is shared with, and any agent not confined, reads it; `hark push setup` keeps it in the data directory instead (then remove it from the config)"
