@@ -1,7 +1,9 @@
 //! The web surface's HTTP API, against a real `hark serve --web
 //! 127.0.0.1:0` with a real HTTP client (reqwest): pairing with good,
-//! wrong, used and expired codes and its rate limit; sessions and CSRF
-//! tokens refused without changing anything; replies through the same
+//! wrong, used and expired codes and its rate limit (which never holds
+//! back a right code); sessions, which need the cookie and the session's
+//! token on every request (a cookie alone, as a server on another port of
+//! the host is sent it, opens nothing), refused without changing anything; replies through the same
 //! registry as the socket (an agent gets exactly the web's answer, a
 //! mismatch is 409, one of a hundred racing replies wins); the SSE stream
 //! resumed with `Last-Event-ID`; the device named in the history.
@@ -44,7 +46,8 @@ fn serve_web() -> Web {
     }
 }
 
-/// A paired device: its cookie and CSRF token.
+/// A paired device: its cookie and its session's token (`csrf`, sent in
+/// `X-CSRF-Token`).
 #[derive(Debug, Clone)]
 struct Device {
     id: String,
@@ -93,12 +96,24 @@ impl Web {
         }
     }
 
+    /// A GET with the device's cookie and token, as its page sends it.
     fn get(&self, device: Option<&Device>, path: &str) -> Response {
         let mut request = self.http.get(format!("{}{path}", self.url));
         if let Some(device) = device {
-            request = request.header("cookie", &device.cookie);
+            request = request
+                .header("cookie", &device.cookie)
+                .header("x-csrf-token", &device.csrf);
         }
         request.send().unwrap()
+    }
+
+    /// A GET with the device's cookie alone.
+    fn get_with_cookie(&self, device: &Device, path: &str) -> Response {
+        self.http
+            .get(format!("{}{path}", self.url))
+            .header("cookie", &device.cookie)
+            .send()
+            .unwrap()
     }
 
     fn get_json(&self, device: &Device, path: &str) -> Value {
@@ -224,7 +239,10 @@ fn a_code_pairs_once_and_a_wrong_used_or_expired_one_pairs_nothing() {
     let device = web.pair("Pixel 8");
     let session = web.get_json(&device, "/api/session");
     assert_eq!(session["device"]["id"], device.id.as_str());
-    assert_eq!(session["csrf"], device.csrf.as_str());
+    assert!(
+        session.get("csrf").is_none(),
+        "only the pairing gives the token: {session}"
+    );
 
     // Wrong.
     let (status, code) = error_code(web.try_pair("ZZZZ-ZZZZ-ZZZZ-ZZZZ", "x"));
@@ -306,7 +324,7 @@ fn wrong_codes_are_throttled_but_the_operators_own_code_always_pairs() {
 }
 
 #[test]
-fn without_a_session_or_its_csrf_token_nothing_changes() {
+fn without_a_session_or_its_token_nothing_changes() {
     let web = serve_web();
     let device = web.pair("laptop");
     let asker = ask_in_background(&web.daemon, "guarded", questions(&[db()]));
@@ -330,7 +348,7 @@ fn without_a_session_or_its_csrf_token_nothing_changes() {
         web.get(None, "/api/events").status(),
         StatusCode::UNAUTHORIZED
     );
-    // A session, but no CSRF token, or a stale one (another session's).
+    // A session, but no token, or a stale one (another session's).
     let other = web.pair("phone");
     for csrf in [None, Some(other.csrf.as_str()), Some("")] {
         let (status, code) = error_code(web.send(
@@ -342,7 +360,7 @@ fn without_a_session_or_its_csrf_token_nothing_changes() {
         ));
         assert_eq!(
             (status, code.as_str()),
-            (StatusCode::FORBIDDEN, "forbidden")
+            (StatusCode::UNAUTHORIZED, "unauthorized")
         );
     }
     // A cross-origin request, even with both.
@@ -361,6 +379,7 @@ fn without_a_session_or_its_csrf_token_nothing_changes() {
         .http
         .get(format!("{}/api/session", web.url))
         .header("cookie", &device.cookie)
+        .header("x-csrf-token", &device.csrf)
         .header("host", "evil.example:80")
         .send()
         .unwrap();
@@ -389,6 +408,65 @@ fn without_a_session_or_its_csrf_token_nothing_changes() {
     assert_eq!(pending.as_array().unwrap().len(), 1);
     assert!(inbox(&web.daemon.sandbox)[0]["outcome"].is_null());
     drop(asker);
+}
+
+#[test]
+fn a_session_cookie_alone_as_another_port_is_sent_it_reads_and_answers_nothing() {
+    // The operator's browser, paired, opened an agent's dev server on
+    // another loopback port: cookies are not bound to a port, so it was
+    // sent `hark_session`, and the agent replays it here. It has not the
+    // session's token: that went once to the page that paired.
+    let web = serve_web();
+    let device = web.pair("laptop");
+    let asker = ask_in_background(&web.daemon, "dev-server", questions(&[db()]));
+    let id = web.asked("dev-server");
+    for path in [
+        "/api/session".to_owned(),
+        "/api/inbox".to_owned(),
+        "/api/inbox?pending_only=true".to_owned(),
+        "/api/items".to_owned(),
+        format!("/api/items/{id}"),
+        "/api/devices".to_owned(),
+        "/api/events".to_owned(),
+    ] {
+        let refused = web.get_with_cookie(&device, &path);
+        let status = refused.status();
+        let body = refused.text().unwrap();
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "GET {path}: {body}");
+        assert!(
+            body.contains("X-CSRF-Token") && body.contains("hark web pair"),
+            "the refusal says why and what to do: {body}"
+        );
+        assert!(!body.contains("Which database?"), "{body}");
+        assert!(!body.contains(&device.csrf), "{body}");
+    }
+    for (path, body) in [
+        (format!("/api/items/{id}/reply"), answer_db("SQLite")),
+        (
+            format!("/api/items/{id}/verdict"),
+            json!({"label": "SQLite"}),
+        ),
+    ] {
+        let (status, code) =
+            error_code(web.send(reqwest::Method::POST, Some(&device), None, &path, body));
+        assert_eq!(
+            (status, code.as_str()),
+            (StatusCode::UNAUTHORIZED, "unauthorized"),
+            "POST {path}"
+        );
+    }
+    // Nothing was answered: the operator's page, with its token, answers.
+    assert!(inbox(&web.daemon.sandbox)[0]["outcome"].is_null());
+    let answered = web.post(
+        &device,
+        &format!("/api/items/{id}/reply"),
+        answer_db("Postgres (Recommended)"),
+    );
+    assert_eq!(answered.status(), StatusCode::OK);
+    assert_eq!(
+        outcome_of(asker)["answers"],
+        json!({"Which database?": "Postgres (Recommended)"})
+    );
 }
 
 #[test]
@@ -577,7 +655,8 @@ impl Stream {
         let mut request = web
             .http
             .get(format!("{}/api/events", web.url))
-            .header("cookie", &device.cookie);
+            .header("cookie", &device.cookie)
+            .header("x-csrf-token", &device.csrf);
         if let Some(id) = last_event_id {
             request = request.header("last-event-id", id);
         }

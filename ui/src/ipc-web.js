@@ -1,7 +1,12 @@
 // @ts-check
 // The transport in a browser: the daemon's HTTP API (`hark serve --web`),
-// with the session's cookie, the CSRF token on every state-changing
-// request, and the SSE stream of changes. The browser has no window for the
+// with the session's cookie and, on every request, reads and the stream of
+// changes included, the session's token. The token is given once, in the
+// pairing's answer, and kept in `localStorage`, which is this origin's alone
+// (scheme, host and port), where the cookie reaches every port of the host:
+// a server an agent runs on another port is sent the cookie, never the
+// token. The stream of changes is SSE read with `fetch` (an EventSource
+// cannot send the token, and a URL that carried it would be logged). The browser has no window for the
 // app to switch: the page's two views are the URL's `#modal` and `#inbox`,
 // and `#item/ID` (where a push's click leads) opens the modal on that item,
 // through pairing if this browser has no session yet.
@@ -18,7 +23,7 @@
 
 /** @typedef {{id: string, name: string}} Device */
 /** A paired device as `GET /api/devices` lists it (`current`: this browser). @typedef {import('./bindings').DeviceView} DeviceView */
-/** @typedef {{device: Device, csrf: string}} Session */
+/** What pairing answers, and what this page keeps: `csrf` is the session's token. @typedef {{device: Device, csrf: string}} Session */
 
 /**
  * What a transport can do beyond answering: the pages hide what it cannot.
@@ -57,14 +62,40 @@
  * What the web transport needs from the page.
  * @typedef {object} WebEnv
  * @property {typeof fetch} fetch
- * @property {{new (url: string): EventSource, readonly CLOSED: number}} EventSource
+ * @property {KeptStorage} storage where the session's token is kept (`localStorage`)
  * @property {{hash: string, assign(url: string): void}} location
  * @property {(fn: () => void) => void} onHashChange
  * @property {(fn: () => void, ms: number) => unknown} setTimeout
  */
 
+/** @typedef {Pick<Storage, 'getItem' | 'setItem' | 'removeItem'>} KeptStorage */
+
 /** Where a browser without a session goes. */
 export const PAIR_PAGE = '/pair.html';
+
+/** The `localStorage` key the session is kept under. */
+export const SESSION_KEY = 'hark.session';
+
+/**
+ * The session this page keeps, if it has one whole.
+ * @param {KeptStorage} storage @returns {Session | null}
+ */
+export function keptSession(storage) {
+  /** @type {unknown} */
+  let kept = null;
+  try { kept = JSON.parse(storage.getItem(SESSION_KEY) ?? 'null'); } catch { /* not ours */ }
+  const session = /** @type {Partial<Session> | null} */ (kept);
+  if (session && typeof session.csrf === 'string' && session.csrf
+      && session.device && typeof session.device.id === 'string' && typeof session.device.name === 'string') {
+    return { device: { id: session.device.id, name: session.device.name }, csrf: session.csrf };
+  }
+  return null;
+}
+
+/** Keeps the session pairing gave. @param {KeptStorage} storage @param {Session} session */
+export function keepSession(storage, session) {
+  storage.setItem(SESSION_KEY, JSON.stringify({ device: session.device, csrf: session.csrf }));
+}
 
 /** An item's id as the API gives it (a UUID). */
 const ITEM_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -86,8 +117,16 @@ export function itemOfHash(hash) {
 /** The page's URL that opens item `id` (a push's click, after pairing). @param {string} id */
 export const itemPage = (id) => `/#item/${id}`;
 
-/** The pair page, returning to item `id` (if any) once paired. @param {string | null} id */
-export const pairPage = (id) => (id ? `${PAIR_PAGE}#item=${id}` : PAIR_PAGE);
+/**
+ * The pair page, returning to item `id` (if any) once paired; `again`: this
+ * page had a session that no longer opens (revoked, expired, or one whose
+ * token this page does not have), which the pair page says.
+ * @param {string | null} id @param {boolean} [again]
+ */
+export const pairPage = (id, again = false) => {
+  const params = [again ? 'again' : '', id ? `item=${id}` : ''].filter(Boolean).join('&');
+  return params ? `${PAIR_PAGE}#${params}` : PAIR_PAGE;
+};
 
 /** The SSE events that change what the pages show: each refetches. */
 export const SSE_EVENTS = /** @type {const} */ (['added', 'parked', 'settled', 'run_changed', 'store_health', 'devices', 'resync']);
@@ -97,7 +136,7 @@ const RECONNECT_MAX_MS = 30_000;
 
 /**
  * A fetch's options: the session's cookie (same origin only), JSON, and the
- * CSRF token on anything but a read.
+ * session's token, on reads as on changes (the cookie alone opens nothing).
  * @param {string} method @param {string | null} csrf @param {unknown} [body]
  * @returns {RequestInit}
  */
@@ -105,7 +144,7 @@ export function requestInit(method, csrf, body) {
   /** @type {Record<string, string>} */
   const headers = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  if (method !== 'GET' && method !== 'HEAD' && csrf) headers['X-CSRF-Token'] = csrf;
+  if (csrf) headers['X-CSRF-Token'] = csrf;
   /** @type {RequestInit} */
   const init = { method, credentials: 'same-origin', headers };
   if (body !== undefined) init.body = JSON.stringify(body);
@@ -129,6 +168,45 @@ export async function responseError(response) {
   return { code: `http_${response.status}`, message: `HTTP ${response.status}${text}` };
 }
 
+/**
+ * A parser of an SSE stream's text as it arrives, in pieces cut anywhere:
+ * each whole event goes to `fn` with its type (`message` when it names
+ * none), its data, and the stream's last id so far. Comments (the server's
+ * keep-alives) are skipped.
+ * @param {(event: {type: string, data: string, lastId: string | null}) => void} fn
+ * @returns {(text: string) => void}
+ */
+export function sseParser(fn) {
+  let rest = '';
+  /** @type {string | null} */
+  let lastId = null;
+  let type = '';
+  /** @type {string[]} */
+  let data = [];
+  return (text) => {
+    rest += text;
+    const lines = rest.split('\n');
+    rest = /** @type {string} */ (lines.pop());
+    for (const raw of lines) {
+      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      if (line === '') {
+        if (data.length || type) fn({ type: type || 'message', data: data.join('\n'), lastId });
+        type = '';
+        data = [];
+        continue;
+      }
+      if (line.startsWith(':')) continue;
+      const colon = line.indexOf(':');
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? '' : line.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'event') type = value;
+      else if (field === 'data') data.push(value);
+      else if (field === 'id' && !value.includes('\0')) lastId = value;
+    }
+  };
+}
+
 /** A request that never reached hark. @param {unknown} e @returns {IpcError} */
 export function unreachable(e) {
   return { code: 'unreachable', message: `hark cannot be reached: ${e instanceof Error ? e.message : String(e)}` };
@@ -144,79 +222,112 @@ function appOnly(what) {
  * @param {WebEnv} env @returns {Transport}
  */
 export function webTransport(env) {
-  /** @type {Promise<Session> | null} */
-  let session = null;
+  /** The session's device, asked once. @type {Promise<Device> | null} */
+  let asked = null;
   /** @type {((view: View) => void)[]} */
   const viewListeners = [];
   /** @type {(() => void)[]} */
   const inboxListeners = [];
   /** The item the modal should show first (the inbox's Answer, or `#item/ID`). @type {string | null} */
   let focus = itemOfHash(env.location.hash);
-  /** @type {EventSource | null} */
-  let source = null;
+  /** Whether the stream of changes is being read (or waited to be opened again). */
+  let listening = false;
   let reconnectMs = 1000;
 
   /** @returns {View} */
   const currentView = () => (env.location.hash === '#inbox' ? 'inbox' : 'modal');
 
   /**
-   * One API call; a 401 (no session, or a revoked one) sends the browser to
-   * the pair page.
+   * This browser has no session that opens (none kept, or the server
+   * refused it): the kept one is forgotten and the browser goes to pair
+   * again, returning to the item a push's click opened.
+   * @param {boolean} again it had one
+   * @returns {IpcError}
+   */
+  function unpaired(again) {
+    asked = null;
+    env.storage.removeItem(SESSION_KEY);
+    env.location.assign(pairPage(focus, again));
+    return { code: 'unpaired', message: 'this browser is not paired with hark: pair it again' };
+  }
+
+  /**
+   * One API call, with the kept session's token; without one, no request
+   * goes out. A 401 (no session, a revoked one, or a cookie without its
+   * token) sends the browser to the pair page.
    * @param {string} method @param {string} path @param {unknown} [body]
    */
   async function call(method, path, body) {
-    const csrf = method === 'GET' ? null : (await currentSession()).csrf;
+    const kept = keptSession(env.storage);
+    if (!kept) throw unpaired(env.storage.getItem(SESSION_KEY) !== null);
     let response;
     try {
-      response = await env.fetch(path, requestInit(method, csrf, body));
+      response = await env.fetch(path, requestInit(method, kept.csrf, body));
     } catch (e) {
       throw unreachable(e);
     }
-    if (response.status === 401) {
-      session = null;
-      // The item a push's click opened is opened once paired.
-      env.location.assign(pairPage(focus));
-      throw /** @type {IpcError} */ ({ code: 'unpaired', message: 'this browser is not paired with hark: pair it again' });
-    }
+    if (response.status === 401) throw unpaired(true);
     if (!response.ok) throw await responseError(response);
     if (response.status === 204) return null;
     return response.json();
   }
 
-  /** The session, asked once (its CSRF token goes with every change). @returns {Promise<Session>} */
-  function currentSession() {
-    if (!session) {
-      const asked = /** @type {Promise<Session>} */ (call('GET', '/api/session'));
-      session = asked;
-      asked.catch(() => { if (session === asked) session = null; });
+  /** The session's device, asked of the server once (so a dead session goes to pairing). @returns {Promise<Device>} */
+  function currentDevice() {
+    if (!asked) {
+      const asking = /** @type {Promise<{device: Device}>} */ (call('GET', '/api/session')).then((s) => s.device);
+      asked = asking;
+      asking.catch(() => { if (asked === asking) asked = null; });
     }
-    return session;
+    return asked;
   }
 
   const changed = () => { for (const fn of inboxListeners) fn(); };
 
+  /** @param {number} ms */
+  const wait = (ms) => new Promise((resolve) => { env.setTimeout(() => resolve(undefined), ms); });
+
   /**
-   * The stream of changes. EventSource reconnects by itself, resuming with
-   * `Last-Event-ID` (the server replays what it missed); only when the
-   * server refused it (closed) is it opened anew, after the session is
-   * checked (a revoked one goes to pairing). A fresh stream starts with
-   * `resync`, which refetches: what happened while it was down is drawn.
+   * Reads the stream of changes until it ends, and opens it again, after
+   * a wait that doubles while it cannot be opened, with `Last-Event-ID`
+   * (the server sends what was missed, or `resync`, which refetches). A
+   * 401 goes to pairing, and ends it.
    */
-  function listen() {
-    if (source) return;
-    const es = new env.EventSource('/api/events');
-    source = es;
-    for (const name of SSE_EVENTS) es.addEventListener(name, changed);
-    es.addEventListener('open', () => { reconnectMs = 1000; });
-    es.addEventListener('error', () => {
-      if (es.readyState !== env.EventSource.CLOSED) return;
-      source = null;
-      session = null;
-      currentSession().then(() => {
-        env.setTimeout(listen, reconnectMs);
-        reconnectMs = Math.min(reconnectMs * 2, RECONNECT_MAX_MS);
-      }, () => {});
+  async function listen() {
+    if (listening) return;
+    listening = true;
+    /** @type {string | null} */
+    let lastId = null;
+    const parse = sseParser((event) => {
+      lastId = event.lastId;
+      if (/** @type {readonly string[]} */ (SSE_EVENTS).includes(event.type)) changed();
     });
+    for (;;) {
+      const kept = keptSession(env.storage);
+      if (!kept) { unpaired(env.storage.getItem(SESSION_KEY) !== null); return; }
+      const init = requestInit('GET', kept.csrf);
+      const headers = /** @type {Record<string, string>} */ (init.headers);
+      headers.Accept = 'text/event-stream';
+      if (lastId !== null) headers['Last-Event-ID'] = lastId;
+      /** @type {Response | null} */
+      let response = null;
+      try { response = await env.fetch('/api/events', { ...init, cache: 'no-store' }); } catch { /* down: try again */ }
+      if (response?.status === 401) { unpaired(true); return; }
+      if (response?.ok && response.body) {
+        reconnectMs = 1000;
+        const reader = response.body.getReader();
+        const decoder = new TextDecoder();
+        try {
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            parse(decoder.decode(value, { stream: true }));
+          }
+        } catch { /* dropped */ }
+      }
+      await wait(reconnectMs);
+      reconnectMs = Math.min(reconnectMs * 2, RECONNECT_MAX_MS);
+    }
   }
 
   env.onHashChange(() => {
@@ -262,7 +373,7 @@ export function webTransport(env) {
       inboxListeners.push(fn);
       listen();
     },
-    device: async () => (await currentSession()).device,
+    device: currentDevice,
   };
 }
 
@@ -284,12 +395,13 @@ export function pairError(status, retryAfter, err) {
 }
 
 /**
- * Exchanges a one-time code for a session (the cookie is set by the
- * response); this browser is then `device`.
- * @param {typeof fetch} fetchFn @param {string} code @param {string} device
+ * Exchanges a one-time code for a session: the cookie, set by the
+ * response, and the session's token, in its body (this once), kept in
+ * `storage`; this browser is then `device`.
+ * @param {typeof fetch} fetchFn @param {KeptStorage} storage @param {string} code @param {string} device
  * @returns {Promise<Session>}
  */
-export async function pair(fetchFn, code, device) {
+export async function pair(fetchFn, storage, code, device) {
   let response;
   try {
     response = await fetchFn('/api/pair', requestInit('POST', null, { code, device }));
@@ -299,5 +411,7 @@ export async function pair(fetchFn, code, device) {
   if (!response.ok) {
     throw pairError(response.status, response.headers.get('Retry-After'), await responseError(response));
   }
-  return response.json();
+  const session = /** @type {Session} */ (await response.json());
+  keepSession(storage, session);
+  return session;
 }

@@ -1,8 +1,10 @@
 // @ts-check
 // The pair page: a one-time code (typed, or from the QR link's `#code=`)
 // and a name for this device are exchanged for a session (an HttpOnly
-// cookie set by the response); then the questions, or the one item a
-// push's click opened (`#item=ID`, which the page sent here with).
+// cookie set by the response, and the session's token, which the page
+// keeps in localStorage); then the questions, or the one item a push's
+// click opened (`#item=ID`, which the page sent here with). `#again`: the
+// page sent here had a session that no longer opens.
 import { itemOfHash, itemPage, pair } from './ipc-web.js';
 import { deviceName } from './device.js';
 
@@ -10,6 +12,7 @@ import { deviceName } from './device.js';
 const field = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
 const error = /** @type {HTMLElement} */ (document.getElementById('pair-error'));
 const submit = /** @type {HTMLButtonElement} */ (document.getElementById('pair-submit'));
+const again = /** @type {HTMLElement} */ (document.getElementById('pair-again'));
 
 /** @param {string | null} message */
 function showError(message) {
@@ -30,6 +33,7 @@ function readLink() {
   const code = new URLSearchParams(location.hash.slice(1)).get('code')
     ?? new URLSearchParams(location.search).get('code');
   opening = itemOfHash(location.hash) ?? opening;
+  again.hidden = !new URLSearchParams(location.hash.slice(1)).has('again');
   if (code) {
     history.replaceState(null, '', opening ? `${location.pathname}#item=${opening}` : location.pathname);
     field('pair-code').value = code;
@@ -52,7 +56,7 @@ window.addEventListener('hashchange', readLink);
   showError(null);
   submit.disabled = true;
   try {
-    await pair(window.fetch.bind(window), code, device);
+    await pair(window.fetch.bind(window), localStorage, code, device);
     // The code is spent: leave it out of the history.
     location.replace(opening ? itemPage(opening) : '/');
   } catch (err) {

@@ -15,7 +15,7 @@ export function choose(global) {
   if (global.__TAURI__) return tauriTransport(global.__TAURI__);
   return webTransport({
     fetch: global.fetch.bind(global),
-    EventSource: global.EventSource,
+    storage: global.localStorage,
     location: global.location,
     onHashChange: (fn) => global.addEventListener('hashchange', fn),
     setTimeout: (fn, ms) => global.setTimeout(fn, ms),

@@ -1,42 +1,43 @@
 // The pages' transport seam: which transport is chosen, what the browser's
-// sends (the session cookie's credentials, the CSRF token on changes), how
-// its failures read, and the SSE stream feeding the same callback as the
-// app's event. Fakes stand for the page's globals; nothing here is a page.
+// sends (the session cookie's credentials, and the session's token, kept
+// in localStorage, on every request), how its failures read, and the SSE
+// stream, read with fetch, feeding the same callback as the app's event.
+// Fakes stand for the page's globals; nothing here is a page.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { choose } from '../src/transport.js';
-import { PAIR_PAGE, SSE_EVENTS, itemOfHash, itemPage, pair, pairPage, requestInit, webTransport } from '../src/ipc-web.js';
+import {
+  PAIR_PAGE, SESSION_KEY, SSE_EVENTS, itemOfHash, itemPage, keptSession, pair, pairPage, requestInit, sseParser, webTransport,
+} from '../src/ipc-web.js';
 import { deviceName } from '../src/device.js';
 
 /** A JSON response. */
 const json = (status, body, headers = {}) =>
   new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json', ...headers } });
 
-/** A fake EventSource: records what it listens to, and can be fired. */
-class FakeSource {
-  static CLOSED = 2;
-  static made = [];
-  constructor(url) {
-    this.url = url;
-    this.readyState = 1;
-    this.listeners = {};
-    FakeSource.made.push(this);
-  }
-  addEventListener(name, fn) { (this.listeners[name] ??= []).push(fn); }
-  fire(name) { for (const fn of this.listeners[name] ?? []) fn({ type: name }); }
+/** A fake localStorage. */
+class FakeStorage {
+  constructor(entries = {}) { this.entries = new Map(Object.entries(entries)); }
+  getItem(key) { return this.entries.has(key) ? this.entries.get(key) : null; }
+  setItem(key, value) { this.entries.set(key, String(value)); }
+  removeItem(key) { this.entries.delete(key); }
 }
+
+const SESSION = { device: { id: 'd1', name: 'Chrome on Android' }, csrf: 'tok-123' };
+const sessionRoute = { 'GET /api/session': () => json(200, { device: SESSION.device }) };
 
 /**
  * A browser for the web transport: `routes` answers each `METHOD path`;
- * every request is recorded.
+ * every request is recorded. It keeps `kept` (the paired session, unless
+ * null) as the pair page left it.
  */
-function browser(routes) {
+function browser(routes, kept = SESSION) {
   const requests = [];
   const assigned = [];
   const timers = [];
   let hashChange = () => {};
   const location = { hash: '', assign: (url) => assigned.push(url) };
-  FakeSource.made = [];
+  const storage = new FakeStorage(kept ? { [SESSION_KEY]: JSON.stringify(kept) } : {});
   const env = {
     fetch: async (path, init) => {
       requests.push({ path, ...init });
@@ -44,16 +45,28 @@ function browser(routes) {
       if (!route) return json(404, { code: 'not_found', message: `no route ${init.method} ${path}` });
       return route(init);
     },
-    EventSource: FakeSource,
+    storage,
     location,
     onHashChange: (fn) => { hashChange = fn; },
     setTimeout: (fn, ms) => timers.push({ fn, ms }),
   };
-  return { env, requests, assigned, timers, location, hashChange: () => hashChange() };
+  return { env, requests, assigned, timers, location, storage, hashChange: () => hashChange() };
 }
 
-const SESSION = { device: { id: 'd1', name: 'Chrome on Android' }, csrf: 'tok-123' };
-const sessionRoute = { 'GET /api/session': () => json(200, SESSION) };
+/** Lets the transport's pending promises run. */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+/** A stream of changes the test writes to: `send(text)`, `end()`. */
+function eventStream() {
+  let controller;
+  const body = new ReadableStream({ start(c) { controller = c; } });
+  const bytes = new TextEncoder();
+  return {
+    response: () => new Response(body, { status: 200, headers: { 'Content-Type': 'text/event-stream' } }),
+    send: (text) => controller.enqueue(bytes.encode(text)),
+    end: () => controller.close(),
+  };
+}
 
 test('the app gets the Tauri transport, a browser the web one', async () => {
   const invoked = [];
@@ -71,7 +84,7 @@ test('the app gets the Tauri transport, a browser the web one', async () => {
 
   const page = choose(/** @type {any} */ ({
     fetch: async () => json(200, {}),
-    EventSource: FakeSource,
+    localStorage: new FakeStorage(),
     location: { hash: '', assign() {} },
     addEventListener() {},
     setTimeout() {},
@@ -82,10 +95,10 @@ test('the app gets the Tauri transport, a browser the web one', async () => {
   assert.equal(app.can.devices, false);
 });
 
-test('reads send no token; changes send the session\'s CSRF token, same-origin credentials, JSON', () => {
+test('reads and changes alike send the session\'s token, same-origin credentials, JSON', () => {
   const get = requestInit('GET', 'tok', undefined);
   assert.equal(get.credentials, 'same-origin');
-  assert.equal(get.headers['X-CSRF-Token'], undefined);
+  assert.equal(get.headers['X-CSRF-Token'], 'tok', 'a cookie alone opens nothing: reads carry the token too');
   assert.equal(get.body, undefined);
   const post = requestInit('POST', 'tok', { label: 'Allow' });
   assert.equal(post.credentials, 'same-origin');
@@ -107,9 +120,31 @@ test('a reply is POSTed to its item with the token the session gave', async () =
   assert.equal(post.path, '/api/items/a%2Fb/reply');
   assert.equal(post.headers['X-CSRF-Token'], 'tok-123');
   assert.deepEqual(JSON.parse(post.body), { action: 'skip' });
-  // The session is asked once, however many changes follow.
+  // The token is the kept one; nothing asks the server for it.
   await web.verdict('a/b', 'Allow').catch(() => {});
-  assert.equal(b.requests.filter((r) => r.path === '/api/session').length, 1);
+  await web.inbox().catch(() => {});
+  assert.equal(b.requests.filter((r) => r.path === '/api/session').length, 0);
+  assert.ok(b.requests.every((r) => r.headers['X-CSRF-Token'] === 'tok-123'), 'every request carries it');
+});
+
+test('a page that keeps no session goes to pairing before any request; a refused one is forgotten', async () => {
+  const fresh = browser({ ...sessionRoute }, null);
+  await assert.rejects(webTransport(fresh.env).inbox(), { code: 'unpaired' });
+  assert.equal(fresh.requests.length, 0, 'without the token nothing is sent');
+  assert.deepEqual(fresh.assigned, [PAIR_PAGE]);
+
+  // A session the server no longer opens (revoked, expired; or a cookie
+  // whose token this page never had): forgotten, and "pair again".
+  const refused = browser({ 'GET /api/devices': () => json(401, { code: 'unauthorized', message: 'cookie alone' }) });
+  await assert.rejects(webTransport(refused.env).devices(), { code: 'unpaired' });
+  assert.deepEqual(refused.assigned, [`${PAIR_PAGE}#again`]);
+  assert.equal(refused.storage.getItem(SESSION_KEY), null);
+
+  // What is kept must be whole to be used.
+  for (const junk of ['{', '{"csrf":""}', '{"csrf":"t"}', '"t"']) {
+    assert.equal(keptSession(new FakeStorage({ [SESSION_KEY]: junk })), null, junk);
+  }
+  assert.deepEqual(keptSession(new FakeStorage({ [SESSION_KEY]: JSON.stringify({ ...SESSION, extra: 1 }) })), SESSION);
 });
 
 test('revoking a device is a DELETE with the token', async () => {
@@ -137,50 +172,72 @@ test('a 401 from any call sends the browser to the pair page', async () => {
   const b = browser({ 'GET /api/inbox?pending_only=true': () => json(401, { code: 'unauthorized', message: 'no session' }) });
   const web = webTransport(b.env);
   await assert.rejects(web.inbox(true), { code: 'unpaired' });
-  assert.deepEqual(b.assigned, [PAIR_PAGE]);
-  // A change without a session never goes out: the session's 401 comes first.
-  const c = browser({ 'GET /api/session': () => json(401, { code: 'unauthorized', message: 'no session' }) });
+  assert.deepEqual(b.assigned, [`${PAIR_PAGE}#again`]);
+  const c = browser({ 'POST /api/items/i/reply': () => json(401, { code: 'unauthorized', message: 'no session' }) });
   await assert.rejects(webTransport(c.env).reply('i', { action: 'skip' }), { code: 'unpaired' });
-  assert.equal(c.requests.filter((r) => r.method === 'POST').length, 0);
-  assert.deepEqual(c.assigned, [PAIR_PAGE]);
+  assert.deepEqual(c.assigned, [`${PAIR_PAGE}#again`]);
 });
 
-test('every SSE event calls the inbox callback; a refused stream is checked and opened again', async () => {
-  const b = browser({ ...sessionRoute });
+test('an SSE stream\'s text is read in pieces cut anywhere', () => {
+  const got = [];
+  const parse = sseParser((e) => got.push(e));
+  parse(': keep-alive\n\nid: 7\nevent: add');
+  parse('ed\ndata: {"a":\ndata: 1}\n');
+  assert.deepEqual(got, []);
+  parse('\r\nevent: resync\ndata:{}\n\ndata: plain\n\n');
+  assert.deepEqual(got, [
+    { type: 'added', data: '{"a":\n1}', lastId: '7' },
+    { type: 'resync', data: '{}', lastId: '7' },
+    { type: 'message', data: 'plain', lastId: '7' },
+  ]);
+});
+
+test('the stream of changes is fetched with the token; every event calls back; it is opened again from its last id', async () => {
+  const streams = [eventStream(), eventStream()];
+  let opened = 0;
+  const b = browser({ 'GET /api/events': () => streams[opened++].response() });
   const web = webTransport(b.env);
   let calls = 0;
   web.onInboxChanged(() => { calls += 1; });
   web.onInboxChanged(() => {});
-  assert.equal(FakeSource.made.length, 1, 'one stream for every listener');
-  const source = FakeSource.made[0];
-  assert.equal(source.url, '/api/events');
-  for (const name of SSE_EVENTS) source.fire(name);
+  await settle();
+  const sent = b.requests.filter((r) => r.path === '/api/events');
+  assert.equal(sent.length, 1, 'one stream for every listener');
+  assert.equal(sent[0].headers['X-CSRF-Token'], 'tok-123', 'the stream needs the token too');
+  assert.equal(sent[0].headers['Last-Event-ID'], undefined);
+  for (const [i, name] of SSE_EVENTS.entries()) streams[0].send(`id: ${i + 40}\nevent: ${name}\ndata: {}\n\n`);
+  streams[0].send(': keep-alive\n\n');
+  await settle();
   assert.equal(calls, SSE_EVENTS.length);
-  // A dropped connection EventSource retries by itself (with Last-Event-ID).
-  source.fire('error');
-  assert.equal(b.timers.length, 0);
-  // Refused (closed): the session is checked, then a new stream later.
-  source.readyState = FakeSource.CLOSED;
-  source.fire('error');
-  await new Promise((resolve) => setImmediate(resolve));
-  assert.equal(b.requests.filter((r) => r.path === '/api/session').length, 1);
+  // Dropped: opened again after a wait, resuming after the last event seen.
+  streams[0].end();
+  await settle();
   assert.equal(b.timers.length, 1);
+  assert.equal(b.timers[0].ms, 1000);
   b.timers[0].fn();
-  assert.equal(FakeSource.made.length, 2);
+  await settle();
+  const again = b.requests.filter((r) => r.path === '/api/events');
+  assert.equal(again.length, 2);
+  assert.equal(again[1].headers['Last-Event-ID'], String(SSE_EVENTS.length - 1 + 40));
   // A fresh stream starts with `resync`: what changed while it was down is drawn.
-  FakeSource.made[1].fire('resync');
+  streams[1].send('id: 99\nevent: resync\ndata: {}\n\n');
+  await settle();
   assert.equal(calls, SSE_EVENTS.length + 1);
 });
 
-test('a revoked session closes the stream and goes to pairing', async () => {
-  const b = browser({ 'GET /api/session': () => json(401, { code: 'unauthorized', message: 'revoked' }) });
-  const web = webTransport(b.env);
-  web.onInboxChanged(() => {});
-  FakeSource.made[0].readyState = FakeSource.CLOSED;
-  FakeSource.made[0].fire('error');
-  await new Promise((resolve) => setImmediate(resolve));
-  assert.deepEqual(b.assigned, [PAIR_PAGE]);
-  assert.equal(b.timers.length, 0);
+test('a stream that cannot be opened is tried again ever later; a refused one goes to pairing', async () => {
+  const b = browser({ 'GET /api/events': () => json(502, {}) });
+  webTransport(b.env).onInboxChanged(() => {});
+  for (const ms of [1000, 2000, 4000]) {
+    await settle();
+    assert.equal(b.timers.at(-1).ms, ms);
+    b.timers.at(-1).fn();
+  }
+  const r = browser({ 'GET /api/events': () => json(401, { code: 'unauthorized', message: 'revoked' }) });
+  webTransport(r.env).onInboxChanged(() => {});
+  await settle();
+  assert.deepEqual(r.assigned, [`${PAIR_PAGE}#again`]);
+  assert.equal(r.timers.length, 0);
 });
 
 test('the browser\'s views are the URL\'s; Answer in the inbox opens the modal on that item', async () => {
@@ -218,8 +275,10 @@ test('a push\'s click (`#item/ID`) opens the modal on that item, through pairing
   unpaired.location.hash = `#item/${ID}`;
   const lost = webTransport(unpaired.env);
   await assert.rejects(lost.device(), { code: 'unpaired' });
-  assert.deepEqual(unpaired.assigned, [`${PAIR_PAGE}#item=${ID}`]);
+  assert.deepEqual(unpaired.assigned, [`${PAIR_PAGE}#again&item=${ID}`]);
+  assert.equal(itemOfHash(`#again&item=${ID}`), ID);
   assert.equal(pairPage(null), PAIR_PAGE);
+  assert.equal(pairPage(ID), `${PAIR_PAGE}#item=${ID}`);
 
   // Paired: the modal, on that item while it waits.
   const pending = [{ id: 'i1' }, { id: ID }];
@@ -255,22 +314,26 @@ test('what only the app does is refused in the browser, and the modal\'s "shown"
   assert.equal(b.requests.length, 0);
 });
 
-test('pairing: a wrong code and the rate limit say what to do', async () => {
+test('pairing keeps the session\'s token; a wrong code and the rate limit say what to do', async () => {
   const sent = [];
+  const storage = new FakeStorage();
   const answer = (response) => async (path, init) => { sent.push({ path, ...init }); return response(); };
-  const session = await pair(answer(() => json(200, SESSION)), 'ABCD-1234', 'Safari on iPhone');
+  const session = await pair(answer(() => json(200, SESSION)), storage, 'ABCD-1234', 'Safari on iPhone');
   assert.deepEqual(session, SESSION);
+  assert.deepEqual(keptSession(storage), SESSION, 'kept where only this origin reads it');
   assert.equal(sent[0].path, '/api/pair');
   assert.deepEqual(JSON.parse(sent[0].body), { code: 'ABCD-1234', device: 'Safari on iPhone' });
   assert.equal(sent[0].headers['X-CSRF-Token'], undefined);
-  await assert.rejects(pair(answer(() => json(401, { code: 'bad_code', message: 'no' })), 'x', 'd'),
+  const none = new FakeStorage();
+  await assert.rejects(pair(answer(() => json(401, { code: 'bad_code', message: 'no' })), none, 'x', 'd'),
     (e) => e.code === 'wrong_code' && /hark web pair/.test(e.message));
-  await assert.rejects(pair(answer(() => json(429, { code: 'rate_limited', message: 'slow' }, { 'Retry-After': '30' })), 'x', 'd'),
+  await assert.rejects(pair(answer(() => json(429, { code: 'rate_limited', message: 'slow' }, { 'Retry-After': '30' })), none, 'x', 'd'),
     (e) => e.code === 'rate_limited' && /30 s/.test(e.message));
-  await assert.rejects(pair(answer(() => json(429, {}, { 'Retry-After': '600' })), 'x', 'd'),
+  await assert.rejects(pair(answer(() => json(429, {}, { 'Retry-After': '600' })), none, 'x', 'd'),
     (e) => /10 min/.test(e.message));
-  await assert.rejects(pair(answer(() => json(400, { code: 'invalid', message: 'device name too long' })), 'x', 'd'),
+  await assert.rejects(pair(answer(() => json(400, { code: 'invalid', message: 'device name too long' })), none, 'x', 'd'),
     { code: 'invalid', message: 'device name too long' });
+  assert.equal(keptSession(none), null, 'a failed pairing keeps nothing');
 });
 
 test('a device names itself from its user agent', () => {

@@ -3,10 +3,11 @@
 //!
 //! The daemon mints a one-time code ([`mint_code`]: 16 characters from an
 //! alphabet without look-alikes, good for [`CODE_TTL`], one use); a device
-//! exchanges it ([`pair`]) for a session token (its cookie) and a CSRF
-//! token its state-changing requests carry. The store keeps only SHA-256
-//! hashes of codes and session tokens, so reading the store opens no
-//! session; a revoked device's sessions are deleted with it.
+//! exchanges it ([`pair`]) for a session token (its cookie) and a second
+//! token (`csrf`) that every request of the session carries besides, which
+//! the web surface hands out this once. The store keeps only SHA-256 hashes
+//! of codes and of both tokens, so reading the store opens no session; a
+//! revoked device's sessions are deleted with it.
 
 use std::time::{Duration, SystemTime};
 
@@ -52,6 +53,8 @@ pub struct Paired {
     pub device: DeviceRecord,
     /// The session token (the cookie's value); the store has its hash only.
     pub token: String,
+    /// The token its page keeps and sends with every request (named for
+    /// its first use, changes); the store has its hash only.
     pub csrf: String,
 }
 
@@ -120,7 +123,7 @@ pub fn pair(store: &Store, typed: &str, name: &str) -> Result<Option<Paired>, Pa
             id: DeviceId::random(),
             name: &name,
             token_hash: &hash(&token),
-            csrf: &csrf,
+            csrf: &hash(&csrf),
             session_expires: store.clock().now() + SESSION_TTL,
         },
     )?;
@@ -142,9 +145,10 @@ pub fn session(store: &Store, token: &str) -> Result<Option<WebSessionRecord>, S
     store.web_session(&hash(token))
 }
 
-/// Whether a request's CSRF token is the session's, compared in constant time.
+/// Whether a request's `csrf` token is the session's: its hash is the one
+/// kept, compared in constant time.
 pub fn csrf_matches(session: &WebSessionRecord, given: &str) -> bool {
-    session.csrf.as_bytes().ct_eq(given.as_bytes()).into()
+    session.csrf.as_bytes().ct_eq(hash(given).as_bytes()).into()
 }
 
 /// A device's name as kept: trimmed, control characters dropped, at most
@@ -189,12 +193,16 @@ mod tests {
         assert!(csrf_matches(&session, &paired.csrf));
         assert!(!csrf_matches(&session, ""));
         assert!(!csrf_matches(&session, &paired.token));
+        // What the store keeps is not the token: a copy of it opens nothing.
+        assert!(!csrf_matches(&session, &session.csrf));
         // Only hashes are kept.
         let mut dump = std::fs::read(store.path()).unwrap();
         dump.extend(std::fs::read(store.path().with_extension("db-wal")).unwrap_or_default());
         let has = |needle: &str| dump.windows(needle.len()).any(|w| w == needle.as_bytes());
-        assert!(!has(&paired.token));
-        assert!(has(&hash(&paired.token)));
+        for secret in [&paired.token, &paired.csrf] {
+            assert!(!has(secret));
+            assert!(has(&hash(secret)));
+        }
     }
 
     #[test]

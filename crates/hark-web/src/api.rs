@@ -36,6 +36,9 @@ use crate::auth::{self, Authed};
 use crate::error::ApiError;
 use crate::feed::Sent;
 
+#[cfg(test)]
+mod tests;
+
 /// The web surface's routes, with its headers and origin checks.
 pub fn router(web: Arc<Web>) -> Router {
     let secure = web.secure;
@@ -86,10 +89,18 @@ struct DeviceBrief {
     name: String,
 }
 
+/// The pairing's answer: the only one that carries the session's token.
+#[derive(Debug, Serialize)]
+struct PairedBody {
+    device: DeviceBrief,
+    csrf: String,
+}
+
+/// A session as it is asked about: its device, never its token (a cookie
+/// must not be a way to it).
 #[derive(Debug, Serialize)]
 struct SessionBody {
     device: DeviceBrief,
-    csrf: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -100,8 +111,8 @@ struct PairBody {
     device: String,
 }
 
-/// `POST /api/pair`: a one-time code for a session (the cookie) and its
-/// CSRF token. A right code always pairs: what shares the operator's
+/// `POST /api/pair`: a one-time code for a session: the cookie, and its
+/// token in the answer's body, given this once (see [`crate::auth`]). A right code always pairs: what shares the operator's
 /// address (an agent on the same loopback) cannot lock the operator out by
 /// guessing wrong. Wrong ones are counted per client address and overall,
 /// and past the limit answered 429; a code's 80 bits make guessing one in
@@ -129,7 +140,7 @@ async fn pair(
     tracing::info!(device = %paired.device.id, name = %paired.device.name, "a web device paired");
     web.registry.devices_changed();
     let cookie = auth::session_cookie(&paired.token, web.secure);
-    let answer = SessionBody {
+    let answer = PairedBody {
         device: DeviceBrief {
             id: paired.device.id,
             name: paired.device.name,
@@ -143,14 +154,14 @@ async fn pair(
     Ok(response)
 }
 
-/// `GET /api/session`: the session's device and CSRF token.
+/// `GET /api/session`: the session's device (whether the page's cookie
+/// and token still open one).
 async fn session(authed: Authed) -> Answer<SessionBody> {
     Ok(axum::Json(SessionBody {
         device: DeviceBrief {
             id: authed.session.device.id,
             name: authed.session.device.name,
         },
-        csrf: authed.session.csrf,
     }))
 }
 
@@ -394,7 +405,9 @@ async fn push(
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// `GET /api/events`: the SSE stream of changes, resumed from
-/// `Last-Event-ID` (see [`crate::feed`]). It ends when the device is revoked.
+/// `Last-Event-ID` (see [`crate::feed`]). It ends when the device is
+/// revoked. The page reads it with `fetch`, not `EventSource`, which
+/// cannot send the session's token.
 async fn events(
     State(web): State<Arc<Web>>,
     authed: Authed,

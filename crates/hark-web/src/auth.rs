@@ -1,6 +1,12 @@
-//! Who may call the API: a paired device's session (the `hark_session`
-//! cookie), with its CSRF token on every state-changing request, from the
-//! surface's own origin and host; and the limit on failed pairings.
+//! Who may call the API: a paired device's session, which is two secrets
+//! that only the page that paired holds together: the `hark_session`
+//! cookie, and the session's token in `X-CSRF-Token` on every API request,
+//! reads and the live feed included. A cookie is sent to every port of its
+//! host, so a server an agent runs on another loopback port receives it;
+//! the token was handed out once, in the pairing's answer, and the page
+//! keeps it in `localStorage`, which is its origin's alone (scheme, host
+//! and port), and no answer gives it again. Besides: the surface's own
+//! origin and host, and the limit on failed pairings.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -9,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hark_core::pairing;
@@ -20,7 +26,9 @@ use crate::error::ApiError;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "hark_session";
-/// The header a state-changing request carries its CSRF token in.
+/// The header every API request carries the session's token in (the
+/// pairing's `csrf`): it was named for its first use, changes, and now
+/// stands with the cookie on reads too.
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
 /// The `Set-Cookie` value that opens a session with `token`.
@@ -48,9 +56,9 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, value)| value)
 }
 
-/// A request with a live session. On any method but GET and HEAD, the
-/// request also carried the session's CSRF token (else it is refused with
-/// 403 before anything is done).
+/// A request with a live session: its cookie, and the session's token in
+/// [`CSRF_HEADER`], whatever the method (else it is refused with 401
+/// before anything is read or done).
 #[derive(Debug, Clone)]
 pub struct Authed {
     pub session: WebSessionRecord,
@@ -69,17 +77,13 @@ impl FromRequestParts<Arc<Web>> for Authed {
         let session = pairing::session(&web.store, &token)
             .map_err(ApiError::unavailable)?
             .ok_or_else(ApiError::unauthorized)?;
-        if !matches!(parts.method, Method::GET | Method::HEAD) {
-            let given = parts
-                .headers
-                .get(CSRF_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            if !pairing::csrf_matches(&session, given) {
-                return Err(ApiError::forbidden(
-                    "the request lacks this session's CSRF token (X-CSRF-Token)",
-                ));
-            }
+        let given = parts
+            .headers
+            .get(CSRF_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !pairing::csrf_matches(&session, given) {
+            return Err(ApiError::cookie_alone());
         }
         Ok(Authed { session, token })
     }

@@ -63,6 +63,19 @@ impl ApiError {
         )
     }
 
+    /// A live session's cookie without its token: what a server on another
+    /// port of this host (an agent's) is sent by the browser, and can
+    /// replay. 401, as no session: the page pairs again.
+    pub fn cookie_alone() -> ApiError {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "the session's cookie came without its token (X-CSRF-Token), which only the page \
+             that paired keeps: a cookie alone opens nothing. Pair this device again with a \
+             code from `hark web pair`",
+        )
+    }
+
     pub fn forbidden(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
     }

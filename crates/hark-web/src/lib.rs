@@ -7,8 +7,9 @@
 //!
 //! # Layout
 //! - [`assets`]: `ui/src`, embedded, and the headers every response carries.
-//! - [`auth`]: sessions (the `hark_session` cookie), CSRF tokens, the
-//!   origin and host checks, and the limit on failed pairings.
+//! - [`auth`]: sessions (the `hark_session` cookie and the token every
+//!   request carries besides), the origin and host checks, and the limit
+//!   on failed pairings.
 //! - [`api`]: the JSON endpoints.
 //! - [`feed`]: the registry's events, numbered and kept for a reconnecting
 //!   client (`Last-Event-ID`).

@@ -21,8 +21,8 @@ pub struct DeviceRecord {
     pub last_seen_ms: Option<u64>,
 }
 
-/// A live session of a device: the device, and the CSRF token its
-/// state-changing requests carry.
+/// A live session of a device: the device, and the hash of the token its
+/// every request carries ([`crate::pairing::csrf_matches`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebSessionRecord {
     pub device: DeviceRecord,
