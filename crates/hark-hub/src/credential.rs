@@ -34,30 +34,44 @@ pub fn make() -> Credential {
 /// terms: the minimal lists measured against nats-server 2.15.1
 /// (tests/it/nats_server, each subject shown needed by taking it away). An
 /// operator's key is the team's and may write anything of the buckets.
+///
+/// An agent's key reads only its own host's decisions: through consumers
+/// whose filter is in the request's subject (see [`crate::read`]), and
+/// replies to its own inboxes ([`inbox_prefix`]). It may still ask for
+/// the buckets' stream info, which can list their keys (hosts, item ids,
+/// which side decided), never a value: `hark doctor` and binding the
+/// buckets need it.
 pub fn permissions(role: Role, host: &str) -> Value {
-    let host = host_token(host);
+    let token = host_token(host);
+    let inboxes = format!("{}.>", inbox_prefix(role, host));
     let publish = match role {
         Role::Operator => json!({
             "allow": ["$JS.API.>", "$JS.FC.>", format!("$KV.{ITEMS}.>"), format!("$KV.{DECISIONS}.>")],
         }),
         Role::Agent => json!({
             "allow": [
-                format!("$KV.{ITEMS}.{host}.*"),
-                format!("$KV.{DECISIONS}.{host}.*.asker"),
+                format!("$KV.{ITEMS}.{token}.*"),
+                format!("$KV.{DECISIONS}.{token}.*.asker"),
                 format!("$JS.API.STREAM.INFO.KV_{ITEMS}"),
                 format!("$JS.API.STREAM.INFO.KV_{DECISIONS}"),
-                format!("$JS.API.CONSUMER.CREATE.KV_{DECISIONS}"),
-                format!("$JS.API.CONSUMER.CREATE.KV_{DECISIONS}.>"),
+                format!("$JS.API.CONSUMER.CREATE.KV_{DECISIONS}.*.$KV.{DECISIONS}.{token}.>"),
                 format!("$JS.API.CONSUMER.DELETE.KV_{DECISIONS}.>"),
-                format!("$JS.API.DIRECT.GET.KV_{ITEMS}.>"),
-                format!("$JS.API.DIRECT.GET.KV_{DECISIONS}.>"),
-                format!("$JS.API.STREAM.MSG.GET.KV_{DECISIONS}"),
                 format!("$JS.FC.KV_{DECISIONS}.>"),
             ],
             "deny": [format!("$KV.{DECISIONS}.*.*.operator")],
         }),
     };
-    json!({ "publish": publish, "subscribe": { "allow": ["_INBOX.>"] } })
+    json!({ "publish": publish, "subscribe": { "allow": [inboxes] } })
+}
+
+/// The prefix of the inboxes `role` on `host` receives replies and a
+/// watch's deliveries at: an agent host's are its own, so its key cannot
+/// listen to another's replies (an operator's reads of every item).
+pub fn inbox_prefix(role: Role, host: &str) -> String {
+    match role {
+        Role::Operator => "_INBOX".to_owned(),
+        Role::Agent => format!("_INBOX.{}", host_token(host)),
+    }
 }
 
 /// The entry for the server's `authorization { users = [ … ] }`.
@@ -88,6 +102,17 @@ mod tests {
         assert_eq!(
             agent["publish"]["deny"][0].as_str(),
             Some("$KV.hark_decisions.*.*.operator")
+        );
+        // Its reads name its host; its replies come to its own inboxes.
+        assert!(
+            allowed
+                .iter()
+                .filter(|s| s.contains("CONSUMER.CREATE") || s.contains("GET"))
+                .all(|s| s.ends_with("$KV.hark_decisions.ci=2e7.>"))
+        );
+        assert_eq!(
+            agent["subscribe"]["allow"][0].as_str(),
+            Some("_INBOX.ci=2e7.>")
         );
     }
 

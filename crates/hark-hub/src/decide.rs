@@ -18,8 +18,12 @@ use bytes::Bytes;
 use hark_core::model::ids::ItemId;
 use tokio::sync::broadcast::error::RecvError;
 
+use async_nats::jetstream::consumer::DeliverPolicy;
+use async_nats::jetstream::kv::Operation;
+use futures_util::StreamExt;
+
 use crate::wire::{DECISIONS, Decided, Place, Side};
-use crate::{Hub, HubError};
+use crate::{Hub, HubError, Role, read};
 
 impl Hub {
     /// Offers `decided` for the item at `place` on `side`: returns the
@@ -114,9 +118,47 @@ impl Hub {
     }
 
     /// The settlement the server took for the item at `place`, if any: the
-    /// earliest put under either side's key, read from the stream's leader
-    /// (a replica may lag behind a decision its leader acknowledged).
+    /// earliest put under either side's key. An operator's daemon reads it
+    /// from the stream's leader (a replica may lag behind a decision its
+    /// leader acknowledged); an agent host, whose key may not ask for a
+    /// message by a subject in a request's body, through a consumer of the
+    /// item's decisions from the first (see [`crate::read`]): a lagging
+    /// replica shows it later, never another one first, and the follower
+    /// waiting on the item reads again when it lands.
     pub async fn winner(&self, place: &Place) -> Result<Option<Decided>, HubError> {
+        match self.options.role {
+            Role::Operator => self.winner_from_leader(place).await,
+            Role::Agent => self.winner_from_consumer(place).await,
+        }
+    }
+
+    async fn winner_from_consumer(&self, place: &Place) -> Result<Option<Decided>, HubError> {
+        let keys = format!("{}.*", place.item_key());
+        let (kept, entries) =
+            read::watch(&self.js, &self.decisions, &keys, DeliverPolicy::All).await?;
+        if kept == 0 {
+            return Ok(None);
+        }
+        let mut entries = std::pin::pin!(entries);
+        loop {
+            let entry = match tokio::time::timeout(self.options.timeout, entries.next()).await {
+                Ok(Some(entry)) => entry?,
+                Ok(None) => return Ok(None),
+                Err(_) => return Err(HubError::Read("the item's decisions did not come".into())),
+            };
+            if entry.operation == Operation::Put
+                && let Some((_, side)) = Side::of_key(&entry.key)
+                && let Some(decided) = Decided::read(&entry.value, side)
+            {
+                return Ok(Some(decided));
+            }
+            if entry.delta == 0 {
+                return Ok(None);
+            }
+        }
+    }
+
+    async fn winner_from_leader(&self, place: &Place) -> Result<Option<Decided>, HubError> {
         let subject = place.decisions();
         let mut from = 1;
         loop {

@@ -16,6 +16,7 @@
 pub mod credential;
 pub mod decide;
 mod mirror;
+pub mod read;
 pub mod wire;
 
 use std::path::PathBuf;
@@ -191,6 +192,7 @@ impl Hub {
                 }
             })
             .name(format!("hark {} ({:?})", options.host, options.role))
+            .custom_inbox_prefix(credential::inbox_prefix(options.role, &options.host))
             .connection_timeout(options.timeout)
             .request_timeout(Some(options.timeout))
             // Reconnects forever: a daemon outlives the hub's restarts.

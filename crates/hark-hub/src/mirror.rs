@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use async_nats::jetstream::consumer::DeliverPolicy;
 use async_nats::jetstream::kv::{Entry, Operation};
 use futures_util::StreamExt;
 use hark_core::model::ids::ItemId;
@@ -15,7 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
 use crate::wire::{Decided, Origin, Place, Posted, Side, VERSION};
-use crate::{Hub, HubError, Role};
+use crate::{Hub, HubError, Role, read};
 
 /// The hub's tasks for one registry; they end when it is dropped.
 #[derive(Debug)]
@@ -348,10 +349,11 @@ async fn follow(mirror: Arc<Mirror>, bucket: Bucket, keys: String) {
         };
         // From each key's current value on: what was asked and settled
         // while this daemon was away, then what comes.
-        match store.watch_with_history(&keys).await {
+        let watch = read::watch(&mirror.hub.js, store, &keys, DeliverPolicy::LastPerSubject);
+        match watch.await {
             // What has come while the last was handled is handled at once
             // (a burst of asks filed in one write of the store).
-            Ok(watch) => {
+            Ok((_, watch)) => {
                 let mut watch = watch.ready_chunks(BURST);
                 // A watch goes on after an error (a heartbeat missed while
                 // the server restarts): it ends only when it cannot.

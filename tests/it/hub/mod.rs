@@ -135,7 +135,7 @@ async fn an_agents_credential_cannot_answer() {
 }
 
 /// An agent host's credential speaks only for its own host: the server
-/// refuses its rewrite of another host's question and its withdrawal of
+/// refuses its read of another host's question, its rewrite and its withdrawal of
 /// it, and a copy it posts under its own key in the other host's name is
 /// turned away by every daemon, not shown as that host's.
 #[tokio::test(flavor = "multi_thread")]
@@ -148,6 +148,10 @@ async fn an_agents_credential_speaks_only_for_its_own_host() {
     let asking = tokio::spawn(async move { ask(&agent, questions(&[db()])).await });
     let id = beta.asked();
     let spoke = team.speak_for("ci-runner", "alpha", &id).await;
+    assert!(
+        spoke.read.is_err(),
+        "the server let it read another host's item: {spoke:?}"
+    );
     assert!(
         spoke.rewrite.is_err(),
         "the server took a rewrite: {spoke:?}"

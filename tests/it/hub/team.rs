@@ -183,7 +183,7 @@ impl Team {
     }
 
     /// With agent host `agent`'s credential, tries what a hostile agent
-    /// would against `owner`'s item `id`: rewrite its question in place,
+    /// would against `owner`'s item `id`: read it, rewrite its question in place,
     /// withdraw it, and post a copy in `owner`'s name under a key of its
     /// own. What the server said to each (`Err` when it refused), and the
     /// copy's id.
@@ -196,8 +196,19 @@ impl Team {
         let decisions = js.get_key_value(hark_hub::wire::DECISIONS).await.unwrap();
         let item_id = hark_core::model::ids::ItemId(id.parse().unwrap());
         let theirs = Place::new(owner, item_id);
+        let read = match items.get(theirs.item_key()).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err("not there".to_owned()),
+            Err(e) => Err(e.to_string()),
+        };
+        // The item as it stands, read with an operator's key: the agent's
+        // own cannot read it (`read`), but may have seen it elsewhere.
+        let operators = self.jetstream("beta").await;
         let mut posted: Value = serde_json::from_slice(
-            &items
+            &operators
+                .get_key_value(hark_hub::wire::ITEMS)
+                .await
+                .unwrap()
                 .get(theirs.item_key())
                 .await
                 .unwrap()
@@ -231,6 +242,7 @@ impl Team {
             .map(|_| ())
             .map_err(|e| e.to_string());
         SpokeFor {
+            read,
             rewrite,
             withdraw,
             impersonate,
@@ -242,7 +254,9 @@ impl Team {
     async fn jetstream(&self, host: &str) -> async_nats::jetstream::Context {
         let servers: Vec<async_nats::ServerAddr> =
             self.url().split(',').map(|u| u.parse().unwrap()).collect();
+        let role = HOSTS.iter().find(|(h, _)| *h == host).unwrap().1;
         let client = async_nats::ConnectOptions::with_nkey(self.seeds[host].clone())
+            .custom_inbox_prefix(hark_hub::credential::inbox_prefix(role, host))
             .connect(servers)
             .await
             .unwrap();
@@ -260,6 +274,7 @@ impl Team {
 /// What the server said to each of [`Team::speak_for`]'s writes.
 #[derive(Debug)]
 pub struct SpokeFor {
+    pub read: Result<(), String>,
     pub rewrite: Result<(), String>,
     pub withdraw: Result<(), String>,
     pub impersonate: Result<(), String>,

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::header::HeaderMap;
 use async_nats::jetstream::ErrorCode;
+use async_nats::jetstream::consumer::DeliverPolicy;
 use async_nats::jetstream::context::{PublishError, PublishErrorKind};
 use async_nats::jetstream::kv::{Config, Store};
 use async_nats::jetstream::stream::LastRawMessageErrorKind;
@@ -56,11 +57,20 @@ pub async fn connect(
     seed: Option<&str>,
     timeout: Duration,
 ) -> (Client, jetstream::Context, Events) {
-    let (tx, events) = mpsc::unbounded_channel();
     let options = match seed {
         Some(seed) => ConnectOptions::with_nkey(seed.to_owned()),
         None => ConnectOptions::new(),
     };
+    connect_with(urls, options, timeout).await
+}
+
+/// Connects to `urls` with `options`, its events passed on.
+pub async fn connect_with(
+    urls: &[String],
+    options: ConnectOptions,
+    timeout: Duration,
+) -> (Client, jetstream::Context, Events) {
+    let (tx, events) = mpsc::unbounded_channel();
     let options = options.event_callback(move |event| {
         let tx = tx.clone();
         async move {
@@ -271,17 +281,23 @@ async fn a_restart_keeps_the_data_and_the_watch() {
     let operator_seed = operator_key.seed().unwrap();
     let (_op, op_js, _) = connect(&urls, Some(&operator_seed), timeout).await;
     permissions::buckets(&op_js).await;
-    decide(&op_js, "before", "operator", "yes")
+    let op_kv = within("binding", op_js.get_key_value(DECISIONS))
+        .await
+        .unwrap();
+    decide(&op_js, "ci.before", "operator", "yes")
         .await
         .expect("decided before the kill");
-    let agent_seed = agent_key.seed().unwrap();
-    let (_agent, js, mut events) = connect(&urls, Some(&agent_seed), timeout).await;
+    let (_agent, js, mut events) = permissions::connect_agent(&urls, &agent_key, timeout).await;
     let kv = within("binding", js.get_key_value(DECISIONS))
         .await
         .expect("the agent binds the decisions");
-    let mut watch = within("watching", kv.watch("after.*"))
-        .await
-        .expect("a watch");
+    let (_, watch) = within(
+        "watching",
+        hark_hub::read::watch(&js, &kv, "ci.after.*", DeliverPolicy::LastPerSubject),
+    )
+    .await
+    .expect("a watch");
+    let mut watch = std::pin::pin!(watch);
 
     server.kill();
     within("the client's disconnect", async {
@@ -297,11 +313,11 @@ async fn a_restart_keeps_the_data_and_the_watch() {
     let reconnected = restarted.elapsed();
 
     assert_eq!(
-        decisions_of(&kv, "before").await,
-        [("before.operator".to_owned(), "yes".to_owned())],
+        decisions_of(&op_kv, "ci.before").await,
+        [("ci.before.operator".to_owned(), "yes".to_owned())],
         "the decision written before the kill survived it"
     );
-    decide(&op_js, "after", "operator", "no")
+    decide(&op_js, "ci.after", "operator", "no")
         .await
         .expect("decided after the restart");
     let written = restarted.elapsed();
@@ -328,7 +344,7 @@ async fn a_restart_keeps_the_data_and_the_watch() {
     let delivered = restarted.elapsed();
     assert_eq!(
         (seen.key.as_str(), &*seen.value),
-        ("after.operator", &b"no"[..])
+        ("ci.after.operator", &b"no"[..])
     );
     let refused: Vec<String> = server
         .log()
