@@ -93,6 +93,13 @@ pub enum Command {
     /// directory, out of the config and of a confined agent's reach.
     #[command(subcommand)]
     Push(PushCommand),
+    /// Claude Code sessions you start in a terminal: `install` adds to its
+    /// settings a `PermissionRequest` hook, so each permission dialog also
+    /// reaches you here (desk, phone, web) and your verdict answers it,
+    /// while the terminal's dialog stays live; `uninstall` takes it out.
+    /// Your own hooks are kept either way.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
     /// Print the MCP config that points an agent at this hark:
     /// `claude -p … --mcp-config "$(hark mcp-config)" --allowedTools mcp__operator__ask`.
     McpConfig(McpConfigArgs),
@@ -104,6 +111,22 @@ pub enum Command {
     /// The team's hub (NATS JetStream).
     #[command(subcommand)]
     Hub(HubCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Add the hook (again, replacing an earlier hark's).
+    Install(HooksWhere),
+    /// Take the hook out.
+    Uninstall(HooksWhere),
+}
+
+#[derive(Debug, Args)]
+pub struct HooksWhere {
+    /// This project's `.claude/settings.json` (in the current directory)
+    /// rather than your own `~/.claude/settings.json`.
+    #[arg(long)]
+    pub project: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -215,7 +238,10 @@ pub enum OnTimeoutArg {
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
-    /// The hook event: `pre-tool-use`.
+    /// The hook event: `pre-tool-use` (the runs hark dispatches), or
+    /// `permission-request` and `post-tool-use` (a session started in a
+    /// terminal: its permission dialogs reach the operator; `hark hooks
+    /// install`).
     pub event: HookEvent,
     /// A read-only run's hook, which sees every tool call: calls other than
     /// an ask go to the write-mode gate, and its approvals park too.
@@ -226,6 +252,8 @@ pub struct HookArgs {
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum HookEvent {
     PreToolUse,
+    PermissionRequest,
+    PostToolUse,
 }
 
 /// Who answers: `terminal` or `script:PATH`.

@@ -50,34 +50,108 @@ pub fn studio() -> Result<ExitStatus, Failed> {
 /// fails must not stop the agent's call, which reports its own errors.
 pub fn hook(args: HookArgs) -> Result<ExitStatus, Failed> {
     hark_core::trace::init_logging(LogFormat::Text, LevelFilter::WARN);
-    let HookEvent::PreToolUse = args.event;
     let mut text = String::new();
     let limit = hark_core::bridge::wire::MAX_FRAME as u64;
     if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin().take(limit), &mut text) {
         tracing::warn!("cannot read the hook's input: {e}");
         return Ok(ExitStatus::Success);
     }
-    let input: hark_mcp::hook::HookInput = match serde_json::from_str(&text) {
-        Ok(input) => input,
-        Err(e) => {
-            tracing::warn!("the hook's input is not Claude Code's PreToolUse input: {e}");
-            return Ok(ExitStatus::Success);
-        }
-    };
     let config = Config::load()?;
     let settings = hark_mcp::McpSettings::from_env(&config, false)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(Failed::Runtime)?;
-    if let Some(decision) = runtime.block_on(hark_mcp::hook::pre_tool_use(
-        &settings,
-        &input,
-        args.approvals,
-    )) {
+    let decision = match args.event {
+        HookEvent::PreToolUse => {
+            let input: hark_mcp::hook::HookInput = match serde_json::from_str(&text) {
+                Ok(input) => input,
+                Err(e) => {
+                    tracing::warn!("the hook's input is not Claude Code's PreToolUse input: {e}");
+                    return Ok(ExitStatus::Success);
+                }
+            };
+            runtime.block_on(hark_mcp::hook::pre_tool_use(
+                &settings,
+                &input,
+                args.approvals,
+            ))
+        }
+        HookEvent::PermissionRequest | HookEvent::PostToolUse => {
+            let input: hark_mcp::permission::PermissionInput = match serde_json::from_str(&text) {
+                Ok(input) => input,
+                Err(e) => {
+                    tracing::warn!("the hook's input is not Claude Code's: {e}");
+                    return Ok(ExitStatus::Success);
+                }
+            };
+            runtime.block_on(async {
+                match args.event {
+                    HookEvent::PostToolUse => {
+                        hark_mcp::permission::ran(&settings, &input).await;
+                        None
+                    }
+                    _ => {
+                        hark_mcp::permission::permission_request(&settings, &input, answered_here())
+                            .await
+                    }
+                }
+            })
+        }
+    };
+    if let Some(decision) = decision {
         println!("{decision}");
     }
     Ok(ExitStatus::Success)
+}
+
+/// Resolves when Claude Code is done with the hook because its dialog was
+/// answered in the terminal: it signals the hook, or closes the pipe the
+/// hook's decision would go to. The signals are caught from the call on
+/// (inside the runtime), before the item is filed.
+fn answered_here() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (closed_tx, closed) = tokio::sync::oneshot::channel::<()>();
+        // Blocks in poll(2) until the reader of stdout is gone; a detached
+        // thread, ended with the process.
+        std::thread::spawn(move || {
+            use rustix::event::{PollFd, PollFlags, poll};
+            let stdout = std::io::stdout();
+            let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+            loop {
+                match poll(&mut fds, None) {
+                    Ok(_) if fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP) => break,
+                    Ok(_) => {}
+                    Err(rustix::io::Errno::INTR) => {}
+                    Err(_) => return,
+                }
+            }
+            let _ = closed_tx.send(());
+        });
+        let mut term = signal(SignalKind::terminate()).ok();
+        let mut hup = signal(SignalKind::hangup()).ok();
+        let mut int = signal(SignalKind::interrupt()).ok();
+        async move {
+            async fn recv(signal: Option<&mut tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            }
+            tokio::select! {
+                () = recv(term.as_mut()) => {}
+                () = recv(hup.as_mut()) => {}
+                () = recv(int.as_mut()) => {}
+                Ok(()) = closed => {}
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    std::future::pending::<()>()
 }
 
 /// Prints `{"mcpServers":{"operator":{…}}}` naming this `hark`, or (with

@@ -6,6 +6,7 @@ pub mod answer;
 pub mod app;
 pub mod ask;
 pub mod doctor;
+pub mod hooks;
 pub mod hub;
 pub mod inbox;
 pub mod listings;
@@ -98,6 +99,7 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::Serve(args) => serve::run(args),
         Command::McpOperatorAsk(args) => mcp::operator_ask(args),
         Command::Hook(args) => mcp::hook(args),
+        Command::Hooks(command) => Ok(hooks::run(command)),
         Command::McpStudio => mcp::studio(),
         Command::McpConfig(args) => mcp::config(args),
         Command::Ssh(args) => Ok(runtime()?.block_on(ssh::run(args))),

@@ -71,6 +71,7 @@ mod hub;
 mod inbox;
 mod install;
 mod intake;
+mod interactive;
 mod layout;
 mod listings;
 mod nats_server;

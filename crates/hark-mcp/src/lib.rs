@@ -34,6 +34,7 @@ use hark_core::{env, trace};
 
 pub mod elicitation;
 pub mod hook;
+pub mod permission;
 pub mod studio;
 
 /// The MCP server's name: the agent sees the tool as `mcp__operator__ask`.

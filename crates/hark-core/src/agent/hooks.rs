@@ -54,3 +54,164 @@ pub fn with_park_hook(
     }
     Value::Object(settings)
 }
+
+/// The hooks `hark hooks install` puts in Claude Code's settings, for the
+/// sessions someone starts in a terminal: `PermissionRequest` files each
+/// permission dialog with the operator and answers it with their verdict;
+/// `PostToolUse` withdraws the dialog's item when the terminal allowed the
+/// call first (Claude Code leaves the dialog's hook running then). Each:
+/// its event, the `hark hook` argument, Claude Code's timeout for it.
+const TERMINAL_HOOKS: [(&str, &str, Duration); 2] = [
+    // A day: the operator's answer or the terminal's ends the wait, never
+    // this timeout (the hook prints nothing when hark's own bounded wait
+    // passes, and the dialog stays the terminal's).
+    (
+        "PermissionRequest",
+        "permission-request",
+        Duration::from_secs(24 * 3600),
+    ),
+    ("PostToolUse", "post-tool-use", Duration::from_secs(10)),
+];
+
+/// The command line of hark's hook `event` (`permission-request`,
+/// `post-tool-use`), with the path quoted for the shell.
+pub fn terminal_hook_command(hark: &Path, event: &str) -> String {
+    let quoted = hark.display().to_string().replace('\'', r"'\''");
+    format!("'{quoted}' hook {event}")
+}
+
+/// Whether a hook entry's command is one of hark's terminal hooks (any
+/// hark's).
+fn is_terminal_hook(hook: &Value) -> bool {
+    hook.get("command")
+        .and_then(Value::as_str)
+        .is_some_and(|c| {
+            TERMINAL_HOOKS
+                .iter()
+                .any(|(_, arg, _)| c.ends_with(&format!(" hook {arg}")))
+        })
+}
+
+/// `settings` with hark's terminal hooks, once each (an earlier hark's are
+/// replaced); everything else, the user's own hooks included, kept.
+pub fn with_terminal_hooks(settings: Value, hark: &Path) -> Value {
+    let mut map = without(settings);
+    let hooks = object_at(&mut map, "hooks");
+    for (event, arg, timeout) in TERMINAL_HOOKS {
+        let entry = json!({
+            "matcher": "*",
+            "hooks": [{
+                "type": "command",
+                "command": terminal_hook_command(hark, arg),
+                "timeout": timeout.as_secs(),
+            }],
+        });
+        match hooks.entry(event).or_insert_with(|| json!([])) {
+            Value::Array(entries) => entries.push(entry),
+            other => *other = json!([entry]),
+        }
+    }
+    Value::Object(map)
+}
+
+/// `settings` without hark's terminal hooks: an entry left with no hook
+/// goes, and so do an emptied event and `hooks`.
+pub fn without_terminal_hooks(settings: Value) -> Value {
+    Value::Object(without(settings))
+}
+
+fn without(settings: Value) -> serde_json::Map<String, Value> {
+    let mut map = match settings {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    let Some(Value::Object(hooks)) = map.get_mut("hooks") else {
+        return map;
+    };
+    for (event, _, _) in TERMINAL_HOOKS {
+        let Some(Value::Array(entries)) = hooks.get_mut(event) else {
+            continue;
+        };
+        for entry in entries.iter_mut() {
+            if let Some(Value::Array(list)) = entry.get_mut("hooks") {
+                list.retain(|hook| !is_terminal_hook(hook));
+            }
+        }
+        entries.retain(|entry| {
+            entry
+                .get("hooks")
+                .and_then(Value::as_array)
+                .is_none_or(|list| !list.is_empty())
+        });
+        if entries.is_empty() {
+            hooks.remove(event);
+        }
+    }
+    if hooks.is_empty() {
+        map.remove("hooks");
+    }
+    map
+}
+
+/// Whether `settings` has hark's terminal hooks.
+pub fn has_terminal_hooks(settings: &Value) -> bool {
+    settings
+        .get("hooks")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|hooks| hooks.values())
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|entry| entry.get("hooks").and_then(Value::as_array))
+        .flatten()
+        .any(is_terminal_hook)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_terminal_hooks_are_added_once_and_removed_leaving_the_users_own() {
+        let theirs = json!({
+            "model": "opus",
+            "hooks": {
+                "PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "notify-me"}]}],
+                "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}],
+            },
+        });
+        let hark = Path::new("/opt/it's/hark");
+        assert_eq!(
+            terminal_hook_command(hark, "post-tool-use"),
+            r"'/opt/it'\''s/hark' hook post-tool-use"
+        );
+        let once = with_terminal_hooks(theirs.clone(), hark);
+        let twice = with_terminal_hooks(once.clone(), Path::new("/other/hark"));
+        assert!(has_terminal_hooks(&once) && has_terminal_hooks(&twice));
+        let ours = |s: &Value, event: &str| {
+            s["hooks"][event]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["hooks"].as_array().unwrap().iter().any(is_terminal_hook))
+                .count()
+        };
+        for event in ["PermissionRequest", "PostToolUse"] {
+            assert_eq!((ours(&once, event), ours(&twice, event)), (1, 1));
+        }
+        assert_eq!(
+            twice["hooks"]["PermissionRequest"][1]["hooks"][0]["command"],
+            "'/other/hark' hook permission-request"
+        );
+        assert_eq!(
+            once["hooks"]["PermissionRequest"][1]["hooks"][0]["timeout"],
+            86400
+        );
+        assert_eq!(without_terminal_hooks(twice), theirs);
+        assert_eq!(
+            without_terminal_hooks(with_terminal_hooks(json!({}), hark)),
+            json!({})
+        );
+        assert!(!has_terminal_hooks(&theirs));
+    }
+}

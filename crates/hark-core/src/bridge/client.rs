@@ -131,7 +131,17 @@ impl Call {
 
     /// Asks the server to cancel the item; the outcome still follows.
     pub async fn cancel(&mut self) -> Result<(), ClientError> {
-        write_frame(&mut self.feed.writer, &ClientFrame::Cancel)
+        self.send(&ClientFrame::Cancel).await
+    }
+
+    /// Withdraws the item: the agent's own dialog for it was answered
+    /// where the agent runs.
+    pub async fn answered_at_agent(&mut self) -> Result<(), ClientError> {
+        self.send(&ClientFrame::AnsweredAtAgent).await
+    }
+
+    async fn send(&mut self, frame: &ClientFrame) -> Result<(), ClientError> {
+        write_frame(&mut self.feed.writer, frame)
             .await
             .map_err(|e| ClientError::Frame(FrameError::Io(e)))
     }

@@ -84,6 +84,21 @@ pub enum ClientFrame {
     },
     /// The asker no longer wants the answer.
     Cancel,
+    /// The asker's own dialog for the call was answered where it runs (an
+    /// interactive agent's terminal) before the operator here did: the
+    /// item is withdrawn, settled as answered there.
+    AnsweredAtAgent,
+    /// An agent ran a tool call (Claude Code's `PostToolUse` hook, in a
+    /// session started in a terminal): a permission dialog for that call
+    /// still pending here was answered in the agent's terminal, and is
+    /// withdrawn as [`ClientFrame::AnsweredAtAgent`] does (Claude Code does
+    /// not end the dialog's hook when the terminal allows). `recorded`.
+    RanAtAgent {
+        session_id: crate::model::ids::SessionId,
+        tool_name: String,
+        #[serde(default)]
+        input: Value,
+    },
     /// The operator's reply to a pending item; `via` names the surface it
     /// came through, of those a socket client may be (the command line when
     /// absent).
@@ -195,6 +210,13 @@ pub struct Caller {
     /// `transcript_path`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript: Option<std::path::PathBuf>,
+    /// The agent's own permission dialog shows this call (Claude Code's
+    /// `PermissionRequest` hook, in a session someone started in a
+    /// terminal): the agent chose to ask, so the operator is asked even
+    /// where the write-mode policy would let it pass; a grant still covers
+    /// it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dialog: bool,
 }
 
 impl ClientFrame {

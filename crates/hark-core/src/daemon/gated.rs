@@ -8,7 +8,7 @@ use crate::bridge::deadline::SocketReader;
 use crate::bridge::wire::{Caller, ServerFrame};
 use crate::daemon::parked;
 use crate::daemon::state::Daemon;
-use crate::daemon::waiting::{tell, wait_for_operator};
+use crate::daemon::waiting::{ANSWERED_AT_AGENT, tell, wait_for_operator};
 use crate::gate::policy::Class;
 use crate::model::approval::DecidedBy;
 use crate::model::item::Outcome;
@@ -27,7 +27,12 @@ pub(super) async fn approve(
     mut writer: WriteHalf,
 ) {
     let session_id = caller.session();
-    let approval = match daemon.gate.policy.classify(tool_name, input) {
+    let class = if caller.dialog {
+        Class::Write(daemon.gate.policy.describe(tool_name, input))
+    } else {
+        daemon.gate.policy.classify(tool_name, input)
+    };
+    let approval = match class {
         Class::ReadOnly => {
             let decided = ServerFrame::Decided {
                 allow: true,
@@ -92,4 +97,27 @@ pub(super) async fn approve(
     {
         trace::write_mode(&approval, &run, session, None, "hang_up");
     }
+}
+
+/// A tool call the agent ran, its permission dialog answered in its
+/// terminal: the dialog's item still pending here (of that session, for
+/// that call, asked by the dialog's hook) is withdrawn as answered there.
+pub(super) fn ran_at_agent(
+    daemon: &Daemon,
+    session: &crate::model::ids::SessionId,
+    tool_name: &str,
+    input: &serde_json::Value,
+) -> ServerFrame {
+    let ran = daemon.gate.policy.describe(tool_name, input);
+    for item in daemon.registry.pending() {
+        let dialog = item.asker.client.as_deref() == Some(crate::model::item::INTERACTIVE);
+        let same = item
+            .approval
+            .as_ref()
+            .is_some_and(|a| a.tool == ran.tool && a.target == ran.target);
+        if dialog && same && &item.session_id == session {
+            daemon.registry.cancel(item.id, ANSWERED_AT_AGENT);
+        }
+    }
+    ServerFrame::Recorded
 }

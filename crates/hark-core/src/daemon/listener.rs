@@ -305,7 +305,7 @@ async fn serve_frame(
                 .follow(&daemon.registry, peer, reader, writer)
                 .await;
         }
-        ClientFrame::Cancel => {
+        ClientFrame::Cancel | ClientFrame::AnsweredAtAgent => {
             ServerFrame::Error(WireError::new(ErrorCode::BadFrame, "nothing to cancel"))
         }
         // A reply on the socket is the command line's, or the studio's.
@@ -321,6 +321,11 @@ async fn serve_frame(
         ClientFrame::List { filter } => operator::list(&daemon.registry, &filter),
         ClientFrame::Get { id } => operator::get(&daemon.registry, id),
         ClientFrame::ClearSettled => operator::clear_settled(&daemon.registry),
+        ClientFrame::RanAtAgent {
+            session_id,
+            tool_name,
+            input,
+        } => gated::ran_at_agent(daemon, &session_id, &tool_name, &input),
         ClientFrame::SubAgent { caller, sub_agent } => {
             note_sub_agent(&daemon.registry, &caller, sub_agent)
         }

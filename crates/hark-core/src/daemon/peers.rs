@@ -142,6 +142,8 @@ pub fn is_operator(frame: &ClientFrame) -> bool {
         ClientFrame::Ask { .. }
         | ClientFrame::Approve { .. }
         | ClientFrame::Cancel
+        | ClientFrame::AnsweredAtAgent
+        | ClientFrame::RanAtAgent { .. }
         // The paused run waiting for its own agent's question: it learns
         // only the outcome its agent is about to get, of a tool use whose
         // id only the agent's host knows.

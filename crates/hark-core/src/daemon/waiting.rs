@@ -20,6 +20,9 @@ use crate::platform::WriteHalf;
 use crate::prompter::{PromptFuture, Unanswered};
 use crate::registry::{Event, Pending, Registry, Reply, Waited};
 
+/// How an item whose agent's own dialog was answered first settles.
+pub const ANSWERED_AT_AGENT: &str = "answered in the agent's terminal";
+
 /// Races the prompter, the registry (timeouts, other surfaces) and the peer
 /// (cancel or hang-up) until the item settles, then reports the outcome
 /// (and returns it; `None` when the peer hung up first). `before_telling`
@@ -60,10 +63,15 @@ pub(super) async fn wait_for_operator(
                 apply(&daemon.registry, daemon.prompter.surface(), &pending.item, answered).await;
             }
             frame = read_frame(&mut reader, &mut buf) => match frame {
-                Ok(true) if serde_json::from_slice::<ClientFrame>(&buf).ok() == Some(ClientFrame::Cancel) => {
-                    daemon.registry.cancel(id, "the agent cancelled the call");
-                }
-                Ok(true) => {}
+                Ok(true) => match serde_json::from_slice::<ClientFrame>(&buf).ok() {
+                    Some(ClientFrame::Cancel) => {
+                        daemon.registry.cancel(id, "the agent cancelled the call");
+                    }
+                    Some(ClientFrame::AnsweredAtAgent) => {
+                        daemon.registry.cancel(id, ANSWERED_AT_AGENT);
+                    }
+                    _ => {}
+                },
                 // A frame left unfinished: the asker is stuck, so its item
                 // is cancelled now rather than left to its timeout.
                 Err(FrameError::Stalled(stalled)) => {

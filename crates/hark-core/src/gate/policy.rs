@@ -113,34 +113,56 @@ impl Policy {
 
     /// Sorts one proposed call (`tool_name` and `input` as Claude Code sends them).
     pub fn classify(&self, tool: &str, input: &Value) -> Class {
-        if self.read_only_tools.iter().any(|t| t == tool) {
-            return Class::ReadOnly;
+        if self.passes(tool, input) {
+            Class::ReadOnly
+        } else {
+            Class::Write(self.describe(tool, input))
         }
+    }
+
+    /// Whether a call passes without asking: a read-only tool, or a Bash
+    /// command line that is provably read-only.
+    fn passes(&self, tool: &str, input: &Value) -> bool {
+        if self.read_only_tools.iter().any(|t| t == tool) {
+            return true;
+        }
+        if tool != "Bash" {
+            return false;
+        }
+        let set = |name: &str| {
+            input
+                .get(name)
+                .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
+        };
+        // A background process outlives the review; a command outside
+        // Claude Code's sandbox has no second line of defence if the
+        // classifier is wrong: both ask, whatever the command.
+        let command = input
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        !set("run_in_background")
+            && !set("dangerouslyDisableSandbox")
+            && self.read_only_command(command)
+    }
+
+    /// The approval a call is put to the operator as: what it acts on, its
+    /// preview (a diff for an edit), and whether its effect leaves the
+    /// machine.
+    pub fn describe(&self, tool: &str, input: &Value) -> Approval {
         let field = |name: &str| input.get(name).and_then(Value::as_str).unwrap_or_default();
-        let approval = |target: String, preview: String, external: bool| {
-            Class::Write(Approval {
-                tool: tool.to_owned(),
-                target,
-                preview,
-                external,
-            })
+        let approval = |target: String, preview: String, external: bool| Approval {
+            tool: tool.to_owned(),
+            target,
+            preview,
+            external,
         };
         match tool {
             "Bash" => {
                 let command = field("command");
-                let set = |name: &str| {
-                    input
-                        .get(name)
-                        .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
-                };
-                // A background process outlives the review; a command outside
-                // Claude Code's sandbox has no second line of defence if the
-                // classifier is wrong: both ask, whatever the command.
-                let background = set("run_in_background");
-                let unsandboxed = set("dangerouslyDisableSandbox");
-                if !background && !unsandboxed && self.read_only_command(command) {
-                    return Class::ReadOnly;
-                }
+                let unsandboxed = input
+                    .get("dangerouslyDisableSandbox")
+                    .is_some_and(|v| !v.is_null() && v != &Value::Bool(false));
                 let external = self.external_command(command, 0);
                 let preview = if unsandboxed {
                     format!("{command}\n\n(asks to run outside the sandbox)")

@@ -43,6 +43,10 @@ pub struct Asker {
     pub host: Option<String>,
 }
 
+/// How the items a permission dialog of a session started in a terminal
+/// filed (Claude Code's `PermissionRequest` hook) name their client.
+pub const INTERACTIVE: &str = "claude (interactive)";
+
 /// A sub-agent, as its host names it (Claude Code's `agent_id` and
 /// `agent_type` in a hook's input).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]

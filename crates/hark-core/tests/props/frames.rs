@@ -131,6 +131,7 @@ fn sized(len: usize, open: bool) -> Vec<u8> {
 fn client_frame() -> impl Strategy<Value = ClientFrame> {
     prop_oneof![
         Just(ClientFrame::Cancel),
+        Just(ClientFrame::AnsweredAtAgent),
         Just(ClientFrame::Subscribe),
         Just(ClientFrame::ClearSettled),
         (

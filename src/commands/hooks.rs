@@ -1,0 +1,103 @@
+//! `hark hooks install|uninstall [--project]`: hark's `PermissionRequest`
+//! and `PostToolUse` hooks in Claude Code's settings, for the sessions someone starts in a
+//! terminal (see `hark_mcp::permission`). The settings file is read,
+//! changed with [`hark_core::agent::hooks`] (the user's own hooks kept)
+//! and written whole in one rename; one that is not JSON is left alone.
+
+use std::path::{Path, PathBuf};
+
+use hark_core::agent::hooks::{has_terminal_hooks, with_terminal_hooks, without_terminal_hooks};
+use serde_json::Value;
+
+use crate::cli::{HooksCommand, HooksWhere};
+use crate::commands::this_hark;
+use crate::exit::ExitStatus;
+
+pub fn run(command: HooksCommand) -> ExitStatus {
+    let (install, place) = match command {
+        HooksCommand::Install(place) => (true, place),
+        HooksCommand::Uninstall(place) => (false, place),
+    };
+    let Some(file) = settings_file(&place) else {
+        eprintln!("hark: cannot tell your home directory (HOME is not set)");
+        return ExitStatus::Failure;
+    };
+    let settings = match read(&file) {
+        Ok(settings) => settings,
+        Err(message) => {
+            eprintln!("hark: {message}; it was left as it is");
+            return ExitStatus::Refused;
+        }
+    };
+    let had = has_terminal_hooks(&settings);
+    let changed = if install {
+        let hark = match this_hark() {
+            Ok(hark) => hark,
+            Err(e) => {
+                eprintln!("hark: {e}");
+                return ExitStatus::Failure;
+            }
+        };
+        with_terminal_hooks(settings.clone(), &hark)
+    } else {
+        without_terminal_hooks(settings.clone())
+    };
+    if changed != settings
+        && let Err(e) = write(&file, &changed)
+    {
+        eprintln!("hark: cannot write {}: {e}", file.display());
+        return ExitStatus::Failure;
+    }
+    match (install, had) {
+        (true, _) => {
+            println!(
+                "hark: Claude Code's permission dialogs now reach you (hooks in {}); a session started before this picks them up when it restarts",
+                file.display()
+            );
+            eprintln!(
+                "note: a dialog is still answered in its terminal too, whichever comes first; with no daemon running the hook changes nothing. Claude Code's own deny rules win over your allow"
+            );
+        }
+        (false, true) => println!("hark: the hooks are out of {}", file.display()),
+        (false, false) => println!("hark: {} had no hark hook", file.display()),
+    }
+    ExitStatus::Success
+}
+
+/// `~/.claude/settings.json`, or the project's `.claude/settings.json`.
+fn settings_file(place: &HooksWhere) -> Option<PathBuf> {
+    let base = if place.project {
+        PathBuf::from(".")
+    } else {
+        std::env::home_dir()?
+    };
+    Some(base.join(".claude").join("settings.json"))
+}
+
+/// The settings as they are: `{}` when there is no file.
+fn read(file: &Path) -> Result<Value, String> {
+    match std::fs::read_to_string(file) {
+        Ok(text) if text.trim().is_empty() => Ok(Value::Object(Default::default())),
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(value @ Value::Object(_)) => Ok(value),
+            Ok(_) => Err(format!("{} is not a JSON object", file.display())),
+            Err(e) => Err(format!("{} is not JSON ({e})", file.display())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Value::Object(Default::default())),
+        Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+    }
+}
+
+/// Writes the settings whole: a temporary file beside it, renamed over it.
+fn write(file: &Path, settings: &Value) -> std::io::Result<()> {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut text = serde_json::to_string_pretty(settings).map_err(std::io::Error::other)?;
+    text.push('\n');
+    let temp = tempfile::NamedTempFile::new_in(dir)?;
+    std::fs::write(temp.path(), text)?;
+    if let Ok(meta) = std::fs::metadata(file) {
+        std::fs::set_permissions(temp.path(), meta.permissions())?;
+    }
+    temp.persist(file).map(|_| ()).map_err(|e| e.error)
+}
