@@ -401,12 +401,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "WHAT")]
     pub on_timeout: Option<OnTimeoutArg>,
     /// The agent command (default: the config's `agent_command`, else
-    /// `claude`, or `codex` with `--agent-kind codex`).
+    /// `claude`, or `codex`/`opencode` with `--agent-kind codex|opencode`).
     #[arg(long, value_name = "PATH")]
     pub agent: Option<PathBuf>,
-    /// Which CLI the agent is, `claude` or `codex` (default: the config's
-    /// `agent_kind`, else what the command's name says: `--agent codex` is
-    /// Codex).
+    /// Which CLI the agent is, `claude`, `codex` or `opencode` (default:
+    /// the config's `agent_kind`, else what the command's name says:
+    /// `--agent codex` is Codex, `--agent opencode` OpenCode).
     #[arg(long, value_name = "KIND")]
     pub agent_kind: Option<AgentKind>,
     /// Attach the bridge to your own agent command line (after --).

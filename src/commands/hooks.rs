@@ -24,8 +24,8 @@ pub fn run(command: HooksCommand) -> ExitStatus {
     };
     let settings = match read(&file) {
         Ok(settings) => settings,
-        Err(message) => {
-            eprintln!("hark: {message}; it was left as it is");
+        Err(unreadable) => {
+            eprintln!("hark: {unreadable}; it was left as it is");
             return ExitStatus::Refused;
         }
     };
@@ -74,17 +74,40 @@ fn settings_file(place: &HooksWhere) -> Option<PathBuf> {
     Some(base.join(".claude").join("settings.json"))
 }
 
+/// Why the settings were left as they are.
+#[derive(Debug, thiserror::Error)]
+enum Unreadable {
+    #[error("{} is not JSON ({source})", path.display())]
+    NotJson {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{} is not a JSON object", .0.display())]
+    NotAnObject(PathBuf),
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// The settings as they are: `{}` when there is no file.
-fn read(file: &Path) -> Result<Value, String> {
+fn read(file: &Path) -> Result<Value, Unreadable> {
     match std::fs::read_to_string(file) {
         Ok(text) if text.trim().is_empty() => Ok(Value::Object(Default::default())),
         Ok(text) => match serde_json::from_str::<Value>(&text) {
             Ok(value @ Value::Object(_)) => Ok(value),
-            Ok(_) => Err(format!("{} is not a JSON object", file.display())),
-            Err(e) => Err(format!("{} is not JSON ({e})", file.display())),
+            Ok(_) => Err(Unreadable::NotAnObject(file.to_owned())),
+            Err(source) => Err(Unreadable::NotJson {
+                path: file.to_owned(),
+                source,
+            }),
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Value::Object(Default::default())),
-        Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+        Err(source) => Err(Unreadable::Io {
+            path: file.to_owned(),
+            source,
+        }),
     }
 }
 

@@ -182,7 +182,11 @@ pub fn config(args: McpConfigArgs) -> Result<ExitStatus, Failed> {
             println!();
         }
         eprintln!("hark: merge this into {}", found.file);
-        eprintln!("note: {} (documented, not tested with hark)", found.caveat);
+        let untested = match client.tested() {
+            true => "",
+            false => " (documented, not tested with hark)",
+        };
+        eprintln!("note: {}{untested}", found.caveat);
         return Ok(ExitStatus::Success);
     }
     if args.agent == AgentKindArg::Codex {

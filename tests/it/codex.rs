@@ -13,17 +13,7 @@ use serde_json::{Value, json};
 
 /// The fake, as `codex` in the sandbox: the kind is read from the name.
 fn codex(sandbox: &Sandbox) -> PathBuf {
-    let fake = bin_dir().join("fake-codex");
-    assert!(
-        fake.exists(),
-        "{} is missing: run `cargo build -p fake-codex` first",
-        fake.display()
-    );
-    let named = sandbox.path("codex");
-    if !named.exists() {
-        std::os::unix::fs::symlink(&fake, &named).unwrap();
-    }
-    named
+    fake_named(sandbox, "fake-codex", "codex")
 }
 
 /// `hark run ARGS` with `codex` as the agent; the fake logs to `fake.log`.

@@ -16,6 +16,13 @@
 //!   it starts, the write-mode gate.
 //! - `codex`: `hark run` dispatching the fake `codex exec`
 //!   (`tests/fake-codex`), attached, headless, read-only, wrapped, detached.
+//! - `opencode`: `hark run` dispatching the fake `opencode run`
+//!   (`tests/fake-opencode`), attached, headless, read-only, wrapped,
+//!   conversing; and the real OpenCode offline when `HARK_TEST_OPENCODE`
+//!   names it.
+//! - `gemini`: the real Gemini CLI (`gemini -p` 0.61.0, `tests/agents`, or
+//!   `HARK_TEST_GEMINI`) offline against the mock Gemini API, set up by hand
+//!   with what `hark mcp-config --for gemini` prints: answered, not answered.
 //! - `fake_agent`: the fake `claude -p` itself, against what was measured
 //!   on the real CLI: `PreToolUse` hooks, `defer` and resuming a deferred
 //!   call (docs/agents/claude-code.md).
@@ -67,6 +74,7 @@ mod desktop_web;
 mod doctor;
 mod fake_agent;
 mod forged;
+mod gemini;
 mod hub;
 mod inbox;
 mod install;
@@ -75,6 +83,7 @@ mod interactive;
 mod layout;
 mod listings;
 mod nats_server;
+mod opencode;
 mod parking;
 mod run;
 mod ssh;

@@ -15,6 +15,10 @@
 //! the fake agent from spawn to its first output, confined and with
 //! `--no-confine`, alternating (see [`confine`]).
 //!
+//! With `--hooks` it runs only the terminal hooks' cost with no daemon:
+//! `hark hook permission-request` and `post-tool-use` from spawn to exit,
+//! against `/bin/true` (see [`hooks`]).
+//!
 //! With `--hub` it runs only the team's hub under load instead: three
 //! operators' daemons on one nats-server, many idle agent-only hosts
 //! connected, a burst of asks answered from another daemon, against the
@@ -36,10 +40,12 @@
 //!   end of it shown under an error.
 //! - `inbox`: the `--inbox` mode, a folder of its own.
 //! - `confine`: the `--confine` mode.
+//! - `hooks`: the `--hooks` mode.
 //! - `hub`: the `--hub` mode, a folder of its own.
 
 mod cold;
 mod confine;
+mod hooks;
 mod hub;
 mod inbox;
 mod logs;
@@ -58,6 +64,7 @@ use hark_harness::{Report, Sandbox, SandboxError};
 
 use crate::cold::ColdError;
 use crate::confine::ConfineError;
+use crate::hooks::HooksError;
 use crate::hub::HubError;
 use crate::inbox::InboxError;
 use crate::roundtrip::RoundTripError;
@@ -79,6 +86,7 @@ const USAGE: &str = "\
 usage: hark-bench [--runs N] [--calls N] [--bin-dir DIR]
        hark-bench --inbox [--clients N] [--items-per-client N] [--bin-dir DIR]
        hark-bench --confine [--runs N] [--bin-dir DIR]
+       hark-bench --hooks [--runs N] [--bin-dir DIR]
        hark-bench --hub [--idle N] [--idle-processes N] [--asks N] [--bin-dir DIR]
 
   --runs N       cold-start runs per server, interleaved (default 30, at least 20)
@@ -94,6 +102,8 @@ usage: hark-bench [--runs N] [--calls N] [--bin-dir DIR]
                  from spawn to its first output, confined and with --no-confine,
                  alternating, N runs each (default 100, at least 20)
 
+  --hooks        only the terminal hooks' cost with no daemon (`hark hook
+                 permission-request`, `post-tool-use`) against /bin/true
   --hub                 only the team's hub under load: 3 operator daemons on one
                         nats-server, N idle agents connected, M concurrent asks spread
                         over the daemons, each answered from another daemon; against
@@ -111,6 +121,7 @@ struct Options {
     bin_dir: PathBuf,
     inbox: bool,
     confine: bool,
+    hooks: bool,
     hub: bool,
     clients: usize,
     items_per_client: usize,
@@ -144,6 +155,8 @@ enum Error {
     Confine(#[from] ConfineError),
     #[error(transparent)]
     Hub(#[from] HubError),
+    #[error(transparent)]
+    Hooks(#[from] HooksError),
 }
 
 fn parse_args() -> Result<Options, ArgsError> {
@@ -152,6 +165,7 @@ fn parse_args() -> Result<Options, ArgsError> {
     let mut given_bin_dir = None;
     let mut inbox = false;
     let mut confine = false;
+    let mut hooks = false;
     let mut clients = 100;
     let mut items_per_client = 10;
     let mut hub = false;
@@ -166,6 +180,7 @@ fn parse_args() -> Result<Options, ArgsError> {
             "--bin-dir" => given_bin_dir = Some(PathBuf::from(args.value(&flag)?)),
             "--inbox" if flag.inline.is_none() => inbox = true,
             "--confine" if flag.inline.is_none() => confine = true,
+            "--hooks" if flag.inline.is_none() => hooks = true,
             "--clients" => clients = args.number(&flag)?,
             "--items-per-client" => items_per_client = args.number(&flag)?,
             "--hub" if flag.inline.is_none() => hub = true,
@@ -189,6 +204,7 @@ fn parse_args() -> Result<Options, ArgsError> {
         bin_dir: bin_dir(given_bin_dir)?,
         inbox,
         confine,
+        hooks,
         clients: at_least("--clients", 1, clients)?,
         items_per_client: at_least("--items-per-client", 1, items_per_client)?,
         hub,
@@ -206,6 +222,8 @@ fn main() -> ExitCode {
             run_inbox(&options)
         } else if options.confine {
             run_confine(&options)
+        } else if options.hooks {
+            run_hooks(&options)
         } else if options.hub {
             run_hub(&options)
         } else {
@@ -514,6 +532,15 @@ fn run_confine(options: &Options) -> Result<bool, Error> {
     let sandbox = prepare(options, &[&hark, &fake], "-p hark -p fake-claude")?;
     let results = confine::measure(&sandbox, options.runs)?;
     Ok(confine::report(&results))
+}
+
+/// `--hooks`: the terminal hooks' cost with no daemon, alone; `Ok(false)`
+/// when a hook adds more than its target.
+fn run_hooks(options: &Options) -> Result<bool, Error> {
+    let hark = options.bin_dir.join("hark");
+    let sandbox = prepare(options, &[&hark], "-p hark")?;
+    let results = hooks::measure(&sandbox, options.runs)?;
+    Ok(hooks::report(&results))
 }
 
 /// `--hub`: the team's hub under load, alone; `Ok(false)` when an ask was

@@ -1,6 +1,6 @@
 //! One turn of the agent: its process, and its `stream-json` output shown:
 //! progress on stderr, the result on stdout, once (Codex's `--json`:
-//! [`super::codex`]).
+//! [`super::codex`]; OpenCode's `--format json`: [`super::opencode`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -144,6 +144,7 @@ pub async fn run_agent(
                 Ok(Some(line)) => match kind {
                     AgentKind::Claude => show(&line, &mut turn),
                     AgentKind::Codex => super::codex::show(&line, &mut turn),
+                    AgentKind::Opencode => super::opencode::show(&line, &mut turn),
                 },
                 Ok(None) | Err(_) => break,
             },
@@ -219,8 +220,8 @@ fn agent_command(
     // In `env` when it is given (a resumed run's: the one it started with),
     // else in this process's; and with hark's variables, of which the
     // bounded wait is this run's to give or leave to the daemon, never one
-    // inherited. Its stdin is closed: `codex exec` reads it to its end
-    // before it starts.
+    // inherited. Its stdin is closed: `codex exec` and `opencode run` read
+    // it to its end before they start.
     if let Some(env) = env {
         command.env_clear().envs(env);
     }

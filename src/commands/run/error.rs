@@ -25,6 +25,8 @@ pub enum RunError {
     Wrap(#[from] NoCommandLine),
     #[error("--wrap: {0}")]
     NotExec(#[from] hark_core::agent::codex::NotExec),
+    #[error("--wrap: {0}")]
+    NotRun(#[from] hark_core::agent::opencode::NotRun),
     #[error(transparent)]
     Socket(#[from] SocketError),
     /// Flags that do not go together, or are missing.
@@ -105,9 +107,14 @@ impl RunError {
                 )
             }
             RunError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                Some("install Claude Code (or the Codex CLI), or name the agent with --agent PATH")
+                Some(
+                    "install Claude Code (or the Codex CLI, or OpenCode), or name the agent with --agent PATH",
+                )
             }
             RunError::NotExec(_) => Some("hark run --wrap -- codex exec [flags] \"PROMPT\""),
+            RunError::NotRun(_) => {
+                Some("hark run --wrap -- opencode run --format json [flags] \"PROMPT\"")
+            }
             RunError::NoSandbox { .. } => Some("apt install bubblewrap socat"),
             _ => None,
         }

@@ -7,7 +7,7 @@
 //! - [`setup`]: what it needs before the first turn ([`Setup`]): the
 //!   agent, the relay to the operator, the confinement, the record;
 //! - [`agent`]: one turn of the agent process and its stream ([`codex`]:
-//!   Codex's events);
+//!   Codex's events; [`opencode`]: OpenCode's);
 //! - [`operator`]: what the run asks the operator itself (the intake, a
 //!   conversation's next message);
 //! - [`detach`]: `--detach`, handing the run to the daemon;
@@ -19,6 +19,7 @@ mod agent;
 mod codex;
 mod detach;
 mod error;
+mod opencode;
 mod operator;
 mod paused;
 mod setup;
@@ -210,7 +211,7 @@ async fn run_to_end(args: RunArgs, resuming: Option<paused::Resuming>) -> Result
             exit_code,
             result: kept.last_result,
             // Codex reports tokens, not a cost.
-            cost_usd: (setup.kind == AgentKind::Claude).then_some(kept.cost_usd),
+            cost_usd: (setup.kind != AgentKind::Codex).then_some(kept.cost_usd),
         })
         .await;
     result

@@ -175,6 +175,7 @@ impl Setup {
     /// Says on stderr what this run is and who can answer it.
     pub(super) fn announce(&self, args: &RunArgs) {
         let codex = self.kind == AgentKind::Codex;
+        let opencode = self.kind == AgentKind::Opencode;
         eprintln!(
             "hark: run {} ({}), {}",
             self.run_id.short(),
@@ -184,10 +185,16 @@ impl Setup {
                 (true, true) if codex => {
                     "read-only in Codex's sandbox, which refuses every write; the operator is attached: the agent can ask"
                 }
+                (true, true) if opencode => {
+                    "read-only: OpenCode's edit and bash tools are denied; the operator is attached: the agent can ask"
+                }
                 (true, true) => "read-only: the operator is attached to approve writes",
                 (false, false) => "no operator attached: the agent proceeds on its own",
                 (false, true) if codex => {
                     "read-only in Codex's sandbox with no operator attached: every write is refused"
+                }
+                (false, true) if opencode => {
+                    "read-only: OpenCode's edit and bash tools are denied, and no operator is attached"
                 }
                 (false, true) => "read-only with no operator attached: every write is denied",
             }
@@ -227,6 +234,9 @@ impl Setup {
             (false, AgentKind::Codex) => {
                 format!("{} exec {}", self.agent.display(), args.words.join(" "))
             }
+            (false, AgentKind::Opencode) => {
+                format!("{} run {}", self.agent.display(), args.words.join(" "))
+            }
         };
         let cwd = args.cwd.clone().or_else(|| std::env::current_dir().ok());
         RunStart {
@@ -262,7 +272,7 @@ fn identity(args: &RunArgs, resumed: Option<RunId>) -> (RunId, SessionId, bool) 
 
 /// The agent command and which CLI it is: the kind named, else the one the
 /// command's name says; the command named, else the kind's own (`claude`,
-/// `codex`) on PATH.
+/// `codex`, `opencode`) on PATH.
 fn agent_of(args: &RunArgs, config: &Config) -> (PathBuf, AgentKind) {
     let named_kind = args.agent_kind.or(config.agent_kind);
     // A kind asked for here takes the config's command only if it is
@@ -289,7 +299,7 @@ fn agent_of(args: &RunArgs, config: &Config) -> (PathBuf, AgentKind) {
 
 /// A read-only run turns on Claude Code's Bash sandbox, which would refuse
 /// to start without its programs: say so before starting it (Codex's
-/// read-only sandbox is its own).
+/// read-only sandbox is its own; OpenCode's read-only is its permissions).
 fn check_sandbox(args: &RunArgs, kind: AgentKind) -> Result<(), RunError> {
     if args.read_only && kind == AgentKind::Claude {
         let missing = hark_core::agent::sandbox::missing();
@@ -309,6 +319,11 @@ fn wrapped(args: &RunArgs, kind: AgentKind) -> Result<Option<UserCommand>, RunEr
         (true, AgentKind::Codex) => {
             let user = UserCommand::verbatim(&args.words)?;
             hark_core::agent::codex::check_wrapped(&user)?;
+            Some(user)
+        }
+        (true, AgentKind::Opencode) => {
+            let user = UserCommand::verbatim(&args.words)?;
+            hark_core::agent::opencode::check_wrapped(&user)?;
             Some(user)
         }
     };
@@ -392,17 +407,23 @@ fn wrap_parks(wrapped: Option<&UserCommand>) -> bool {
     }
 }
 
-/// Whether an agent of this kind can park; says why not.
+/// Whether an agent of this kind can park; says why not. Only Claude
+/// Code has a hook that pauses a call and a way to resume it; Codex and
+/// OpenCode have neither (OpenCode's MCP client ends a call its server
+/// does not answer, and `run --session` starts a new message, not the
+/// call again).
 fn kind_parks(kind: AgentKind, args: &RunArgs) -> bool {
-    if kind == AgentKind::Claude {
-        return true;
-    }
+    let name = match kind {
+        AgentKind::Claude => return true,
+        AgentKind::Codex => "Codex",
+        AgentKind::Opencode => "OpenCode",
+    };
     let wait = match args.timeout {
         Some(timeout) => format!("{} s", timeout.as_secs_f64()),
         None => "the operator's bounded wait".to_owned(),
     };
     eprintln!(
-        "hark: Codex has no hook that pauses a call, so a question nobody answers within {wait} times out and the agent proceeds on its own"
+        "hark: {name} has no hook that pauses a call, so a question nobody answers within {wait} times out and the agent proceeds on its own"
     );
     false
 }

@@ -3,7 +3,10 @@
 //! host spawns, the questions the tests ask, and `hark run` with the fake
 //! agent and what it recorded.
 
+mod agents;
 pub mod desktop;
+
+pub use agents::{MockApi, real_agent, until};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -72,6 +75,22 @@ pub fn succeed(sandbox: &Sandbox, args: &[&str]) -> Output {
 /// `hark answer ID --pick LABEL`, which must succeed.
 pub fn answer(sandbox: &Sandbox, id: &str, label: &str) {
     succeed(sandbox, &["answer", id, "--pick", label]);
+}
+
+/// The fake agent `fake` (`fake-codex`, `fake-opencode`) linked as `name`
+/// in the sandbox: `hark run` reads an agent's kind from its name.
+pub fn fake_named(sandbox: &Sandbox, fake: &str, name: &str) -> PathBuf {
+    let fake = bin_dir().join(fake);
+    assert!(
+        fake.exists(),
+        "{} is missing: build the workspace first",
+        fake.display()
+    );
+    let named = sandbox.path(name);
+    if !named.exists() {
+        std::os::unix::fs::symlink(&fake, &named).unwrap();
+    }
+    named
 }
 
 /// `hark inbox --all --json` in `sandbox`, parsed.
@@ -222,6 +241,12 @@ pub fn hark_run(sandbox: &Sandbox, log: &Path, args: &[&str], stdin: &str) -> Ou
 
 /// Runs `command` to its end with `stdin` on its standard input.
 pub fn output_with_stdin(command: &mut std::process::Command, stdin: &str) -> Output {
+    spawn_with_stdin(command, stdin).wait_with_output().unwrap()
+}
+
+/// Starts `command` with `stdin` written to its input (then closed), its
+/// output piped.
+pub fn spawn_with_stdin(command: &mut std::process::Command, stdin: &str) -> Child {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -234,7 +259,7 @@ pub fn output_with_stdin(command: &mut std::process::Command, stdin: &str) -> Ou
         .unwrap()
         .write_all(stdin.as_bytes())
         .unwrap();
-    child.wait_with_output().unwrap()
+    child
 }
 
 /// Starts `hark run ARGS --agent fake-claude -- PROMPT` in `sandbox`, in

@@ -2,8 +2,10 @@
 //! Claude Code ([`super::mcp_config`]) and Codex ([`super::codex`]): each
 //! one's shape for hark's `operator` server, the file it goes in, and what
 //! it needs to ask from a run nobody watches. These are taken from each
-//! client's documentation and were not run here (the README's table says
-//! which clients are tested).
+//! client's documentation; OpenCode's was checked against OpenCode
+//! 1.18.33 (docs/agents/opencode.md) and Gemini CLI's against Gemini CLI
+//! 0.61.0 (docs/agents/gemini.md), the others were not run here
+//! ([`Client::tested`]; the README's table says how each is tested).
 
 use std::path::Path;
 use std::time::Duration;
@@ -20,6 +22,14 @@ pub enum Client {
     Goose,
     Opencode,
     Vscode,
+}
+
+impl Client {
+    /// Whether hark's tests run the real client on the config printed for
+    /// it (`tests/it/opencode/real.rs`, `tests/it/gemini.rs`).
+    pub fn tested(self) -> bool {
+        matches!(self, Client::Gemini | Client::Opencode)
+    }
 }
 
 /// A client's config for hark's server.
@@ -61,7 +71,8 @@ pub fn config(client: Client, hark: &Path, ask_timeout: Duration) -> ClientConfi
             }}})),
             file: "~/.gemini/settings.json, or .gemini/settings.json in the project",
             caveat: "trust skips Gemini CLI's confirmation of each call, which gemini -p cannot show; \
-                     timeout (milliseconds, 10 minutes by default) is set above hark's wait",
+                     timeout (milliseconds, 10 minutes by default) is set above hark's wait, \
+                     as it is a hard cut that hark's progress does not extend (measured on Gemini CLI 0.61.0)",
         },
         Client::Goose => ClientConfig {
             // JSON strings are YAML's double-quoted scalars.
@@ -80,8 +91,10 @@ pub fn config(client: Client, hark: &Path, ask_timeout: Duration) -> ClientConfi
                 "mcp": {SERVER: {"type": "local", "command": [command, ARGS[0]], "enabled": true}},
             })),
             file: "opencode.json in the project, or ~/.config/opencode/opencode.json",
-            caveat: "OpenCode's timeout there bounds listing the tools, not a call; \
-                     its V2 config puts the server under mcp.servers instead",
+            caveat: "a timeout (milliseconds) there bounds each call, 60 s when unset, but hark's progress \
+                     notifications restart it, so hark's bounded wait decides (measured on OpenCode 1.18.33); \
+                     a project that sets \"permission\": {\"operator_ask\": \"ask\"} has it refused in opencode run: \
+                     allow it there or with OPENCODE_PERMISSION='{\"operator_ask\":\"allow\"}'",
         },
         Client::Vscode => ClientConfig {
             text: pretty(
@@ -127,5 +140,16 @@ mod tests {
             "{goose}"
         );
         assert!(goose.ends_with("    timeout: 180\n"), "{goose}");
+        let tested = [
+            Client::Cursor,
+            Client::Gemini,
+            Client::Goose,
+            Client::Opencode,
+            Client::Vscode,
+        ]
+        .into_iter()
+        .filter(|c| c.tested())
+        .collect::<Vec<_>>();
+        assert_eq!(tested, [Client::Gemini, Client::Opencode]);
     }
 }

@@ -1,6 +1,6 @@
 //! Composing an agent's command line (SPEC §7): `claude -p` (or `codex
-//! exec`, [`codex`]) with the bridge attached exactly when someone can
-//! answer.
+//! exec`, [`codex`], or `opencode run`, [`opencode`]) with the bridge
+//! attached exactly when someone can answer.
 //!
 //! Facts about the real Claude Code CLI this respects: in `-p` mode an MCP
 //! tool not named in `--allowedTools` is denied; `--output-format
@@ -25,6 +25,7 @@ use crate::model::ids::SessionId;
 pub mod clients;
 pub mod codex;
 pub mod hooks;
+pub mod opencode;
 pub mod sandbox;
 pub mod wrapped;
 
@@ -48,18 +49,20 @@ pub enum AgentKind {
     Claude,
     /// The Codex CLI: `codex exec --json`.
     Codex,
+    /// OpenCode: `opencode run --format json`.
+    Opencode,
 }
 
 /// An `--agent-kind` that is neither.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown agent kind {0:?}: use claude or codex")]
+#[error("unknown agent kind {0:?}: use claude, codex or opencode")]
 pub struct UnknownAgentKind(String);
 
 impl std::str::FromStr for AgentKind {
     type Err = UnknownAgentKind;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [AgentKind::Claude, AgentKind::Codex]
+        [AgentKind::Claude, AgentKind::Codex, AgentKind::Opencode]
             .into_iter()
             .find(|kind| kind.name() == s)
             .ok_or_else(|| UnknownAgentKind(s.to_owned()))
@@ -72,11 +75,13 @@ impl AgentKind {
         match self {
             AgentKind::Claude => "claude",
             AgentKind::Codex => "codex",
+            AgentKind::Opencode => "opencode",
         }
     }
 
     /// The kind an executable's name says: Codex when it is `codex` (or
-    /// `codex-…`, `codex.exe`), else Claude Code.
+    /// `codex-…`, `codex.exe`), OpenCode when it is `opencode` (or
+    /// `opencode.exe`, `opencode-…`), else Claude Code.
     pub fn of_program(program: &Path) -> AgentKind {
         let name = program
             .file_name()
@@ -84,6 +89,8 @@ impl AgentKind {
             .unwrap_or_default();
         if name.starts_with("codex") {
             AgentKind::Codex
+        } else if name.starts_with("opencode") {
+            AgentKind::Opencode
         } else {
             AgentKind::Claude
         }
@@ -366,8 +373,9 @@ fn bridge_env(bridge: &Attached) -> BTreeMap<String, String> {
     env
 }
 
-/// Composes the command line of an agent of this kind (see [`compose`]
-/// and [`codex::compose`]).
+/// Composes the command line of an agent of this kind (see [`compose`],
+/// [`codex::compose`] and [`opencode::compose`], which merges into this
+/// process's `OPENCODE_*` variables).
 pub fn compose_for(
     kind: AgentKind,
     user: UserCommand,
@@ -378,11 +386,18 @@ pub fn compose_for(
     match kind {
         AgentKind::Claude => compose(user, verb, attached, read_only),
         AgentKind::Codex => codex::compose(user, verb, attached, read_only.is_some()),
+        AgentKind::Opencode => opencode::compose(
+            user,
+            verb,
+            attached,
+            read_only.is_some(),
+            &opencode::Inherited::from_env(),
+        ),
     }
 }
 
 /// The command line `hark run` starts an agent of this kind from (see
-/// [`base_command`] and [`codex::base_command`]).
+/// [`base_command`], [`codex::base_command`] and [`opencode::base_command`]).
 pub fn base_command_for(
     kind: AgentKind,
     agent: &Path,
@@ -392,6 +407,7 @@ pub fn base_command_for(
     match kind {
         AgentKind::Claude => base_command(agent, prompt, resume),
         AgentKind::Codex => codex::base_command(agent, prompt, resume),
+        AgentKind::Opencode => opencode::base_command(agent, prompt, resume),
     }
 }
 

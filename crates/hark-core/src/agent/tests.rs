@@ -470,8 +470,13 @@ fn the_kind_is_read_from_the_program_name() {
             .parse::<AgentKind>()
             .unwrap_err()
             .to_string()
-            .contains("claude or codex")
+            .contains("claude, codex or opencode")
     );
+    assert_eq!(
+        AgentKind::of_program(Path::new("/var/tmp/oc/node_modules/.bin/opencode")),
+        AgentKind::Opencode
+    );
+    assert_eq!("opencode".parse::<AgentKind>(), Ok(AgentKind::Opencode));
 }
 
 #[test]

@@ -41,6 +41,7 @@ const KNOWN_AGENTS: &[(&str, &str)] = &[
     ("gemini", "gemini"),
     ("goose", "goose"),
     ("cursor", "cursor"),
+    ("opencode", "opencode"),
 ];
 
 impl Attribution {
@@ -87,6 +88,11 @@ impl Attribution {
 /// The agent's name: a known agent its client or command line names, else
 /// the command's program, else "an agent".
 fn agent_name(asker: &Asker) -> String {
+    // A permission dialog of a session someone started in a terminal: its
+    // own name, which the inbox's filter finds.
+    if asker.client.as_deref() == Some(crate::model::item::INTERACTIVE) {
+        return crate::model::item::INTERACTIVE.to_owned();
+    }
     let words = asker
         .client
         .iter()
@@ -190,6 +196,16 @@ mod tests {
         assert_eq!(
             Attribution::of(&remote, &"nightly".into(), None).line,
             "codex in app on devbox · session nightly · not confined"
+        );
+        let dialog = asker("claude", "/w/api", Some(crate::model::item::INTERACTIVE));
+        assert_eq!(
+            Attribution::of(
+                &dialog,
+                &"4b5fc9be-674d-43ed-9878-ffd87caa1f33".into(),
+                None
+            )
+            .line,
+            "claude (interactive) in api · session 4b5fc9be · not confined"
         );
         let script = asker("python3 ask.py", "/", None);
         assert_eq!(

@@ -7,8 +7,7 @@
 //! Code feeds it, on stdin, and ended as Claude Code ends it when the
 //! terminal answers first.
 
-use std::io::Write;
-use std::process::{Child, Stdio};
+use std::process::Child;
 
 use crate::support::*;
 use hark_harness::Sandbox;
@@ -47,20 +46,7 @@ fn hook(sandbox: &Sandbox, input: &str) -> Value {
 
 /// Starts the hook on `input`, left running with its output piped.
 fn spawn_hook(sandbox: &Sandbox, input: &str) -> Child {
-    let mut child = sandbox
-        .hark(["hook", "permission-request"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child
+    spawn_with_stdin(&mut sandbox.hark(["hook", "permission-request"]), input)
 }
 
 /// The item the hook filed for `session`, as the history shows it.
@@ -244,3 +230,5 @@ fn hooks_install_keeps_the_users_own_and_uninstall_restores_them() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not JSON"));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{ not json");
 }
+
+mod real;
