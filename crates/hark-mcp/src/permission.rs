@@ -8,6 +8,10 @@
 //! the terminal answers it first, Claude Code ends the hook, and the item
 //! is withdrawn as answered there (see [`permission_request`]'s `answered_here`).
 //!
+//! Claude Code's own question form (`AskUserQuestion`) raises the same
+//! hook: it is put to the operator as the question it is, and their picks
+//! fill the form (`updatedInput` with `answers`, measured to close it).
+//!
 //! Silence is never consent: anything but the operator's allow or deny
 //! (nobody answered in time, no daemon, a malformed input) prints nothing,
 //! which leaves the dialog to the terminal exactly as without hark.
@@ -65,15 +69,25 @@ pub async fn permission_request(
     }
     caller.transcript.clone_from(&input.transcript_path);
     caller.dialog = true;
-    let frame = ClientFrame::Approve {
-        caller,
-        tool_name: input.tool_name.clone(),
-        input: input.tool_input.clone(),
+    // Claude Code's own question form is a dialog too: put to the operator
+    // as the question it is, and answered with the picks filled in.
+    let question = input.tool_name == hark_core::agent::BUILTIN_ASK;
+    let frame = if question {
+        ClientFrame::Ask {
+            caller,
+            request: input.tool_input.clone(),
+        }
+    } else {
+        ClientFrame::Approve {
+            caller,
+            tool_name: input.tool_name.clone(),
+            input: input.tool_input.clone(),
+        }
     };
     let mut call = match Call::start_any(&settings.socket, &frame).await {
         Ok(Started::Pending(call)) => call,
         // A grant the operator gave for this session covers it.
-        Ok(Started::Decided { allow: true, .. }) => return Some(allow()),
+        Ok(Started::Decided { allow: true, .. }) => return Some(allow(None)),
         Ok(Started::Decided { allow: false, .. }) => return None,
         Err(e) => {
             tracing::debug!("no operator for the permission dialog: {e}");
@@ -82,7 +96,12 @@ pub async fn permission_request(
     };
     tokio::select! {
         waited = call.wait() => match waited {
-            Ok(Waited::Settled(Outcome::Approved { .. })) => Some(allow()),
+            Ok(Waited::Settled(Outcome::Approved { .. })) => Some(allow(None)),
+            Ok(Waited::Settled(Outcome::Answered(resolution))) if question => {
+                let mut answered = input.tool_input.clone();
+                answered["answers"] = json!(resolution.answers);
+                Some(allow(Some(answered)))
+            }
             Ok(Waited::Settled(Outcome::Denied)) => Some(deny()),
             Ok(other) => {
                 tracing::debug!("the dialog stays the terminal's: {other:?}");
@@ -102,10 +121,16 @@ pub async fn permission_request(
     }
 }
 
-fn allow() -> Value {
+/// Allows the call; with `updated`, as that input (a question's, with
+/// its `answers`).
+fn allow(updated: Option<Value>) -> Value {
+    let mut decision = json!({"behavior": "allow"});
+    if let Some(updated) = updated {
+        decision["updatedInput"] = updated;
+    }
     json!({"hookSpecificOutput": {
         "hookEventName": "PermissionRequest",
-        "decision": {"behavior": "allow"},
+        "decision": decision,
     }})
 }
 

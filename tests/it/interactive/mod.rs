@@ -172,6 +172,51 @@ fn a_dialog_answered_in_the_terminal_first_withdraws_the_item() {
     }
 }
 
+/// What Claude Code gives the hook when its own question form shows.
+fn question_form(session: &str) -> String {
+    json!({
+        "session_id": session,
+        "cwd": "/work/api",
+        "hook_event_name": "PermissionRequest",
+        "tool_name": "AskUserQuestion",
+        "tool_input": questions(&[db()]),
+    })
+    .to_string()
+}
+
+/// Claude Code's own question form is put to the operator as the question
+/// it is: their pick comes back as the form's answers (`updatedInput`,
+/// the questions kept); answered in the terminal first, `PostToolUse`
+/// withdraws it.
+#[test]
+fn a_question_form_is_answered_from_hark_or_withdrawn_when_the_terminal_answers() {
+    let daemon = serve(json!({"Which database?": "SQLite"}));
+    let printed = hook(&daemon.sandbox, &question_form("s-form"));
+    assert_eq!(behavior(&printed), ("allow", ""));
+    let updated = &printed["hookSpecificOutput"]["decision"]["updatedInput"];
+    assert_eq!(updated["answers"], json!({"Which database?": "SQLite"}));
+    assert_eq!(updated["questions"], questions(&[db()])["questions"]);
+    let item = &item_of(&daemon.sandbox, "s-form")[0];
+    assert_eq!(item["outcome"]["outcome"], "answered", "{item}");
+
+    let daemon = serve(json!({}));
+    let sandbox = &daemon.sandbox;
+    let child = spawn_hook(sandbox, &question_form("s-typed"));
+    daemon.log.question_id("s-typed");
+    let ran = question_form("s-typed").replace("PermissionRequest", "PostToolUse");
+    let out = output_with_stdin(&mut sandbox.hark(["hook", "post-tool-use"]), &ran);
+    assert!(out.status.success());
+    let event = daemon
+        .log
+        .wait_event("operator.question.unanswered", &[("session_id", "s-typed")]);
+    assert_eq!(event["outcome"], "cancelled", "{event}");
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && stdout(&out).trim().is_empty(),
+        "{out:?}"
+    );
+}
+
 /// With no daemon the hook prints nothing at once: the dialog is the
 /// terminal's, exactly as without hark.
 #[test]

@@ -6,7 +6,8 @@
 //! denied from hark, it does not run and the model reads the denial;
 //! answered in the terminal first, hark's item settles as answered there
 //! and a late verdict is refused; with no daemon, the dialog is the
-//! terminal's as without hark. `HARK_TEST_CLAUDE` names another `claude`.
+//! terminal's as without hark. And Claude Code's own question form,
+//! answered from hark: the model reads the operator's pick. `HARK_TEST_CLAUDE` names another `claude`.
 
 use std::path::Path;
 use std::process::Command;
@@ -26,6 +27,17 @@ struct Mock(MockApi);
 impl Mock {
     fn start(dir: &Path, command: &str) -> Mock {
         let args = ["--bash", command, "--final", "done"];
+        Mock(MockApi::start(
+            "mock-anthropic/mock_anthropic.py",
+            dir,
+            &args,
+        ))
+    }
+
+    /// Scripted to ask Claude Code's own question form instead.
+    fn asking(dir: &Path) -> Mock {
+        let call = json!({"name": "AskUserQuestion", "input": questions(&[db()])}).to_string();
+        let args = ["--tool-json", &call, "--final", "done"];
         Mock(MockApi::start(
             "mock-anthropic/mock_anthropic.py",
             dir,
@@ -175,13 +187,17 @@ fn the_real_claude_codes_dialogs_are_answered_from_hark_or_its_terminal() {
         ("denied", json!({"approval:Bash": "deny"})),
         ("terminal", json!({})),
         ("no daemon", Value::Null),
+        ("question", json!({"Which database?": "SQLite"})),
     ] {
         let sandbox = crate::support::sandbox();
         let project = sandbox.path("api");
         std::fs::create_dir_all(&project).unwrap();
         home(&sandbox, &project);
         let done = sandbox.path("ran");
-        let mock = Mock::start(sandbox.root(), &format!("touch {}", done.display()));
+        let mock = match case {
+            "question" => Mock::asking(sandbox.root()),
+            _ => Mock::start(sandbox.root(), &format!("touch {}", done.display())),
+        };
         let daemon = (!script.is_null()).then(|| serve_in(&sandbox, script, &[]));
         let tui = Tui::start(&sandbox, &claude, &project, &mock, case);
         match case {
@@ -221,6 +237,18 @@ fn the_real_claude_codes_dialogs_are_answered_from_hark_or_its_terminal() {
                     "{item}"
                 );
                 assert!(!hark(&sandbox, &["approve", &id]).status.success());
+            }
+            "question" => {
+                let results = tui.until("the form's answer sent to the model", || {
+                    Some(mock.tool_results()).filter(|r| !r.is_empty())
+                });
+                let read = results[0].to_string();
+                assert!(
+                    read.contains(r#"\"Which database?\"=\"SQLite\""#),
+                    "{read}"
+                );
+                let item = &inbox(&sandbox)[0];
+                assert_eq!(item["outcome"]["outcome"], "answered", "{item}");
             }
             _ => {
                 tui.allow_in_terminal(&done);

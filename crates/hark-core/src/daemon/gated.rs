@@ -102,19 +102,35 @@ pub(super) async fn approve(
 /// A tool call the agent ran, its permission dialog answered in its
 /// terminal: the dialog's item still pending here (of that session, for
 /// that call, asked by the dialog's hook) is withdrawn as answered there.
+/// For Claude Code's own question form, the item asking its questions.
 pub(super) fn ran_at_agent(
     daemon: &Daemon,
     session: &crate::model::ids::SessionId,
     tool_name: &str,
     input: &serde_json::Value,
 ) -> ServerFrame {
+    let question = tool_name == crate::agent::BUILTIN_ASK;
+    let asked: Vec<&str> = input["questions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|q| q["question"].as_str())
+        .collect();
     let ran = daemon.gate.policy.describe(tool_name, input);
     for item in daemon.registry.pending() {
         let dialog = item.asker.client.as_deref() == Some(crate::model::item::INTERACTIVE);
-        let same = item
-            .approval
-            .as_ref()
-            .is_some_and(|a| a.tool == ran.tool && a.target == ran.target);
+        let same = match &item.approval {
+            Some(a) => !question && a.tool == ran.tool && a.target == ran.target,
+            None => {
+                question
+                    && item
+                        .request
+                        .questions
+                        .iter()
+                        .map(|q| q.question.as_str())
+                        .eq(asked.iter().copied())
+            }
+        };
         if dialog && same && &item.session_id == session {
             daemon.registry.cancel(item.id, ANSWERED_AT_AGENT);
         }
