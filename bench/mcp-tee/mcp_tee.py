@@ -6,7 +6,7 @@
 Each line the client sends is logged as `C <unix time> <line>`, each the
 server sends as `S <unix time> <line>`, then passed on unchanged. Name it as
 the server in a client's MCP config to see what the client really sends
-(docs/agents/claude-code.md used it on `hark mcp-studio`). Stdlib only.
+(docs/src/agents/claude-code.md used it on `hark mcp-studio`). Stdlib only.
 """
 
 import subprocess

@@ -24,7 +24,7 @@ one JSON line (method, path, body), so the functionResponse parts the CLI
 sent back can be read.
 
 Function names are the ones the model sees: the tool `ask` of MCP server
-`operator` is `mcp_operator_ask` in Gemini CLI 0.61.0 (docs/agents/gemini.md).
+`operator` is `mcp_operator_ask` in Gemini CLI 0.61.0 (docs/src/agents/gemini.md).
 
   python3 mock_gemini.py --port-file P --log L --final "Using SQLite." \\
       --tool-json '{"name":"mcp_operator_ask","args":{"questions":[…]}}'

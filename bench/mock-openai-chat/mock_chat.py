@@ -20,7 +20,7 @@ tools) gets the --final text too. Every request is appended to --log as one
 JSON line (method, path, body), so the `tool` messages OpenCode sent back
 can be read.
 
-Measured against OpenCode 1.18.33 (docs/agents/opencode.md): it asks for
+Measured against OpenCode 1.18.33 (docs/src/agents/opencode.md): it asks for
 nothing but POST /v1/chat/completions, streamed, with
 `stream_options: {"include_usage": true}`.
 

@@ -1,7 +1,7 @@
 //! `hark run` dispatching Codex: the fake `codex exec` (tests/fake-codex,
 //! which emulates what was measured on Codex 0.171.0: the `-c` overrides,
 //! the filtered environment of MCP servers, approval `never`, the cut at
-//! `tool_timeout_sec`, the `--json` events; docs/agents/codex.md), attached
+//! `tool_timeout_sec`, the `--json` events; docs/src/agents/codex.md), attached
 //! and headless, read-only, wrapped and detached.
 
 use std::path::PathBuf;

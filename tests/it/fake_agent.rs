@@ -1,6 +1,6 @@
 //! The fake `claude -p` (tests/fake-claude) against Claude Code's
 //! `PreToolUse` hooks as measured on the real CLI
-//! (docs/agents/claude-code.md): a hook's `defer` ends the run with the
+//! (docs/src/agents/claude-code.md): a hook's `defer` ends the run with the
 //! deferred tool use and saves the session, `--resume` without a prompt
 //! fires the hook again for the same tool use, `allow` lets the operator's
 //! answer through, `deny` and exit status 2 refuse, a hook past its timeout

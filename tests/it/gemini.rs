@@ -1,11 +1,11 @@
 //! The real Gemini CLI (0.61.0, which `scripts/setup --tests` installs in
 //! `tests/agents`; `HARK_TEST_GEMINI` names another), offline, pointed at
-//! hark by hand as the README says: `~/.gemini/settings.json` holds what
-//! `hark mcp-config --for gemini` prints, plus the API-key auth, and `gemini
+//! hark by hand as the book says (docs/src/guides/by-hand.md):
+//! `~/.gemini/settings.json` holds what `hark mcp-config --for gemini` prints, plus the API-key auth, and `gemini
 //! -p` runs against the mock Gemini API (`bench/mock-gemini/mock_gemini.py`),
 //! which scripts the model's call of `mcp_operator_ask` and logs every
 //! request, so the functionResponse the CLI sent back can be read
-//! (docs/agents/gemini.md). Without either binary, each test says SKIPPED
+//! (docs/src/agents/gemini.md). Without either binary, each test says SKIPPED
 //! and passes.
 
 use std::path::{Path, PathBuf};

@@ -25,7 +25,7 @@
 //!   with what `hark mcp-config --for gemini` prints: answered, not answered.
 //! - `fake_agent`: the fake `claude -p` itself, against what was measured
 //!   on the real CLI: `PreToolUse` hooks, `defer` and resuming a deferred
-//!   call (docs/agents/claude-code.md).
+//!   call (docs/src/agents/claude-code.md).
 //! - `doctor`: `hark doctor` on a healthy setup and on each missing piece.
 //! - `install`: starting at login (the autostart entry, from the command
 //!   line and the tray).
@@ -48,6 +48,9 @@
 //! - `confine`: what `hark run` starts cannot reach the operator's side at
 //!   all: helpers its tools detach (`setsid -f`, a double fork, `nohup`)
 //!   try the socket, the store, a paused run's file, the config, the display.
+//! - `docs`: not a run but a reading: every relative link and anchor of the
+//!   README, the book (`docs/src`), `BENCHMARKS.md` and `CONTRIBUTING.md`
+//!   resolves, and the README and `BENCHMARKS.md` stay short.
 //! - `layout`: not a run but a reading: every product crate's sources keep
 //!   the layout (typed errors, short functions and files, no module cycle;
 //!   the core prints nothing).
@@ -71,6 +74,7 @@ mod codex;
 mod confine;
 mod desktop;
 mod desktop_web;
+mod docs;
 mod doctor;
 mod fake_agent;
 mod forged;

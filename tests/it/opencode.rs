@@ -3,7 +3,7 @@
 //! 1.18.33: the config in `OPENCODE_CONFIG_CONTENT`, the permissions in
 //! `OPENCODE_PERMISSION`, the whole environment passed to MCP servers, the
 //! call's timeout restarted by progress, the `--format json` events;
-//! docs/agents/opencode.md), attached and headless, read-only, wrapped,
+//! docs/src/agents/opencode.md), attached and headless, read-only, wrapped,
 //! conversing; and, when `HARK_TEST_OPENCODE` names it, the real OpenCode
 //! against the mock Chat Completions API (`real`).
 

@@ -6,8 +6,8 @@
 //! the write goes through. axe-core audits every page (the pair page, the
 //! modal, the inbox's sections) and nothing serious or critical may be
 //! found; no page scrolls sideways and every target is a finger's size.
-//! The phone view of the question is saved as docs/phone.png (the README
-//! shows it). A push's click (`/#item/ID`) opens the modal on that item,
+//! The phone view of the question is saved as docs/phone.png (the book's
+//! web surface page, docs/src/guides/web.md, shows it). A push's click (`/#item/ID`) opens the modal on that item,
 //! through pairing on a phone not yet paired.
 
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! alike.
 //!
 //! The dialog's hook runs beside the dialog, which does not wait for it
-//! (docs/agents/claude-code-interactive.md): it delays nothing the person
+//! (docs/src/agents/claude-code-interactive.md): it delays nothing the person
 //! sees. The `PostToolUse` hook runs after every tool call: its time is
 //! what each call pays. Every run must exit 0 and print nothing (no daemon:
 //! the dialog is the terminal's, unchanged), else the bench fails.

@@ -1,6 +1,6 @@
 //! `hark hook pre-tool-use`: Claude Code's `PreToolUse` hook for
 //! `mcp__operator__ask` in the runs hark dispatches, which lets a question
-//! park instead of time out (see `docs/agents/claude-code.md`).
+//! park instead of time out (see `docs/src/agents/claude-code.md`).
 //!
 //! The hook files the call with the operator, keyed by its tool use id, and
 //! waits the bounded wait. Answered (or skipped, or settled any other way)
@@ -54,7 +54,7 @@ pub async fn pre_tool_use(
     let mut caller = crate::base_caller(settings);
     caller.tool_use_id = Some(input.tool_use_id.clone());
     // A sub-agent's call keeps the bounded wait: Claude Code cannot resume
-    // a sub-agent's deferred call (measured, `docs/agents/claude-code.md`).
+    // a sub-agent's deferred call (measured, `docs/src/agents/claude-code.md`).
     // Its item is filed under the sub-agent; nothing is printed, and the
     // call goes its ordinary way.
     if let Some(id) = &input.agent_id {

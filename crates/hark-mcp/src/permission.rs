@@ -15,7 +15,7 @@
 //! Silence is never consent: anything but the operator's allow or deny
 //! (nobody answered in time, no daemon, a malformed input) prints nothing,
 //! which leaves the dialog to the terminal exactly as without hark.
-//! Measured on Claude Code 2.1.332: `docs/agents/claude-code-interactive.md`.
+//! Measured on Claude Code 2.1.332: `docs/src/agents/claude-code-interactive.md`.
 
 use std::future::Future;
 use std::path::PathBuf;

@@ -525,7 +525,7 @@ fn show(line: &str, turn: &mut Turn) {
             // The total so far of this process: a run that prints a second
             // result (a background sub-agent notified the agent after its
             // first) repeats it, so the last one stands, not their sum
-            // (measured on Claude Code 2.1.332, docs/agents/claude-code.md).
+            // (measured on Claude Code 2.1.332, docs/src/agents/claude-code.md).
             let cost = event["total_cost_usd"].as_f64().unwrap_or(0.0);
             turn.cost_usd = cost;
             let ms = event["duration_ms"].as_u64().unwrap_or(0);

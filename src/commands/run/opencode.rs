@@ -1,7 +1,7 @@
 //! One turn of OpenCode: its `opencode run --format json` events shown as
 //! progress, and its last text as the result, as `stream-json` is for
 //! Claude Code ([`super::agent`]). The events, as OpenCode 1.18.33 prints
-//! them (docs/agents/opencode.md), each with `type`, `timestamp` and
+//! them (docs/src/agents/opencode.md), each with `type`, `timestamp` and
 //! `sessionID`: `step_start`, `tool_use {part: {tool, state: {status,
 //! input, output | error}}}` once the call has finished, `text {part:
 //! {text}}`, `step_finish {part: {reason, tokens, cost}}` and `error

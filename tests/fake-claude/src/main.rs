@@ -1,6 +1,6 @@
 //! `fake-claude`: behaves like `claude -p` where hark depends on it (what
 //! that is, and how each fact was measured on the real CLI:
-//! docs/agents/claude-code.md).
+//! docs/src/agents/claude-code.md).
 //!
 //! - parses `-p PROMPT`, `--output-format`, `--verbose`, `--allowedTools`,
 //!   `--disallowedTools`, `--mcp-config`, `--append-system-prompt`,

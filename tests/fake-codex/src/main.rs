@@ -1,6 +1,6 @@
 //! `fake-codex`: behaves like `codex exec` where hark depends on it (what
 //! that is, and how each fact was measured on the real CLI, Codex 0.171.0:
-//! docs/agents/codex.md).
+//! docs/src/agents/codex.md).
 //!
 //! - parses `exec [OPTIONS] [--] [PROMPT]` and `exec resume [OPTIONS] [--]
 //!   THREAD [PROMPT]`, with `-c`/`--config key=value` (also `-ckey=value`
@@ -542,7 +542,7 @@ async fn main() -> ExitCode {
 
 /// What Codex says outside a git repository without
 /// `--skip-git-repo-check`, before any event, and exits 1 (as seen with
-/// the real CLI in issue 28; not yet in docs/agents/codex.md).
+/// the real CLI in issue 28; not yet in docs/src/agents/codex.md).
 const UNTRUSTED: &str =
     "Not inside a trusted directory and --skip-git-repo-check was not specified.";
 

@@ -1,6 +1,6 @@
 //! `fake-opencode`: behaves like `opencode run` where hark depends on it
 //! (what that is, and how each fact was measured on the real CLI, OpenCode
-//! 1.18.33: docs/agents/opencode.md).
+//! 1.18.33: docs/src/agents/opencode.md).
 //!
 //! - parses `[--print-logs] run [OPTIONS] [--] MESSAGE…`: `--format
 //!   default|json`, `-s`/`--session ID`, `-m`/`--model`, `--agent`,

@@ -3,7 +3,7 @@
 //! by `hark hooks install`) files each permission dialog's call with the
 //! operator, against a real `hark serve`, and prints the operator's verdict
 //! as Claude Code reads it (the schema measured on Claude Code 2.1.332,
-//! `docs/agents/claude-code-interactive.md`). The hook is fed what Claude
+//! `docs/src/agents/claude-code-interactive.md`). The hook is fed what Claude
 //! Code feeds it, on stdin, and ended as Claude Code ends it when the
 //! terminal answers first.
 

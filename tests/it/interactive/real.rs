@@ -156,7 +156,7 @@ impl Drop for Tui {
 }
 
 /// A home where the TUI starts straight at its prompt (measured:
-/// docs/agents/claude-code-interactive.md), with hark's hooks installed.
+/// docs/src/agents/claude-code-interactive.md), with hark's hooks installed.
 fn home(sandbox: &Sandbox, project: &Path) {
     let home = sandbox.path("home");
     std::fs::create_dir_all(home.join(".claude")).unwrap();
@@ -243,10 +243,7 @@ fn the_real_claude_codes_dialogs_are_answered_from_hark_or_its_terminal() {
                     Some(mock.tool_results()).filter(|r| !r.is_empty())
                 });
                 let read = results[0].to_string();
-                assert!(
-                    read.contains(r#"\"Which database?\"=\"SQLite\""#),
-                    "{read}"
-                );
+                assert!(read.contains(r#"\"Which database?\"=\"SQLite\""#), "{read}");
                 let item = &inbox(&sandbox)[0];
                 assert_eq!(item["outcome"]["outcome"], "answered", "{item}");
             }

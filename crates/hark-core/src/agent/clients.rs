@@ -3,8 +3,8 @@
 //! one's shape for hark's `operator` server, the file it goes in, and what
 //! it needs to ask from a run nobody watches. These are taken from each
 //! client's documentation; OpenCode's was checked against OpenCode
-//! 1.18.33 (docs/agents/opencode.md) and Gemini CLI's against Gemini CLI
-//! 0.61.0 (docs/agents/gemini.md), the others were not run here
+//! 1.18.33 (docs/src/agents/opencode.md) and Gemini CLI's against Gemini CLI
+//! 0.61.0 (docs/src/agents/gemini.md), the others were not run here
 //! ([`Client::tested`]; the README's table says how each is tested).
 
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! The `PreToolUse` hook a run hark dispatches gets for `mcp__operator__ask`
-//! (Claude Code 2.1.332; see `docs/agents/claude-code.md`): the hook files
+//! (Claude Code 2.1.332; see `docs/src/agents/claude-code.md`): the hook files
 //! the question and, when nobody answers within the bounded wait, answers
 //! `defer`, which ends the agent saved, to be resumed with the answer.
 

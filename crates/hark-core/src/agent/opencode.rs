@@ -1,6 +1,6 @@
 //! OpenCode (`opencode run`): what attaches hark's `operator` server
 //! without touching the user's files (measured on OpenCode 1.18.33;
-//! docs/agents/opencode.md):
+//! docs/src/agents/opencode.md):
 //! - the variable `OPENCODE_CONFIG_CONTENT` is a config merged over the
 //!   user's and the project's files, and `OPENCODE_PERMISSION` is merged
 //!   into `permission` last of all: hark merges its own into whatever the

@@ -1,6 +1,6 @@
 //! Resuming a `--wrap` run: the user's own `claude -p PROMPT [flags]`, as
 //! `claude -p [flags] --resume SESSION` with no prompt (what Claude Code
-//! takes to carry out a deferred call; `docs/agents/claude-code.md`).
+//! takes to carry out a deferred call; `docs/src/agents/claude-code.md`).
 //!
 //! The prompt is the command line's one positional word, so every flag
 //! must be known, with whether it takes a value: a flag hark does not know

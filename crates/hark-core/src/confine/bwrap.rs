@@ -150,7 +150,7 @@ fn namespaces() -> Vec<OsString> {
     // No capability in the sandbox's user namespace, whose mounts hide
     // hark's places: started by root, bubblewrap would keep them all, and a
     // tool's `umount` uncovered the real socket, store and config (measured,
-    // docs/agents/claude-code.md). CAP_SETFCAP alone lets root's nested
+    // docs/src/agents/claude-code.md). CAP_SETFCAP alone lets root's nested
     // sandbox (Claude Code's, Codex's) map its uid; a nested namespace
     // cannot unmount what it inherits (the kernel locks those mounts).
     push(&mut args, "--cap-drop", ["ALL"]);
