@@ -111,6 +111,15 @@ pub enum Command {
     /// The team's hub (NATS JetStream).
     #[command(subcommand)]
     Hub(HubCommand),
+    /// Print the completion script for SHELL (`bash`, `zsh`, `fish`,
+    /// `powershell`): `hark completions bash > ~/.local/share/bash-completion/completions/hark`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print hark's man page (roff), as the `.deb` installs it.
+    #[command(hide = true)]
+    Man,
 }
 
 #[derive(Debug, Subcommand)]

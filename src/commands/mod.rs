@@ -105,6 +105,8 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::Ssh(args) => Ok(runtime()?.block_on(ssh::run(args))),
         Command::Web(command) => Ok(runtime()?.block_on(web::run(command))),
         Command::Push(command) => Ok(push::run(command)),
+        Command::Completions { shell } => completions(shell),
+        Command::Man => man(),
         Command::Hub(command) => hub::run(command),
         Command::Ask(args) => Ok(runtime()?.block_on(ask::run(args))),
         Command::Run(args) => Ok(runtime()?.block_on(run::run(args))),
@@ -176,4 +178,37 @@ pub fn this_hark() -> Result<PathBuf, Failed> {
     let hark = std::env::current_exe().map_err(Failed::ThisHark)?;
     let hark = hark.canonicalize().unwrap_or(hark);
     Ok(hark_core::platform::lasting_hark(hark))
+}
+
+/// `hark completions SHELL`: the script clap_complete makes from the
+/// command line's own definition, so it never drifts from it.
+fn completions(shell: clap_complete::Shell) -> Result<ExitStatus, Failed> {
+    let mut command = <crate::cli::Cli as clap::CommandFactory>::command();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "hark", &mut script);
+    print_whole(&script)
+}
+
+/// `hark man`: the man page clap_mangen renders from the same definition.
+fn man() -> Result<ExitStatus, Failed> {
+    let command = <crate::cli::Cli as clap::CommandFactory>::command();
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command)
+        .render(&mut page)
+        .map_err(|source| Failed::Write {
+            path: "the man page".into(),
+            source,
+        })?;
+    print_whole(&page)
+}
+
+/// Writes `bytes` to stdout; a reader gone early (`| head`) is no failure.
+fn print_whole(bytes: &[u8]) -> Result<ExitStatus, Failed> {
+    match std::io::Write::write_all(&mut std::io::stdout().lock(), bytes) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failed::Write {
+            path: "stdout".into(),
+            source: e,
+        }),
+        _ => Ok(ExitStatus::Success),
+    }
 }

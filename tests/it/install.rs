@@ -163,9 +163,52 @@ fn the_deb_installs_hark_the_app_its_icon_and_menu_entry_and_the_installed_hark_
         entry.lines().any(|l| l == r#"Exec="/usr/bin/hark" app"#),
         "{entry}"
     );
+    // `man hark`: the page the installed hark renders of its own command
+    // line, gzipped where man looks; and the completions where each shell
+    // looks for a package's.
+    let page = std::process::Command::new("gzip")
+        .arg("-dc")
+        .arg(root.path().join("usr/share/man/man1/hark.1.gz"))
+        .output()
+        .unwrap();
+    let page = String::from_utf8_lossy(&page.stdout).into_owned();
+    assert!(page.contains(".TH hark 1"), "{page}");
+    assert!(
+        page.contains("mcp\\-operator\\-ask"),
+        "every command is in it"
+    );
+    if let Ok(shown) = std::process::Command::new("man")
+        .arg("-l")
+        .arg(root.path().join("usr/share/man/man1/hark.1.gz"))
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .output()
+    {
+        let shown = String::from_utf8_lossy(&shown.stdout);
+        assert!(
+            shown.contains("An operator console for headless AI agents"),
+            "{shown}"
+        );
+    }
+    for (file, says) in [
+        ("usr/share/bash-completion/completions/hark", "_hark()"),
+        ("usr/share/zsh/vendor-completions/_hark", "#compdef hark"),
+        (
+            "usr/share/fish/vendor_completions.d/hark.fish",
+            "complete -c hark",
+        ),
+    ] {
+        let script = std::fs::read_to_string(root.path().join(file)).unwrap();
+        assert!(
+            script.contains(says) && script.contains("mcp-operator-ask"),
+            "{file}"
+        );
+    }
     let sandbox = sandbox();
     let run = |args: &[&str]| ran(sandbox.command(&installed), args);
     assert_eq!(run(&["--version"]).trim(), format!("hark {version}"));
+    // PowerShell's, which no package installs, from the command itself.
+    assert!(run(&["completions", "powershell"]).contains("Register-ArgumentCompleter"));
     let config: serde_json::Value = serde_json::from_str(&run(&["mcp-config"])).unwrap();
     assert_eq!(
         config["mcpServers"]["operator"]["command"],
