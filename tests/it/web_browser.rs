@@ -6,9 +6,11 @@
 //! the write goes through. axe-core audits every page (the pair page, the
 //! modal, the inbox's sections) and nothing serious or critical may be
 //! found; no page scrolls sideways and every target is a finger's size.
-//! The phone view of the question is saved as docs/phone.png (the book's
-//! web surface page, docs/src/guides/web.md, shows it). A push's click (`/#item/ID`) opens the modal on that item,
-//! through pairing on a phone not yet paired.
+//! The phone view of the question is saved as target/screenshots/phone.png
+//! (`scripts/screenshots` copies it to docs/phone.png, which the book's web
+//! surface page, docs/src/guides/web.md, shows). A push's click
+//! (`/#item/ID`) opens the modal on that item, through pairing on a phone
+//! not yet paired.
 
 use std::path::{Path, PathBuf};
 
@@ -211,11 +213,7 @@ async fn a_phone_pairs_answers_a_question_and_allows_an_approval_by_touch() {
         .screenshot()
         .await
         .unwrap_or_else(|e| panic!("{}", report(e)));
-    std::fs::write(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/phone.png"),
-        png,
-    )
-    .unwrap();
+    std::fs::write(crate::support::desktop::screenshot_path("phone"), png).unwrap();
     tap(&browser, "//button[@id='submit']").await;
     let got: Value = serde_json::from_str(&text(&call.await.unwrap())).unwrap();
     assert_eq!(

@@ -384,7 +384,7 @@ impl Desktop {
         ]);
     }
 
-    /// Saves a screenshot of the whole screen under `docs/screenshots/`.
+    /// Saves a screenshot of the whole screen under `target/screenshots/`.
     pub fn screenshot_screen(&self, name: &str) {
         let status = Command::new("import")
             .args(["-window", "root"])
@@ -395,7 +395,7 @@ impl Desktop {
     }
 
     /// Saves a screenshot of the app's window, as it is on the screen, under
-    /// `docs/screenshots/`. (Taken from the X server: WebKit's automation
+    /// `target/screenshots/`. (Taken from the X server: WebKit's automation
     /// never answers a screenshot of a page drawn without GPU compositing
     /// once its window has been hidden and shown again.)
     pub async fn screenshot(&self, name: &str) {
@@ -457,9 +457,11 @@ impl Drop for Desktop {
     }
 }
 
-/// Where screenshot `name` goes: `docs/screenshots/NAME.png`.
-fn screenshot_path(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots");
+/// Where screenshot `name` goes: `target/screenshots/NAME.png`; only
+/// `scripts/screenshots` copies them into `docs/`, so a test run leaves the
+/// tree as it was.
+pub fn screenshot_path(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(format!("{name}.png"))
 }
