@@ -410,12 +410,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "WHAT")]
     pub on_timeout: Option<OnTimeoutArg>,
     /// The agent command (default: the config's `agent_command`, else
-    /// `claude`, or `codex`/`opencode` with `--agent-kind codex|opencode`).
+    /// `claude`, or `codex`/`opencode`/`gemini` with `--agent-kind
+    /// codex|opencode|gemini`).
     #[arg(long, value_name = "PATH")]
     pub agent: Option<PathBuf>,
-    /// Which CLI the agent is, `claude`, `codex` or `opencode` (default:
-    /// the config's `agent_kind`, else what the command's name says:
-    /// `--agent codex` is Codex, `--agent opencode` OpenCode).
+    /// Which CLI the agent is, `claude`, `codex`, `opencode` or `gemini`
+    /// (default: the config's `agent_kind`, else what the command's name
+    /// says: `--agent codex` is Codex, `--agent opencode` OpenCode,
+    /// `--agent gemini` Gemini CLI).
     #[arg(long, value_name = "KIND")]
     pub agent_kind: Option<AgentKind>,
     /// Attach the bridge to your own agent command line (after --).

@@ -23,6 +23,9 @@
 //! - `gemini`: the real Gemini CLI (`gemini -p` 0.61.0, `tests/agents`, or
 //!   `HARK_TEST_GEMINI`) offline against the mock Gemini API, set up by hand
 //!   with what `hark mcp-config --for gemini` prints: answered, not answered.
+//! - `gemini_run`: `hark run` dispatching the fake `gemini -p`
+//!   (`tests/fake-gemini`), attached, headless, read-only, wrapped; and the
+//!   real Gemini CLI run by `hark run --agent gemini`.
 //! - `fake_agent`: the fake `claude -p` itself, against what was measured
 //!   on the real CLI: `PreToolUse` hooks, `defer` and resuming a deferred
 //!   call (docs/src/agents/claude-code.md).
@@ -79,6 +82,7 @@ mod doctor;
 mod fake_agent;
 mod forged;
 mod gemini;
+mod gemini_run;
 mod hub;
 mod inbox;
 mod install;

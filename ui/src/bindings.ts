@@ -345,7 +345,7 @@ now_ms: number, };
 
 export type Verb = "task" | "ask" | "decide" | "converse";
 
-export type AgentKind = "claude" | "codex" | "opencode";
+export type AgentKind = "claude" | "codex" | "opencode" | "gemini";
 
 export type DispatchRequest = { 
 /**

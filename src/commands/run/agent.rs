@@ -1,6 +1,7 @@
 //! One turn of the agent: its process, and its `stream-json` output shown:
 //! progress on stderr, the result on stdout, once (Codex's `--json`:
-//! [`super::codex`]; OpenCode's `--format json`: [`super::opencode`]).
+//! [`super::codex`]; OpenCode's `--format json`: [`super::opencode`];
+//! Gemini CLI's `stream-json`: [`super::gemini`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -57,6 +58,14 @@ impl Turn {
         }
         self.release();
         println!("{result}");
+    }
+
+    /// Adds `more` to the held text (a piece of the same message), and
+    /// returns all of it.
+    pub(super) fn extend_held(&mut self, more: &str) -> String {
+        let held = self.held.get_or_insert_with(String::new);
+        held.push_str(more);
+        held.clone()
     }
 
     /// Prints the held text on stdout, as the result (Codex's last message
@@ -145,6 +154,7 @@ pub async fn run_agent(
                     AgentKind::Claude => show(&line, &mut turn),
                     AgentKind::Codex => super::codex::show(&line, &mut turn),
                     AgentKind::Opencode => super::opencode::show(&line, &mut turn),
+                    AgentKind::Gemini => super::gemini::show(&line, &mut turn),
                 },
                 Ok(None) | Err(_) => break,
             },
@@ -190,6 +200,9 @@ pub async fn run_agent(
     {
         super::codex::explain_untrusted(&composed.args, &dir, &turn);
     }
+    if kind == AgentKind::Gemini {
+        super::gemini::explain_untrusted(&turn);
+    }
     Ok(turn)
 }
 
@@ -221,7 +234,8 @@ fn agent_command(
     // else in this process's; and with hark's variables, of which the
     // bounded wait is this run's to give or leave to the daemon, never one
     // inherited. Its stdin is closed: `codex exec` and `opencode run` read
-    // it to its end before they start.
+    // it to its end before they start, and `gemini -p` exits only once it
+    // is closed.
     if let Some(env) = env {
         command.env_clear().envs(env);
     }

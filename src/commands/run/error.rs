@@ -27,6 +27,10 @@ pub enum RunError {
     NotExec(#[from] hark_core::agent::codex::NotExec),
     #[error("--wrap: {0}")]
     NotRun(#[from] hark_core::agent::opencode::NotRun),
+    #[error("--wrap: {0}")]
+    NoPrompt(#[from] hark_core::agent::gemini::NoPrompt),
+    #[error(transparent)]
+    GeminiSettings(#[from] hark_core::agent::gemini::UserSettings),
     #[error(transparent)]
     Socket(#[from] SocketError),
     /// Flags that do not go together, or are missing.
@@ -108,12 +112,18 @@ impl RunError {
             }
             RunError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 Some(
-                    "install Claude Code (or the Codex CLI, or OpenCode), or name the agent with --agent PATH",
+                    "install Claude Code (or the Codex CLI, OpenCode or Gemini CLI), or name the agent with --agent PATH",
                 )
             }
             RunError::NotExec(_) => Some("hark run --wrap -- codex exec [flags] \"PROMPT\""),
             RunError::NotRun(_) => {
                 Some("hark run --wrap -- opencode run --format json [flags] \"PROMPT\"")
+            }
+            RunError::NoPrompt(_) => Some(
+                "hark run --wrap -- gemini -p \"PROMPT\" --output-format stream-json --skip-trust [flags]",
+            ),
+            RunError::GeminiSettings(_) => {
+                Some("hark merges its server into them: remove the comments, or fix the JSON")
             }
             RunError::NoSandbox { .. } => Some("apt install bubblewrap socat"),
             _ => None,

@@ -7,7 +7,7 @@
 //! - [`setup`]: what it needs before the first turn ([`Setup`]): the
 //!   agent, the relay to the operator, the confinement, the record;
 //! - [`agent`]: one turn of the agent process and its stream ([`codex`]:
-//!   Codex's events; [`opencode`]: OpenCode's);
+//!   Codex's events; [`opencode`]: OpenCode's; [`gemini`]: Gemini CLI's);
 //! - [`operator`]: what the run asks the operator itself (the intake, a
 //!   conversation's next message);
 //! - [`detach`]: `--detach`, handing the run to the daemon;
@@ -19,6 +19,7 @@ mod agent;
 mod codex;
 mod detach;
 mod error;
+mod gemini;
 mod opencode;
 mod operator;
 mod paused;
@@ -210,8 +211,9 @@ async fn run_to_end(args: RunArgs, resuming: Option<paused::Resuming>) -> Result
             run_id: setup.run_id,
             exit_code,
             result: kept.last_result,
-            // Codex reports tokens, not a cost.
-            cost_usd: (setup.kind != AgentKind::Codex).then_some(kept.cost_usd),
+            // Codex and Gemini CLI report tokens, not a cost.
+            cost_usd: matches!(setup.kind, AgentKind::Claude | AgentKind::Opencode)
+                .then_some(kept.cost_usd),
         })
         .await;
     result

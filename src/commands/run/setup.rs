@@ -89,7 +89,10 @@ impl Setup {
                 && parks(args, config)
                 && kind_parks(kind, args)
                 && wrap_parks(wrapped.as_ref());
-            let attach = attachment(args, &hark, &relay, mcp_config, &session, parks);
+            let mut attach = attachment(args, &hark, &relay, mcp_config, &session, parks);
+            if kind == AgentKind::Gemini {
+                attach.mcp_config = gemini_home(&relay.dir, &attach)?;
+            }
             Some((relay, attach))
         } else {
             None
@@ -176,6 +179,7 @@ impl Setup {
     pub(super) fn announce(&self, args: &RunArgs) {
         let codex = self.kind == AgentKind::Codex;
         let opencode = self.kind == AgentKind::Opencode;
+        let gemini = self.kind == AgentKind::Gemini;
         eprintln!(
             "hark: run {} ({}), {}",
             self.run_id.short(),
@@ -188,6 +192,9 @@ impl Setup {
                 (true, true) if opencode => {
                     "read-only: OpenCode's edit and bash tools are denied; the operator is attached: the agent can ask"
                 }
+                (true, true) if gemini => {
+                    "read-only: gemini -p offers no tool that writes or runs a shell; the operator is attached: the agent can ask"
+                }
                 (true, true) => "read-only: the operator is attached to approve writes",
                 (false, false) => "no operator attached: the agent proceeds on its own",
                 (false, true) if codex => {
@@ -195,6 +202,9 @@ impl Setup {
                 }
                 (false, true) if opencode => {
                     "read-only: OpenCode's edit and bash tools are denied, and no operator is attached"
+                }
+                (false, true) if gemini => {
+                    "read-only: gemini -p offers no tool that writes or runs a shell, and no operator is attached"
                 }
                 (false, true) => "read-only with no operator attached: every write is denied",
             }
@@ -228,7 +238,7 @@ impl Setup {
     pub(super) fn start_record(&self, args: &RunArgs) -> RunStart {
         let command = match (args.wrap, self.kind) {
             (true, _) => args.words.join(" "),
-            (false, AgentKind::Claude) => {
+            (false, AgentKind::Claude | AgentKind::Gemini) => {
                 format!("{} -p {}", self.agent.display(), args.words.join(" "))
             }
             (false, AgentKind::Codex) => {
@@ -272,7 +282,7 @@ fn identity(args: &RunArgs, resumed: Option<RunId>) -> (RunId, SessionId, bool) 
 
 /// The agent command and which CLI it is: the kind named, else the one the
 /// command's name says; the command named, else the kind's own (`claude`,
-/// `codex`, `opencode`) on PATH.
+/// `codex`, `opencode`, `gemini`) on PATH.
 fn agent_of(args: &RunArgs, config: &Config) -> (PathBuf, AgentKind) {
     let named_kind = args.agent_kind.or(config.agent_kind);
     // A kind asked for here takes the config's command only if it is
@@ -299,7 +309,8 @@ fn agent_of(args: &RunArgs, config: &Config) -> (PathBuf, AgentKind) {
 
 /// A read-only run turns on Claude Code's Bash sandbox, which would refuse
 /// to start without its programs: say so before starting it (Codex's
-/// read-only sandbox is its own; OpenCode's read-only is its permissions).
+/// read-only sandbox is its own; OpenCode's read-only is its permissions,
+/// Gemini CLI's the tools `-p` leaves out).
 fn check_sandbox(args: &RunArgs, kind: AgentKind) -> Result<(), RunError> {
     if args.read_only && kind == AgentKind::Claude {
         let missing = hark_core::agent::sandbox::missing();
@@ -324,6 +335,11 @@ fn wrapped(args: &RunArgs, kind: AgentKind) -> Result<Option<UserCommand>, RunEr
         (true, AgentKind::Opencode) => {
             let user = UserCommand::verbatim(&args.words)?;
             hark_core::agent::opencode::check_wrapped(&user)?;
+            Some(user)
+        }
+        (true, AgentKind::Gemini) => {
+            let user = UserCommand::verbatim(&args.words)?;
+            hark_core::agent::gemini::check_wrapped(&user)?;
             Some(user)
         }
     };
@@ -354,6 +370,18 @@ fn attachment(
         longest_wait: args.timeout.unwrap_or(MAX_TIMEOUT),
         park_hook: parks.then(|| hark_core::agent::hooks::hook_command(hark)),
     }
+}
+
+/// The run's Gemini home in `dir` ([`hark_core::agent::gemini::prepare_home`]):
+/// the user's Gemini settings with hark's server merged in; returns its
+/// settings file.
+fn gemini_home(dir: &RunDir, attach: &Attached) -> Result<PathBuf, RunError> {
+    use hark_core::agent::gemini;
+    let home = gemini::user_home();
+    let theirs = gemini::user_settings(home.as_deref())?;
+    let config = dir.path().join(confine::AGENT_CONFIG);
+    let settings = gemini::settings(theirs, attach, &config);
+    gemini::prepare_home(dir.path(), home.as_deref(), &settings).map_err(RunError::WriteConfig)
 }
 
 /// Where the agent works, absolute.
@@ -408,15 +436,16 @@ fn wrap_parks(wrapped: Option<&UserCommand>) -> bool {
 }
 
 /// Whether an agent of this kind can park; says why not. Only Claude
-/// Code has a hook that pauses a call and a way to resume it; Codex and
-/// OpenCode have neither (OpenCode's MCP client ends a call its server
-/// does not answer, and `run --session` starts a new message, not the
-/// call again).
+/// Code has a hook that pauses a call and a way to resume it; Codex,
+/// OpenCode and Gemini CLI have neither (OpenCode's MCP client ends a
+/// call its server does not answer, and `run --session` starts a new
+/// message, not the call again; Gemini CLI's `timeout` cuts any call).
 fn kind_parks(kind: AgentKind, args: &RunArgs) -> bool {
     let name = match kind {
         AgentKind::Claude => return true,
         AgentKind::Codex => "Codex",
         AgentKind::Opencode => "OpenCode",
+        AgentKind::Gemini => "Gemini CLI",
     };
     let wait = match args.timeout {
         Some(timeout) => format!("{} s", timeout.as_secs_f64()),

@@ -1,6 +1,6 @@
 //! Composing an agent's command line (SPEC §7): `claude -p` (or `codex
-//! exec`, [`codex`], or `opencode run`, [`opencode`]) with the bridge
-//! attached exactly when someone can answer.
+//! exec`, [`codex`], `opencode run`, [`opencode`], or `gemini -p`,
+//! [`gemini`]) with the bridge attached exactly when someone can answer.
 //!
 //! Facts about the real Claude Code CLI this respects: in `-p` mode an MCP
 //! tool not named in `--allowedTools` is denied; `--output-format
@@ -24,6 +24,7 @@ use crate::model::ids::SessionId;
 
 pub mod clients;
 pub mod codex;
+pub mod gemini;
 pub mod hooks;
 pub mod opencode;
 pub mod sandbox;
@@ -51,21 +52,28 @@ pub enum AgentKind {
     Codex,
     /// OpenCode: `opencode run --format json`.
     Opencode,
+    /// Gemini CLI: `gemini -p`, `--output-format stream-json`.
+    Gemini,
 }
 
 /// An `--agent-kind` that is neither.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown agent kind {0:?}: use claude, codex or opencode")]
+#[error("unknown agent kind {0:?}: use claude, codex, opencode or gemini")]
 pub struct UnknownAgentKind(String);
 
 impl std::str::FromStr for AgentKind {
     type Err = UnknownAgentKind;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [AgentKind::Claude, AgentKind::Codex, AgentKind::Opencode]
-            .into_iter()
-            .find(|kind| kind.name() == s)
-            .ok_or_else(|| UnknownAgentKind(s.to_owned()))
+        [
+            AgentKind::Claude,
+            AgentKind::Codex,
+            AgentKind::Opencode,
+            AgentKind::Gemini,
+        ]
+        .into_iter()
+        .find(|kind| kind.name() == s)
+        .ok_or_else(|| UnknownAgentKind(s.to_owned()))
     }
 }
 
@@ -76,12 +84,14 @@ impl AgentKind {
             AgentKind::Claude => "claude",
             AgentKind::Codex => "codex",
             AgentKind::Opencode => "opencode",
+            AgentKind::Gemini => "gemini",
         }
     }
 
     /// The kind an executable's name says: Codex when it is `codex` (or
     /// `codex-…`, `codex.exe`), OpenCode when it is `opencode` (or
-    /// `opencode.exe`, `opencode-…`), else Claude Code.
+    /// `opencode.exe`, `opencode-…`), Gemini CLI when it is `gemini`,
+    /// else Claude Code.
     pub fn of_program(program: &Path) -> AgentKind {
         let name = program
             .file_name()
@@ -91,6 +101,8 @@ impl AgentKind {
             AgentKind::Codex
         } else if name.starts_with("opencode") {
             AgentKind::Opencode
+        } else if name.starts_with("gemini") {
+            AgentKind::Gemini
         } else {
             AgentKind::Claude
         }
@@ -374,8 +386,8 @@ fn bridge_env(bridge: &Attached) -> BTreeMap<String, String> {
 }
 
 /// Composes the command line of an agent of this kind (see [`compose`],
-/// [`codex::compose`] and [`opencode::compose`], which merges into this
-/// process's `OPENCODE_*` variables).
+/// [`codex::compose`], [`opencode::compose`], which merges into this
+/// process's `OPENCODE_*` variables, and [`gemini::compose`]).
 pub fn compose_for(
     kind: AgentKind,
     user: UserCommand,
@@ -393,11 +405,13 @@ pub fn compose_for(
             read_only.is_some(),
             &opencode::Inherited::from_env(),
         ),
+        AgentKind::Gemini => gemini::compose(user, verb, attached, read_only.is_some()),
     }
 }
 
 /// The command line `hark run` starts an agent of this kind from (see
-/// [`base_command`], [`codex::base_command`] and [`opencode::base_command`]).
+/// [`base_command`], [`codex::base_command`], [`opencode::base_command`]
+/// and [`gemini::base_command`]).
 pub fn base_command_for(
     kind: AgentKind,
     agent: &Path,
@@ -408,6 +422,7 @@ pub fn base_command_for(
         AgentKind::Claude => base_command(agent, prompt, resume),
         AgentKind::Codex => codex::base_command(agent, prompt, resume),
         AgentKind::Opencode => opencode::base_command(agent, prompt, resume),
+        AgentKind::Gemini => gemini::base_command(agent, prompt, resume),
     }
 }
 

@@ -466,17 +466,22 @@ fn the_kind_is_read_from_the_program_name() {
     );
     assert_eq!("codex".parse::<AgentKind>(), Ok(AgentKind::Codex));
     assert!(
-        "gemini"
+        "cursor"
             .parse::<AgentKind>()
             .unwrap_err()
             .to_string()
-            .contains("claude, codex or opencode")
+            .contains("claude, codex, opencode or gemini")
     );
     assert_eq!(
         AgentKind::of_program(Path::new("/var/tmp/oc/node_modules/.bin/opencode")),
         AgentKind::Opencode
     );
     assert_eq!("opencode".parse::<AgentKind>(), Ok(AgentKind::Opencode));
+    assert_eq!(
+        AgentKind::of_program(Path::new("/w/tests/agents/node_modules/.bin/gemini")),
+        AgentKind::Gemini
+    );
+    assert_eq!("gemini".parse::<AgentKind>(), Ok(AgentKind::Gemini));
 }
 
 #[test]

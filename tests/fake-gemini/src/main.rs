@@ -1,0 +1,417 @@
+//! `fake-gemini`: behaves like `gemini -p` where hark depends on it (what
+//! that is, and how each fact was measured on the real CLI, Gemini CLI
+//! 0.61.0: docs/src/agents/gemini.md).
+//!
+//! - parses `-p`/`--prompt PROMPT` (or `--prompt=PROMPT`),
+//!   `--output-format text|json|stream-json`, `-r`/`--resume ID`,
+//!   `-m`/`--model`, `--approval-mode MODE`, `-y`/`--yolo`,
+//!   `--skip-trust`; any other flag is refused (exit status 1), and so is
+//!   a command line without `-p`;
+//! - a folder not trusted: exits 55 unless `--skip-trust` or
+//!   `GEMINI_CLI_TRUST_WORKSPACE=true` (the fake trusts no folder);
+//! - whatever stdin holds is read to its end and put before the prompt;
+//! - its settings are `$GEMINI_CLI_HOME/.gemini/settings.json` (`$HOME`
+//!   without it); each server of `mcpServers` (`command`, `args`, `env`,
+//!   `timeout` in ms, 600 000 unset, `trust`) is started as a real MCP
+//!   client, with the environment less every variable whose name holds
+//!   `KEY`, `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD`, `AUTH`, `CREDENTIAL`,
+//!   `CREDS`, `PRIVATE` or `CERT` (only an allow-list under `GITHUB_SHA`),
+//!   plus its `env`;
+//! - a server's tool is the model's `mcp_NAME_TOOL`, offered only when the
+//!   server has `trust: true` (or under `--yolo`); `run_shell_command` and
+//!   `write_file` only under `--yolo` or `--approval-mode yolo`. A tool not
+//!   offered comes back as `Tool "…" not found`, and the run goes on;
+//! - a call is cut at the server's `timeout`, which progress does not
+//!   extend (`MCP error -32001: Request timed out`);
+//! - follows a script, every line of the prompt: `ASK {json}` calls
+//!   `mcp_operator_ask`; `SAY text` is the model's text; `WRITE path text`
+//!   calls `write_file`; `EXIT n` sets the exit status; `HANG` waits until
+//!   killed;
+//! - prints, with `stream-json`, `init`, `message` (the user's, then the
+//!   assistant's in `delta` pieces), `tool_use`, `tool_result` and
+//!   `result`; otherwise the text alone;
+//! - sessions: saved to `<home>/.gemini/tmp/fake-sessions/<id>.json`;
+//!   `--resume ID` goes on in one, and an unknown id exits 42;
+//! - when `FAKE_GEMINI_LOG` names a file, appends its argv, the prompt,
+//!   the hark environment and the settings it read, one JSON line per run,
+//!   each server's hark environment, and each tool result.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientRequest, Request, ServerResult};
+use rmcp::service::{PeerRequestOptions, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+#[path = "../../fake-common/identity.rs"]
+mod identity;
+use identity::identity;
+
+/// What the model reads of a call cut at `timeout` (measured).
+const TIMED_OUT: &str = "MCP error -32001: Request timed out";
+/// Words whose presence in a variable's name keeps it from a server (measured).
+const REDACTED: [&str; 10] = [
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "KEY",
+    "AUTH",
+    "CREDENTIAL",
+    "CREDS",
+    "PRIVATE",
+    "CERT",
+];
+/// What passes under `GITHUB_SHA` (part of the CLI's allow-list).
+const ALLOWED: [&str; 8] = [
+    "PATH", "HOME", "LANG", "SHELL", "TERM", "USER", "TMPDIR", "LOGNAME",
+];
+
+#[derive(Debug, Default)]
+struct Args {
+    prompt: Option<String>,
+    format: String,
+    resume: Option<String>,
+    yolo: bool,
+    skip_trust: bool,
+}
+
+fn parse(argv: &[String]) -> Result<Args, String> {
+    let mut args = Args {
+        format: "text".to_owned(),
+        ..Args::default()
+    };
+    let mut words = argv.iter();
+    while let Some(arg) = words.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| words.next().cloned())
+                .ok_or_else(|| format!("Not enough arguments following: {name}"))
+        };
+        match name {
+            "-p" | "--prompt" => args.prompt = Some(value()?),
+            "-o" | "--output-format" => args.format = value()?,
+            "-r" | "--resume" => args.resume = Some(value()?),
+            "-m" | "--model" => {
+                value()?;
+            }
+            "--approval-mode" => args.yolo |= value()? == "yolo",
+            "-y" | "--yolo" => args.yolo = true,
+            "--skip-trust" => args.skip_trust = true,
+            other => return Err(format!("fake-gemini: {other} is not emulated")),
+        }
+    }
+    if args.prompt.is_none() {
+        return Err("fake-gemini: only `gemini -p` is emulated".to_owned());
+    }
+    Ok(args)
+}
+
+fn log_line(line: &Value) {
+    let Some(path) = std::env::var_os("FAKE_GEMINI_LOG") else {
+        return;
+    };
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(file, "{line}");
+    }
+}
+
+/// The hark variables of an environment, which the log keeps.
+fn hark_env<'a>(vars: impl Iterator<Item = (&'a String, &'a String)>) -> BTreeMap<String, String> {
+    vars.filter(|(k, _)| k.starts_with("HARK_") || *k == "FAKE_MARKER" || k.contains("KEY"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Where the CLI reads `.gemini/` from.
+fn home() -> PathBuf {
+    std::env::var_os("GEMINI_CLI_HOME")
+        .or_else(|| std::env::var_os("HOME"))
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+fn settings() -> Result<Value, String> {
+    let path = home().join(".gemini/settings.json");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display())),
+        Err(_) => Ok(json!({})),
+    }
+}
+
+type Server = RunningService<RoleClient, ()>;
+
+/// Starts one `mcpServers.NAME`, with the environment the CLI passes.
+async fn start(name: &str, entry: &Value) -> Result<Server, String> {
+    let program = entry["command"].as_str().ok_or("no command")?;
+    let mut process = tokio::process::Command::new(program);
+    process.args(
+        entry["args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str),
+    );
+    let ci = std::env::var_os("GITHUB_SHA").is_some();
+    let mut env: BTreeMap<String, String> = std::env::vars()
+        .filter(|(k, _)| match ci {
+            true => ALLOWED.contains(&k.as_str()),
+            false => !REDACTED.iter().any(|word| k.to_uppercase().contains(word)),
+        })
+        .collect();
+    for (key, value) in entry["env"].as_object().into_iter().flatten() {
+        env.insert(key.clone(), value.as_str().unwrap_or_default().to_owned());
+    }
+    log_line(&json!({"server": name, "env": hark_env(env.iter())}));
+    process.env_clear().envs(&env);
+    if let Some(cwd) = entry["cwd"].as_str() {
+        process.current_dir(cwd);
+    }
+    let transport = TokioChildProcess::new(process).map_err(|e| e.to_string())?;
+    ().serve(transport).await.map_err(|e| e.to_string())
+}
+
+struct Run {
+    stream: bool,
+    yolo: bool,
+    session: String,
+    servers: BTreeMap<String, (Server, Value)>,
+    calls: u64,
+    status: u8,
+    /// The text printed with `--output-format text|json`.
+    text: String,
+}
+
+impl Run {
+    fn emit(&self, event: Value) {
+        if self.stream {
+            println!("{event}");
+        }
+    }
+
+    fn say(&mut self, text: &str) {
+        self.text.push_str(text);
+        self.text.push('\n');
+        let (first, rest) = text.split_at(text.len() / 2);
+        for piece in [first, rest] {
+            self.emit(
+                json!({"type": "message", "role": "assistant", "content": piece, "delta": true}),
+            );
+        }
+    }
+
+    /// A tool call and its result.
+    fn tool(&mut self, name: &str, id: &str, input: &Value, outcome: &Result<String, String>) {
+        self.emit(
+            json!({"type": "tool_use", "tool_name": name, "tool_id": id, "parameters": input}),
+        );
+        self.emit(match outcome {
+            Ok(output) => {
+                json!({"type": "tool_result", "tool_id": id, "status": "success", "output": output})
+            }
+            Err(error) => json!({"type": "tool_result", "tool_id": id, "status": "error",
+                "error": {"type": "tool_error", "message": error}}),
+        });
+        log_line(&match outcome {
+            Ok(text) => json!({"tool_result": text, "is_error": false}),
+            Err(text) => json!({"tool_result": text, "is_error": true}),
+        });
+    }
+
+    /// `ASK {json}`: the model's call of `mcp_operator_ask`.
+    async fn ask(&mut self, input: Value) {
+        let tool = "mcp_operator_ask";
+        self.calls += 1;
+        let id = format!("{tool}__call{}", self.calls);
+        let offered = self
+            .servers
+            .get("operator")
+            .filter(|(_, entry)| entry["trust"] == true || self.yolo);
+        let outcome = match offered {
+            None => Err(format!("Tool \"{tool}\" not found.")),
+            Some((server, entry)) => call(server, entry, &input).await,
+        };
+        self.tool(tool, &id, &input, &outcome);
+    }
+
+    /// `WRITE path text`: `write_file`, offered only under `--yolo`.
+    fn write(&mut self, path: &str, text: &str) {
+        self.calls += 1;
+        let id = format!("write_file__call{}", self.calls);
+        let input = json!({"file_path": path, "content": text});
+        let outcome = match self.yolo {
+            false => Err("Tool \"write_file\" not found.".to_owned()),
+            true => std::fs::write(path, text)
+                .map(|()| "Wrote the file.".to_owned())
+                .map_err(|e| e.to_string()),
+        };
+        self.tool("write_file", &id, &input, &outcome);
+    }
+
+    async fn follow(&mut self, script: &str) {
+        for line in script.lines() {
+            let (command, rest) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+            match command {
+                "ASK" => match serde_json::from_str::<Value>(rest) {
+                    Ok(input) => self.ask(input).await,
+                    Err(e) => self.say(&format!("bad ASK: {e}")),
+                },
+                "SAY" => self.say(rest),
+                "WRITE" => {
+                    let (path, text) = rest.split_once(' ').unwrap_or((rest, ""));
+                    self.write(path, text);
+                }
+                "EXIT" => self.status = rest.trim().parse().unwrap_or(1),
+                "HANG" => std::future::pending::<()>().await,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Calls `ask` as the CLI does: cut at the server's `timeout`, which
+/// progress does not extend.
+async fn call(server: &Server, entry: &Value, input: &Value) -> Result<String, String> {
+    let Value::Object(arguments) = input.clone() else {
+        return Err("arguments are not an object".to_owned());
+    };
+    let ms = entry["timeout"].as_u64().unwrap_or(600_000);
+    let params = CallToolRequestParams::new("ask").with_arguments(arguments);
+    let mut options = PeerRequestOptions::no_options();
+    options.timeout = Some(Duration::from_millis(ms));
+    let handle = server
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(Request::new(params)),
+            options,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    match handle.await_response().await {
+        Ok(ServerResult::CallToolResult(result)) => {
+            let text: Vec<String> = result
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect();
+            match result.is_error {
+                Some(true) => Err(text.join("\n")),
+                _ => Ok(text.join("\n")),
+            }
+        }
+        Ok(_) => Err("unexpected response".to_owned()),
+        Err(rmcp::ServiceError::Timeout { .. }) => Err(TIMED_OUT.to_owned()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn session_file(id: &str) -> PathBuf {
+    home()
+        .join(".gemini/tmp/fake-sessions")
+        .join(format!("{id}.json"))
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let args = match parse(&argv) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    if !args.skip_trust && std::env::var("GEMINI_CLI_TRUST_WORKSPACE").as_deref() != Ok("true") {
+        eprintln!(
+            "Gemini CLI is not running in a trusted directory. To proceed, either use --skip-trust, set the GEMINI_CLI_TRUST_WORKSPACE=true environment variable, or trust this directory in interactive mode."
+        );
+        return ExitCode::from(55);
+    }
+    let settings = match settings() {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("Error in settings: {e}");
+            return ExitCode::from(52);
+        }
+    };
+    let mut stdin = String::new();
+    if !std::io::stdin().is_terminal() {
+        let _ = std::io::stdin().read_to_string(&mut stdin);
+    }
+    let mut prompt = args.prompt.clone().unwrap_or_default();
+    if !stdin.is_empty() {
+        prompt = format!("{stdin}\n\n{prompt}");
+    }
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    log_line(
+        &json!({"argv": argv, "prompt": prompt, "env": hark_env(env.iter()),
+        "settings": settings, "home": home(), "session": args.resume,
+        "process": identity(std::process::id())}),
+    );
+    let session = match &args.resume {
+        Some(id) if !session_file(id).exists() => {
+            eprintln!("Error resuming session: Invalid session identifier \"{id}\".");
+            return ExitCode::from(42);
+        }
+        Some(id) => id.clone(),
+        None => {
+            let me = identity(std::process::id());
+            format!("fake-{}-{}", me["pid"], me["start"])
+        }
+    };
+    let file = session_file(&session);
+    if let Some(dir) = file.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = std::fs::write(&file, json!({"sessionId": session}).to_string());
+    let mut servers = BTreeMap::new();
+    for (name, entry) in settings["mcpServers"].as_object().into_iter().flatten() {
+        match start(name, entry).await {
+            Ok(server) => {
+                servers.insert(name.clone(), (server, entry.clone()));
+            }
+            Err(e) => eprintln!("Error connecting to MCP server '{name}': {e}"),
+        }
+    }
+    let mut run = Run {
+        stream: args.format == "stream-json",
+        yolo: args.yolo,
+        session,
+        servers,
+        calls: 0,
+        status: 0,
+        text: String::new(),
+    };
+    run.emit(json!({"type": "init", "timestamp": "", "session_id": run.session, "model": "auto"}));
+    run.emit(json!({"type": "message", "role": "user", "content": prompt}));
+    run.follow(&prompt).await;
+    run.emit(
+        json!({"type": "result", "status": "success", "stats": {"total_tokens": 30,
+        "input_tokens": 20, "output_tokens": 10, "duration_ms": 1200, "tool_calls": run.calls}}),
+    );
+    match args.format.as_str() {
+        "json" => println!(
+            "{}",
+            json!({"session_id": run.session, "response": run.text.trim_end()})
+        ),
+        "text" => print!("{}", run.text),
+        _ => {}
+    }
+    for (_, (server, _)) in std::mem::take(&mut run.servers) {
+        let _ = server.cancel().await;
+    }
+    ExitCode::from(run.status)
+}
