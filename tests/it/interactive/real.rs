@@ -103,19 +103,10 @@ impl Tui {
     }
 
     /// [`until`], showing the pane when it times out.
-    fn until<T>(&self, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-        let start = Instant::now();
-        loop {
-            if let Some(found) = probe() {
-                return found;
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "timed out waiting for {what}; the terminal shows:\n{}",
-                self.pane()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+    fn until<T>(&self, what: &str, probe: impl FnMut() -> Option<T>) -> T {
+        until_showing(what, PATIENCE, probe, || {
+            format!("; the terminal shows:\n{}", self.pane())
+        })
     }
 
     /// Answers the dialog "1. Yes" in the terminal, once it shows, until

@@ -24,14 +24,30 @@ pub fn real_agent(bin: &str, var: &str) -> Option<PathBuf> {
     found
 }
 
-/// Polls `probe` until it gives something, for `patience` at most.
-pub fn until<T>(what: &str, patience: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+/// Polls `probe` until it gives something, for `patience` at most: for
+/// what announces itself by no event (a file a mock writes, a terminal's
+/// screen).
+pub fn until<T>(what: &str, patience: Duration, probe: impl FnMut() -> Option<T>) -> T {
+    until_showing(what, patience, probe, String::new)
+}
+
+/// [`until`], saying what `shown` shows when it times out.
+pub fn until_showing<T>(
+    what: &str,
+    patience: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+    shown: impl Fn() -> String,
+) -> T {
     let start = Instant::now();
     loop {
         if let Some(found) = probe() {
             return found;
         }
-        assert!(start.elapsed() < patience, "timed out waiting for {what}");
+        assert!(
+            start.elapsed() < patience,
+            "timed out waiting for {what}{}",
+            shown()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -6,7 +6,7 @@
 mod agents;
 pub mod desktop;
 
-pub use agents::{MockApi, real_agent, until};
+pub use agents::{MockApi, real_agent, until, until_showing};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

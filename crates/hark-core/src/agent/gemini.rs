@@ -118,11 +118,7 @@ pub fn settings(theirs: Value, bridge: &Attached, config: &Path) -> Value {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),
     };
-    let servers = settings.entry("mcpServers").or_insert_with(|| json!({}));
-    if !servers.is_object() {
-        *servers = json!({});
-    }
-    servers[SERVER] = ours;
+    super::sandbox::object_at(&mut settings, "mcpServers").insert(SERVER.to_owned(), ours);
     Value::Object(settings)
 }
 
