@@ -93,13 +93,18 @@ pub enum Command {
     /// directory, out of the config and of a confined agent's reach.
     #[command(subcommand)]
     Push(PushCommand),
-    /// Claude Code sessions you start in a terminal: `install` adds to its
-    /// settings a `PermissionRequest` hook, so each permission dialog also
+    /// Claude Code or Codex sessions you start in a terminal: `install` adds
+    /// hark's hooks to the agent's settings, so each permission dialog also
     /// reaches you here (desk, phone, web) and your verdict answers it,
-    /// while the terminal's dialog stays live; `uninstall` takes it out.
+    /// while the terminal's dialog stays live; `uninstall` takes them out.
     /// Your own hooks are kept either way.
     #[command(subcommand)]
     Hooks(HooksCommand),
+    /// Carry an interactive Codex's approval prompts to you: a client of
+    /// the app-server its terminal UI runs, until that stops. Codex's
+    /// `SessionStart` hook starts it (`hark hooks install --agent codex`);
+    /// one per Codex home.
+    CodexBridge(CodexBridgeArgs),
     /// Print the MCP config that points an agent at this hark:
     /// `claude -p … --mcp-config "$(hark mcp-config)" --allowedTools mcp__operator__ask`.
     McpConfig(McpConfigArgs),
@@ -133,9 +138,29 @@ pub enum HooksCommand {
 #[derive(Debug, Args)]
 pub struct HooksWhere {
     /// This project's `.claude/settings.json` (in the current directory)
-    /// rather than your own `~/.claude/settings.json`.
+    /// rather than your own `~/.claude/settings.json` (Claude Code only).
     #[arg(long)]
     pub project: bool,
+    /// Whose sessions: Claude Code's (`~/.claude/settings.json`) or
+    /// Codex's (`$CODEX_HOME/hooks.json`, `~/.codex` by default).
+    #[arg(long, value_enum, default_value = "claude")]
+    pub agent: HooksAgent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HooksAgent {
+    Claude,
+    Codex,
+}
+
+#[derive(Debug, Args)]
+pub struct CodexBridgeArgs {
+    /// Codex's home (`$CODEX_HOME`, else `~/.codex`).
+    #[arg(long, value_name = "DIR")]
+    pub codex_home: Option<PathBuf>,
+    /// Start it in the background and return (what the hook does).
+    #[arg(long)]
+    pub detach: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -248,9 +273,10 @@ pub enum OnTimeoutArg {
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// The hook event: `pre-tool-use` (the runs hark dispatches), or
-    /// `permission-request` and `post-tool-use` (a session started in a
-    /// terminal: its permission dialogs reach the operator; `hark hooks
-    /// install`).
+    /// `permission-request` and `post-tool-use` (a Claude Code session
+    /// started in a terminal: its permission dialogs reach the operator;
+    /// `hark hooks install`), or `session-start` (a Codex session: starts
+    /// `hark codex-bridge`; `hark hooks install --agent codex`).
     pub event: HookEvent,
     /// A read-only run's hook, which sees every tool call: calls other than
     /// an ask go to the write-mode gate, and its approvals park too.
@@ -263,6 +289,7 @@ pub enum HookEvent {
     PreToolUse,
     PermissionRequest,
     PostToolUse,
+    SessionStart,
 }
 
 /// Who answers: `terminal` or `script:PATH`.

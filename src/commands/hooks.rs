@@ -1,15 +1,20 @@
-//! `hark hooks install|uninstall [--project]`: hark's `PermissionRequest`
-//! and `PostToolUse` hooks in Claude Code's settings, for the sessions someone starts in a
-//! terminal (see `hark_mcp::permission`). The settings file is read,
-//! changed with [`hark_core::agent::hooks`] (the user's own hooks kept)
-//! and written whole in one rename; one that is not JSON is left alone.
+//! `hark hooks install|uninstall [--project] [--agent claude|codex]`:
+//! hark's hooks for the sessions someone starts in a terminal — Claude
+//! Code's `PermissionRequest` and `PostToolUse` in its settings (see
+//! `hark_mcp::permission`), Codex's `SessionStart` in its `hooks.json`
+//! (it starts `hark codex-bridge`). The file is read, changed with
+//! [`hark_core::agent::hooks`] (the user's own hooks kept) and written
+//! whole in one rename; one that is not JSON is left alone.
 
 use std::path::{Path, PathBuf};
 
-use hark_core::agent::hooks::{has_terminal_hooks, with_terminal_hooks, without_terminal_hooks};
+use hark_core::agent::hooks::{
+    CLAUDE_TERMINAL_HOOKS, CODEX_TERMINAL_HOOKS, TerminalHooks, has_terminal_hooks,
+    with_terminal_hooks, without_terminal_hooks,
+};
 use serde_json::Value;
 
-use crate::cli::{HooksCommand, HooksWhere};
+use crate::cli::{HooksAgent, HooksCommand, HooksWhere};
 use crate::commands::this_hark;
 use crate::exit::ExitStatus;
 
@@ -18,9 +23,19 @@ pub fn run(command: HooksCommand) -> ExitStatus {
         HooksCommand::Install(place) => (true, place),
         HooksCommand::Uninstall(place) => (false, place),
     };
+    if place.project && place.agent == HooksAgent::Codex {
+        eprintln!(
+            "hark: Codex's hooks are its home's (`$CODEX_HOME/hooks.json`); --project is Claude Code's"
+        );
+        return ExitStatus::Refused;
+    }
     let Some(file) = settings_file(&place) else {
         eprintln!("hark: cannot tell your home directory (HOME is not set)");
         return ExitStatus::Failure;
+    };
+    let set: TerminalHooks = match place.agent {
+        HooksAgent::Claude => CLAUDE_TERMINAL_HOOKS,
+        HooksAgent::Codex => CODEX_TERMINAL_HOOKS,
     };
     let settings = match read(&file) {
         Ok(settings) => settings,
@@ -29,7 +44,7 @@ pub fn run(command: HooksCommand) -> ExitStatus {
             return ExitStatus::Refused;
         }
     };
-    let had = has_terminal_hooks(&settings);
+    let had = has_terminal_hooks(set, &settings);
     let changed = if install {
         let hark = match this_hark() {
             Ok(hark) => hark,
@@ -38,9 +53,9 @@ pub fn run(command: HooksCommand) -> ExitStatus {
                 return ExitStatus::Failure;
             }
         };
-        with_terminal_hooks(settings.clone(), &hark)
+        with_terminal_hooks(set, settings.clone(), &hark)
     } else {
-        without_terminal_hooks(settings.clone())
+        without_terminal_hooks(set, settings.clone())
     };
     if changed != settings
         && let Err(e) = write(&file, &changed)
@@ -49,6 +64,15 @@ pub fn run(command: HooksCommand) -> ExitStatus {
         return ExitStatus::Failure;
     }
     match (install, had) {
+        (true, _) if place.agent == HooksAgent::Codex => {
+            println!(
+                "hark: an interactive Codex's approval prompts now reach you (a SessionStart hook in {} starts `hark codex-bridge`)",
+                file.display()
+            );
+            eprintln!(
+                "note: Codex asks you to trust a new hook once (its \"Hooks need review\" screen); a prompt is still answered in its terminal too, whichever comes first; `codex --no-daemon` opens no app-server and is not bridged"
+            );
+        }
         (true, _) => {
             println!(
                 "hark: Claude Code's permission dialogs now reach you (hooks in {}); a session started before this picks them up when it restarts",
@@ -64,8 +88,12 @@ pub fn run(command: HooksCommand) -> ExitStatus {
     ExitStatus::Success
 }
 
-/// `~/.claude/settings.json`, or the project's `.claude/settings.json`.
+/// `~/.claude/settings.json`, or the project's `.claude/settings.json`;
+/// Codex's `$CODEX_HOME/hooks.json`.
 fn settings_file(place: &HooksWhere) -> Option<PathBuf> {
+    if place.agent == HooksAgent::Codex {
+        return hark_codex::codex_home().map(|home| home.join("hooks.json"));
+    }
     let base = if place.project {
         PathBuf::from(".")
     } else {

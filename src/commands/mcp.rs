@@ -50,6 +50,9 @@ pub fn studio() -> Result<ExitStatus, Failed> {
 /// fails must not stop the agent's call, which reports its own errors.
 pub fn hook(args: HookArgs) -> Result<ExitStatus, Failed> {
     hark_core::trace::init_logging(LogFormat::Text, LevelFilter::WARN);
+    if let HookEvent::SessionStart = args.event {
+        return Ok(crate::commands::codex::session_start());
+    }
     let mut text = String::new();
     let limit = hark_core::bridge::wire::MAX_FRAME as u64;
     if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin().take(limit), &mut text) {
@@ -77,7 +80,7 @@ pub fn hook(args: HookArgs) -> Result<ExitStatus, Failed> {
                 args.approvals,
             ))
         }
-        HookEvent::PermissionRequest | HookEvent::PostToolUse => {
+        HookEvent::PermissionRequest | HookEvent::PostToolUse | HookEvent::SessionStart => {
             let input: hark_mcp::permission::PermissionInput = match serde_json::from_str(&text) {
                 Ok(input) => input,
                 Err(e) => {

@@ -5,6 +5,7 @@
 pub mod answer;
 pub mod app;
 pub mod ask;
+pub mod codex;
 pub mod doctor;
 pub mod hooks;
 pub mod hub;
@@ -100,6 +101,7 @@ pub fn run(command: Command) -> Result<ExitStatus, Failed> {
         Command::McpOperatorAsk(args) => mcp::operator_ask(args),
         Command::Hook(args) => mcp::hook(args),
         Command::Hooks(command) => Ok(hooks::run(command)),
+        Command::CodexBridge(args) => codex::bridge(args),
         Command::McpStudio => mcp::studio(),
         Command::McpConfig(args) => mcp::config(args),
         Command::Ssh(args) => Ok(runtime()?.block_on(ssh::run(args))),

@@ -276,4 +276,5 @@ fn hooks_install_keeps_the_users_own_and_uninstall_restores_them() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{ not json");
 }
 
+mod codex;
 mod real;

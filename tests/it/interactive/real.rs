@@ -18,7 +18,7 @@ use hark_harness::Sandbox;
 use serde_json::{Value, json};
 
 /// How long the TUI may take to start, think and run a step.
-const PATIENCE: Duration = Duration::from_secs(60);
+pub(super) const PATIENCE: Duration = Duration::from_secs(60);
 
 /// The mock Messages API, scripted to run `command` once and then end the
 /// turn.
@@ -57,40 +57,54 @@ impl Mock {
     }
 }
 
-/// The TUI in a tmux server of its own; the server is killed when dropped.
-struct Tui {
+/// A terminal UI in a tmux server of its own; the server is killed when
+/// dropped.
+pub(super) struct Tui {
     socket: String,
 }
 
 impl Tui {
-    /// Starts `claude` in `project`, its home `sandbox`'s, talking to
-    /// `mock`; waits for its prompt and sends `go`.
-    fn start(sandbox: &Sandbox, claude: &Path, project: &Path, mock: &Mock, name: &str) -> Tui {
+    /// Starts `program` in `project` under tmux, with `sandbox`'s
+    /// environment and `env`.
+    pub(super) fn spawn(
+        sandbox: &Sandbox,
+        program: &Path,
+        project: &Path,
+        env: &[(&str, String)],
+        name: &str,
+    ) -> Tui {
         let socket = format!("hark-{}-{name}", std::process::id());
-        let status = sandbox
-            .command("tmux")
+        let mut command = sandbox.command("tmux");
+        command
             .args(["-L", &socket, "new-session", "-d", "-x", "200", "-y", "50"])
             .arg("-c")
             .arg(project)
-            .arg(claude)
-            .env(
+            .arg(program)
+            .envs(env.iter().map(|(k, v)| (*k, v)));
+        assert!(command.status().expect("tmux runs").success());
+        Tui { socket }
+    }
+
+    /// Starts `claude` in `project`, its home `sandbox`'s, talking to
+    /// `mock`; waits for its prompt and sends `go`.
+    fn start(sandbox: &Sandbox, claude: &Path, project: &Path, mock: &Mock, name: &str) -> Tui {
+        let env = [
+            (
                 "ANTHROPIC_BASE_URL",
                 format!("http://127.0.0.1:{}", mock.0.port),
-            )
-            .env("ANTHROPIC_API_KEY", "x")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("ENABLE_TOOL_SEARCH", "false")
-            .status()
-            .expect("tmux runs");
-        assert!(status.success());
-        let tui = Tui { socket };
+            ),
+            ("ANTHROPIC_API_KEY", "x".to_owned()),
+            ("DISABLE_TELEMETRY", "1".to_owned()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+            ("ENABLE_TOOL_SEARCH", "false".to_owned()),
+        ];
+        let tui = Tui::spawn(sandbox, claude, project, &env, name);
         tui.wait_for("its prompt", |pane| pane.contains("mode on"));
         tui.keys(&["go", "Enter"]);
         tui
     }
 
-    fn pane(&self) -> String {
+    pub(super) fn pane(&self) -> String {
         let out = Command::new("tmux")
             .args(["-L", &self.socket, "capture-pane", "-p"])
             .output()
@@ -98,12 +112,12 @@ impl Tui {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn wait_for(&self, what: &str, shown: impl Fn(&str) -> bool) -> String {
+    pub(super) fn wait_for(&self, what: &str, shown: impl Fn(&str) -> bool) -> String {
         self.until(what, || Some(self.pane()).filter(|p| shown(p)))
     }
 
     /// [`until`], showing the pane when it times out.
-    fn until<T>(&self, what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    pub(super) fn until<T>(&self, what: &str, probe: impl FnMut() -> Option<T>) -> T {
         until_showing(what, PATIENCE, probe, || {
             format!("; the terminal shows:\n{}", self.pane())
         })
@@ -128,7 +142,7 @@ impl Tui {
         });
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(super) fn keys(&self, keys: &[&str]) {
         let status = Command::new("tmux")
             .args(["-L", &self.socket, "send-keys"])
             .args(keys)

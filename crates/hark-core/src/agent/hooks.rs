@@ -55,13 +55,17 @@ pub fn with_park_hook(
     Value::Object(settings)
 }
 
-/// The hooks `hark hooks install` puts in Claude Code's settings, for the
-/// sessions someone starts in a terminal: `PermissionRequest` files each
-/// permission dialog with the operator and answers it with their verdict;
-/// `PostToolUse` withdraws the dialog's item when the terminal allowed the
-/// call first (Claude Code leaves the dialog's hook running then). Each:
-/// its event, the `hark hook` argument, Claude Code's timeout for it.
-const TERMINAL_HOOKS: [(&str, &str, Duration); 2] = [
+/// The hooks `hark hooks install` puts in an agent's settings for the
+/// sessions someone starts in a terminal. Each: its event, the `hark hook`
+/// argument, the agent's timeout for it.
+pub type TerminalHooks = &'static [(&'static str, &'static str, Duration)];
+
+/// Claude Code's (`~/.claude/settings.json`): `PermissionRequest` files
+/// each permission dialog with the operator and answers it with their
+/// verdict; `PostToolUse` withdraws the dialog's item when the terminal
+/// allowed the call first (Claude Code leaves the dialog's hook running
+/// then).
+pub const CLAUDE_TERMINAL_HOOKS: TerminalHooks = &[
     // A day: the operator's answer or the terminal's ends the wait, never
     // this timeout (the hook prints nothing when hark's own bounded wait
     // passes, and the dialog stays the terminal's).
@@ -73,6 +77,15 @@ const TERMINAL_HOOKS: [(&str, &str, Duration); 2] = [
     ("PostToolUse", "post-tool-use", Duration::from_secs(10)),
 ];
 
+/// Codex's (`$CODEX_HOME/hooks.json`, the same shape): `SessionStart`
+/// starts hark's bridge to the app-server the terminal UI runs, once per
+/// Codex home (`hark codex-bridge`), and returns at once. The bridge, not
+/// a hook, carries the prompts: Codex's `PermissionRequest` hook runs
+/// before its dialog and holds it, so it could not race the terminal
+/// (measured, docs/src/agents/codex-interactive.md).
+pub const CODEX_TERMINAL_HOOKS: TerminalHooks =
+    &[("SessionStart", "session-start", Duration::from_secs(10))];
+
 /// The command line of hark's hook `event` (`permission-request`,
 /// `post-tool-use`), with the path quoted for the shell.
 pub fn terminal_hook_command(hark: &Path, event: &str) -> String {
@@ -82,22 +95,21 @@ pub fn terminal_hook_command(hark: &Path, event: &str) -> String {
 
 /// Whether a hook entry's command is one of hark's terminal hooks (any
 /// hark's).
-fn is_terminal_hook(hook: &Value) -> bool {
+fn is_terminal_hook(set: TerminalHooks, hook: &Value) -> bool {
     hook.get("command")
         .and_then(Value::as_str)
         .is_some_and(|c| {
-            TERMINAL_HOOKS
-                .iter()
+            set.iter()
                 .any(|(_, arg, _)| c.ends_with(&format!(" hook {arg}")))
         })
 }
 
 /// `settings` with hark's terminal hooks, once each (an earlier hark's are
 /// replaced); everything else, the user's own hooks included, kept.
-pub fn with_terminal_hooks(settings: Value, hark: &Path) -> Value {
-    let mut map = without(settings);
+pub fn with_terminal_hooks(set: TerminalHooks, settings: Value, hark: &Path) -> Value {
+    let mut map = without(set, settings);
     let hooks = object_at(&mut map, "hooks");
-    for (event, arg, timeout) in TERMINAL_HOOKS {
+    for (event, arg, timeout) in set {
         let entry = json!({
             "matcher": "*",
             "hooks": [{
@@ -106,7 +118,7 @@ pub fn with_terminal_hooks(settings: Value, hark: &Path) -> Value {
                 "timeout": timeout.as_secs(),
             }],
         });
-        match hooks.entry(event).or_insert_with(|| json!([])) {
+        match hooks.entry(*event).or_insert_with(|| json!([])) {
             Value::Array(entries) => entries.push(entry),
             other => *other = json!([entry]),
         }
@@ -116,11 +128,11 @@ pub fn with_terminal_hooks(settings: Value, hark: &Path) -> Value {
 
 /// `settings` without hark's terminal hooks: an entry left with no hook
 /// goes, and so do an emptied event and `hooks`.
-pub fn without_terminal_hooks(settings: Value) -> Value {
-    Value::Object(without(settings))
+pub fn without_terminal_hooks(set: TerminalHooks, settings: Value) -> Value {
+    Value::Object(without(set, settings))
 }
 
-fn without(settings: Value) -> serde_json::Map<String, Value> {
+fn without(set: TerminalHooks, settings: Value) -> serde_json::Map<String, Value> {
     let mut map = match settings {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),
@@ -128,13 +140,13 @@ fn without(settings: Value) -> serde_json::Map<String, Value> {
     let Some(Value::Object(hooks)) = map.get_mut("hooks") else {
         return map;
     };
-    for (event, _, _) in TERMINAL_HOOKS {
-        let Some(Value::Array(entries)) = hooks.get_mut(event) else {
+    for (event, _, _) in set {
+        let Some(Value::Array(entries)) = hooks.get_mut(*event) else {
             continue;
         };
         for entry in entries.iter_mut() {
             if let Some(Value::Array(list)) = entry.get_mut("hooks") {
-                list.retain(|hook| !is_terminal_hook(hook));
+                list.retain(|hook| !is_terminal_hook(set, hook));
             }
         }
         entries.retain(|entry| {
@@ -144,7 +156,7 @@ fn without(settings: Value) -> serde_json::Map<String, Value> {
                 .is_none_or(|list| !list.is_empty())
         });
         if entries.is_empty() {
-            hooks.remove(event);
+            hooks.remove(*event);
         }
     }
     if hooks.is_empty() {
@@ -154,7 +166,7 @@ fn without(settings: Value) -> serde_json::Map<String, Value> {
 }
 
 /// Whether `settings` has hark's terminal hooks.
-pub fn has_terminal_hooks(settings: &Value) -> bool {
+pub fn has_terminal_hooks(set: TerminalHooks, settings: &Value) -> bool {
     settings
         .get("hooks")
         .and_then(Value::as_object)
@@ -164,7 +176,7 @@ pub fn has_terminal_hooks(settings: &Value) -> bool {
         .flatten()
         .filter_map(|entry| entry.get("hooks").and_then(Value::as_array))
         .flatten()
-        .any(is_terminal_hook)
+        .any(|hook| is_terminal_hook(set, hook))
 }
 
 #[cfg(test)]
@@ -185,15 +197,22 @@ mod tests {
             terminal_hook_command(hark, "post-tool-use"),
             r"'/opt/it'\''s/hark' hook post-tool-use"
         );
-        let once = with_terminal_hooks(theirs.clone(), hark);
-        let twice = with_terminal_hooks(once.clone(), Path::new("/other/hark"));
-        assert!(has_terminal_hooks(&once) && has_terminal_hooks(&twice));
+        let claude = CLAUDE_TERMINAL_HOOKS;
+        let once = with_terminal_hooks(claude, theirs.clone(), hark);
+        let twice = with_terminal_hooks(claude, once.clone(), Path::new("/other/hark"));
+        assert!(has_terminal_hooks(claude, &once) && has_terminal_hooks(claude, &twice));
         let ours = |s: &Value, event: &str| {
             s["hooks"][event]
                 .as_array()
                 .unwrap()
                 .iter()
-                .filter(|e| e["hooks"].as_array().unwrap().iter().any(is_terminal_hook))
+                .filter(|e| {
+                    e["hooks"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|h| is_terminal_hook(claude, h))
+                })
                 .count()
         };
         for event in ["PermissionRequest", "PostToolUse"] {
@@ -207,11 +226,25 @@ mod tests {
             once["hooks"]["PermissionRequest"][1]["hooks"][0]["timeout"],
             86400
         );
-        assert_eq!(without_terminal_hooks(twice), theirs);
+        assert_eq!(without_terminal_hooks(claude, twice), theirs);
         assert_eq!(
-            without_terminal_hooks(with_terminal_hooks(json!({}), hark)),
+            without_terminal_hooks(claude, with_terminal_hooks(claude, json!({}), hark)),
             json!({})
         );
-        assert!(!has_terminal_hooks(&theirs));
+        assert!(!has_terminal_hooks(claude, &theirs));
+    }
+
+    #[test]
+    fn codexs_session_start_hook_is_its_own_set() {
+        let theirs = json!({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "say hi"}]}]}});
+        let hark = Path::new("/opt/hark");
+        let codex = with_terminal_hooks(CODEX_TERMINAL_HOOKS, theirs.clone(), hark);
+        assert_eq!(
+            codex["hooks"]["SessionStart"][1]["hooks"][0]["command"],
+            "'/opt/hark' hook session-start"
+        );
+        assert!(has_terminal_hooks(CODEX_TERMINAL_HOOKS, &codex));
+        assert!(!has_terminal_hooks(CLAUDE_TERMINAL_HOOKS, &codex));
+        assert_eq!(without_terminal_hooks(CODEX_TERMINAL_HOOKS, codex), theirs);
     }
 }
