@@ -5,7 +5,8 @@
 //! client's documentation; OpenCode's was checked against OpenCode
 //! 1.18.33 (docs/src/agents/opencode.md) and Gemini CLI's against Gemini CLI
 //! 0.61.0 (docs/src/agents/gemini.md), the others were not run here
-//! ([`Client::tested`]; the README's table says how each is tested).
+//! ([`Client::tested`]; docs/src/guides/by-hand.md's table says how each
+//! is tested).
 
 use std::path::Path;
 use std::time::Duration;

@@ -173,7 +173,7 @@ fn without_ours(args: Vec<String>, read_only: bool) -> Vec<String> {
 /// with, right after `exec`, the overrides that attach hark's server when an
 /// operator is, the instructions for an agent that can ask or cannot, and
 /// for a read-only run `--sandbox read-only` (Codex's own sandbox: no
-/// operator approves a write, see the README).
+/// operator approves a write: docs/src/agents/codex.md).
 pub fn compose(
     user: UserCommand,
     verb: Verb,

@@ -224,7 +224,7 @@ impl Places {
 }
 
 /// The socket file of a `unix:path=…` bus address (an abstract one has no
-/// file; see the README's "Not covered").
+/// file; see "Not covered" in docs/src/security/session-bus.md).
 fn bus_socket(address: &str) -> Option<PathBuf> {
     address.split(';').find_map(|one| {
         let rest = one.strip_prefix("unix:")?;

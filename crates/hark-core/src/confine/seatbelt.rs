@@ -7,9 +7,10 @@
 //! and denies hark's places: reading or writing the hidden ones, connecting
 //! to a socket in them, writing the read-only ones, and other runs'
 //! directories in the temp dir. macOS has no private temp directory or
-//! separate display to give; the window server stays reachable (see the
-//! README's "Not covered"). Generated and unit-tested here; run only on
-//! macOS, which the project does not test on.
+//! separate display to give; the window server stays reachable (see "Not
+//! covered by confinement" in docs/src/security/confinement.md). Generated
+//! and unit-tested here; run only on macOS, which the project does not
+//! test on.
 
 use std::fmt::Write;
 use std::path::Path;

@@ -70,7 +70,7 @@ fn the_corpus_is_classified_as_written() {
     );
 }
 
-/// The README's figure: the share of the corpus's read-only lines that
+/// The figure docs/src/security/write-gate.md gives: the share of the corpus's read-only lines that
 /// pass unasked, and of the lines that must ask (writes, external effects,
 /// lines the gate cannot read) that ask; a failure says both (the core
 /// prints nothing).
