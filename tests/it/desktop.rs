@@ -73,7 +73,6 @@ async fn a_notification_click_opens_the_modal_on_its_item_and_the_picks_reach_th
         options.contains("pick SQLite"),
         "descriptions are shown: {options}"
     );
-    desktop.screenshot("modal-single").await;
     desktop.pick("SQLite").await;
     desktop.click("#submit").await;
     let result = call_b.await.unwrap();
@@ -107,7 +106,6 @@ async fn multiselect_with_other_text_and_enter_on_the_default() {
     assert_eq!(desktop.text("#progress").await, "Question 2 of 2");
     desktop.keys("1").await; // digit picks Auth
     desktop.keys("3").await; // and Search
-    desktop.screenshot("modal-multiselect").await;
     desktop.click("#other-choice").await;
     desktop
         .client
@@ -201,7 +199,6 @@ async fn a_timed_out_item_shows_in_the_inbox_and_the_agent_got_the_error() {
     for shown in ["ACTIVE", "1 asked, 0 waiting", "last timed out"] {
         assert!(session.contains(shown), "{shown:?} not in {session:?}");
     }
-    desktop.screenshot("inbox").await;
     agent.cancel().await.unwrap();
     desktop.stop().await;
 }
@@ -384,7 +381,6 @@ async fn an_approval_shows_the_diff_and_action_allows_one_edit_then_asks_again()
     ] {
         assert!(options.contains(scope), "{options}");
     }
-    desktop.screenshot("modal-approval").await;
     desktop.pick("Allow this action only").await;
     desktop.click("#submit").await;
     desktop.log.wait_event(
@@ -743,7 +739,6 @@ async fn a_run_dispatched_from_the_inbox_asks_through_the_modal_and_is_recorded(
     desktop
         .wait_for("//table[@id='runs']//tr[td[1][text()='FINISHED'] and contains(., 'SQLite')]")
         .await;
-    desktop.screenshot("inbox-runs").await;
 
     // What the run printed is there too, for the runs the app started.
     desktop

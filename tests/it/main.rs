@@ -39,6 +39,9 @@
 //! - `desktop`: the app under Xvfb with a private D-Bus session and dunst,
 //!   driven through tauri-driver + WebKitWebDriver. Its tests take turns
 //!   (one desktop at a time); the others run beside them.
+//! - `demo`: the scenario the screenshots show: three agents in two
+//!   projects ask at once, one inbox holds them in order, each answer
+//!   reaches its own run.
 //! - `desktop_web`: the app serving the web surface too: a hundred replies
 //!   from a browser, the socket and the app's window race to one item.
 //! - `forged`: other programs on the session bus forge the notification
@@ -75,6 +78,7 @@ mod approvals;
 mod bridge;
 mod codex;
 mod confine;
+mod demo;
 mod desktop;
 mod desktop_web;
 mod docs;

@@ -254,7 +254,6 @@ async fn an_accessibility_audit_finds_nothing_serious_in_the_modal_or_the_inbox(
         assert!(found.is_empty(), "the inbox's {section}: {found:#?}");
     }
     desktop.section("waiting").await;
-    desktop.screenshot("inbox").await;
     // Enter on the selected row opens it in the modal, Enter there answers.
     desktop.keys(ENTER).await;
     desktop.view("modal").await;
