@@ -161,9 +161,7 @@ pub enum AppError {
     #[error(transparent)]
     Serve(serve::ServeError),
     #[error(transparent)]
-    Web(#[from] hark_web::WebError),
-    #[error(transparent)]
-    Hub(#[from] hark_hub::HubError),
+    Daemon(#[from] hark_daemon::AssembleError),
     #[error("cannot start the app's runtime: {0}")]
     Runtime(std::io::Error),
     #[error("there is no {} beside this program: install it with hark-app", .0.display())]
@@ -271,24 +269,6 @@ impl Changed {
     }
 }
 
-/// Joins the team's hub, with `[hub]` (or `hark app --hub URL`): the
-/// team's items show here, every reply is decided there. The hub's tasks
-/// are kept as long as the app runs.
-fn join_hub(
-    runtime: &tokio::runtime::Runtime,
-    config: &hark_core::config::Config,
-    registry: &hark_core::registry::Registry,
-) -> Result<Option<hark_hub::Serving>, AppError> {
-    let hub_url = std::env::var(hark_core::env::HUB).ok();
-    let Some(options) =
-        hark_hub::HubOptions::from_config(config.hub.as_ref(), hub_url, hark_hub::Role::Operator)
-    else {
-        return Ok(None);
-    };
-    let hub = runtime.block_on(hark_hub::Hub::connect(options))?;
-    Ok(Some(hub.serve(registry)))
-}
-
 /// Binds the app socket, opens the store and serves the bridge with the
 /// desktop prompter; follows the registry to keep the window and tray current.
 fn start_core(
@@ -298,23 +278,35 @@ fn start_core(
 ) -> Result<App, AppError> {
     let _entered = runtime.enter();
     let prompter = Arc::new(DesktopPrompter::default());
-    let prepared = serve::prepare(
+    // The web surface too, when `[web]` is configured: the same registry,
+    // so a reply on the phone closes the modal here and the other way round.
+    // And the phone push, with `[push]`; and the team's hub, with `[hub]`
+    // (or `hark app --hub URL`): the team's items show here, every reply is
+    // decided there.
+    let assembled = runtime.block_on(hark_daemon::assemble(
         prompter.clone(),
         serve::ServeOptions {
             own_env: rendering::set_by_the_app(),
             ..Default::default()
         },
-    )?;
-    let registry = prepared.daemon.registry.clone();
-    // The web surface too, when `[web]` is configured: the same registry,
-    // so a reply on the phone closes the modal here and the other way round.
-    // And the phone push, with `[push]`.
-    if let Some(web) = hark_web::WebOptions::from_whole_config(&prepared.config, None)? {
-        let serving = runtime.block_on(hark_web::start(registry.clone(), web))?;
-        eprintln!("hark: the web surface is on {}", serving.url);
-        let _ = prepared.daemon.web_url.set(serving.url);
+        hark_daemon::Surfaces {
+            web: hark_daemon::Web::Configured {
+                listen: None,
+                insecure_http: false,
+            },
+            hub: Some(hark_daemon::HubJoin {
+                url: std::env::var(hark_core::env::HUB).ok(),
+                role: hark_hub::Role::Operator,
+                required: false,
+            }),
+        },
+    ))?;
+    if let Some(url) = &assembled.web_url {
+        eprintln!("hark: the web surface is on {url}");
     }
-    let hub = join_hub(runtime, &prepared.config, &registry)?;
+    let hub = assembled.hub.map(|joined| joined.serving);
+    let prepared = assembled.prepared;
+    let registry = prepared.daemon.registry.clone();
     let notifications = prepared.config.notifications.clone();
     let notifier = Arc::new(Notifier::new(notifications.clone()));
     let stop = Arc::new(Notify::new());

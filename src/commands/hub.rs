@@ -3,12 +3,11 @@
 
 use std::sync::Arc;
 
-use hark_core::config::Config;
 use hark_core::daemon::{listener, serve};
 use hark_core::model::ids::SessionId;
 use hark_core::model::item::{Item, Surface};
 use hark_core::prompter::{OperatorPrompter, PromptFuture};
-use hark_hub::{Hub, HubOptions, Role};
+use hark_hub::Role;
 
 use crate::cli::{HubCommand, HubRoleArg};
 use crate::commands::Failed;
@@ -100,38 +99,41 @@ pub struct AgentDaemon {
 /// Why the agents' daemon did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentDaemonError {
-    #[error("no hub to ask: give `--hub URL` or set `[hub] url` in the config")]
-    NoHub,
     #[error(transparent)]
-    Hub(#[from] hark_hub::HubError),
-    #[error(transparent)]
-    Serve(#[from] serve::ServeError),
+    Assemble(#[from] hark_daemon::AssembleError),
     #[error("cannot make the agents' daemon a directory: {0}")]
     Dir(std::io::Error),
 }
 
 impl AgentDaemon {
-    /// Joins the hub at `url` (or the config's when empty) as an agent
-    /// host, and serves its daemon.
-    pub async fn start(config: &Config, url: &str) -> Result<AgentDaemon, AgentDaemonError> {
+    /// Joins the hub at `url` (the config's when empty: `--hub` given no
+    /// URL) as an agent host, and serves its daemon: a socket and store of
+    /// its own, in a private directory, and nobody here to answer.
+    pub async fn start(url: &str) -> Result<AgentDaemon, AgentDaemonError> {
         let url = Some(url.to_owned()).filter(|u| !u.is_empty());
-        let Some(options) = HubOptions::from_config(config.hub.as_ref(), url, Role::Agent) else {
-            return Err(AgentDaemonError::NoHub);
-        };
-        let hub = Hub::connect(options).await?;
         let dir = tempfile::Builder::new()
             .prefix("hark-hub-")
             .tempdir()
             .map_err(AgentDaemonError::Dir)?;
-        let prepared = serve::prepare(
+        let assembled = hark_daemon::assemble(
             Arc::new(NobodyHere),
             serve::ServeOptions {
                 socket: Some(dir.path().join("hark.sock")),
                 store: Some(dir.path().join("hark.db")),
                 ..Default::default()
             },
-        )?;
-        let serving = hub.serve(&prepared.daemon.registry);
+            hark_daemon::Surfaces {
+                web: hark_daemon::Web::Off,
+                hub: Some(hark_daemon::HubJoin {
+                    url,
+                    role: Role::Agent,
+                    required: true,
+                }),
+            },
+        )
+        .await?;
+        let prepared = assembled.prepared;
+        let serving = assembled.hub.expect("a required hub is joined").serving;
         let socket = prepared.socket_file.path().to_owned();
         let default_timeout = prepared.daemon.default_timeout;
         let task = tokio::spawn(listener::run(
@@ -159,12 +161,8 @@ impl Drop for AgentDaemon {
 /// Serves the agent's MCP through a daemon of its own ([`AgentDaemon`]):
 /// the same tool results as with a daemon, answered by the team's
 /// operators, and unanswered when the bounded wait ends.
-pub async fn serve_agent(
-    config: &Config,
-    url: String,
-    mut settings: hark_mcp::McpSettings,
-) -> Result<(), Failed> {
-    let daemon = AgentDaemon::start(config, &url).await?;
+pub async fn serve_agent(url: String, mut settings: hark_mcp::McpSettings) -> Result<(), Failed> {
+    let daemon = AgentDaemon::start(&url).await?;
     settings.socket = daemon.socket.clone();
     if settings.timeout.is_none() {
         settings.timeout = Some(daemon.default_timeout);

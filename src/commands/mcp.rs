@@ -22,7 +22,7 @@ pub fn operator_ask(args: McpArgs) -> Result<ExitStatus, Failed> {
         .build()
         .map_err(Failed::Runtime)?;
     match args.hub {
-        Some(url) => runtime.block_on(crate::commands::hub::serve_agent(&config, url, settings))?,
+        Some(url) => runtime.block_on(crate::commands::hub::serve_agent(url, settings))?,
         None => runtime
             .block_on(hark_mcp::OperatorServer::new(settings).serve_stdio())
             .map_err(Failed::Mcp)?,

@@ -62,6 +62,8 @@ pub enum Failed {
     #[error(transparent)]
     Hub(#[from] hark_hub::HubError),
     #[error(transparent)]
+    Daemon(#[from] hark_daemon::AssembleError),
+    #[error(transparent)]
     AgentDaemon(#[from] hub::AgentDaemonError),
     #[error(transparent)]
     NoHome(#[from] hark_core::files::NoHomeError),

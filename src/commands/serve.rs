@@ -36,38 +36,35 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
         };
         // Before it says it serves, so a stop that follows at once is heard.
         let shutdown = serve::shutdown_signal();
-        let prepared = serve::prepare(prompter, options)?;
-        if let Some(mut web) = hark_web::WebOptions::from_whole_config(&prepared.config, args.web)? {
-            web.insecure_http = args.insecure_http;
-            let serving = hark_web::start(prepared.daemon.registry.clone(), web).await?;
-            eprintln!("hark: the web surface is on {}", serving.url);
-            let _ = prepared.daemon.web_url.set(serving.url);
-        }
-        // Before the socket serves: every item from the first is decided
-        // on the hub.
-        let _hub = match hark_hub::HubOptions::from_config(
-            prepared.config.hub.as_ref(),
-            args.hub.clone(),
-            hark_hub::Role::Operator,
-        ) {
-            Some(options) => {
-                let hub = hark_hub::Hub::connect(options).await?;
-                eprintln!(
-                    "hark: on the team's hub at {} as {} on {}",
-                    hub.options().url,
-                    hub.options().operator,
-                    hub.options().host
-                );
-                Some(hub.serve(&prepared.daemon.registry))
-            }
-            None => None,
+        let surfaces = hark_daemon::Surfaces {
+            web: hark_daemon::Web::Configured {
+                listen: args.web,
+                insecure_http: args.insecure_http,
+            },
+            hub: Some(hark_daemon::HubJoin {
+                url: args.hub.clone(),
+                role: hark_hub::Role::Operator,
+                required: false,
+            }),
         };
+        let assembled = hark_daemon::assemble(prompter, options, surfaces).await?;
+        if let Some(url) = &assembled.web_url {
+            eprintln!("hark: the web surface is on {url}");
+        }
+        if let Some(hub) = &assembled.hub {
+            eprintln!(
+                "hark: on the team's hub at {} as {} on {}",
+                hub.options.url, hub.options.operator, hub.options.host
+            );
+        }
+        let prepared = assembled.prepared;
         eprintln!(
             "hark: serving on {} — agents started with `--mcp-config \"$(hark mcp-config)\"` ask here",
             prepared.socket_file.path().display()
         );
         listener::run(prepared.listener, prepared.daemon, shutdown).await;
         drop(prepared.socket_file);
+        drop(assembled.hub);
         Ok(ExitStatus::Success)
     });
     // The terminal prompter reads stdin on a blocking thread that no signal

@@ -181,7 +181,7 @@ async fn run_to_end(args: RunArgs, resuming: Option<paused::Resuming>) -> Result
     // On a host with no daemon, one of its own asks the team's hub.
     let hub = match &args.hub {
         Some(url) => Some(
-            crate::commands::hub::AgentDaemon::start(&config, url)
+            crate::commands::hub::AgentDaemon::start(url)
                 .await
                 .map_err(Box::new)?,
         ),
