@@ -81,6 +81,7 @@ use args::{inline_or_file, parse};
 use fake_common::identity::{Identity, identity};
 use fake_common::log::{Log, cwd, own_hark_env};
 use fake_common::mcp::{self, Server, StartError};
+use fake_common::{OrExit, Runtime};
 use hooks::PreToolUse;
 use rmcp::service::ClientInitializeError;
 use saved::Saved;
@@ -183,30 +184,28 @@ async fn connect(configs: &[String]) -> Result<BTreeMap<String, Server>, Connect
     Ok(servers)
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
+fn main() -> ExitCode {
+    fake_common::main(Runtime::CurrentThread, run_cli)
+}
+
+/// The run, to the status it exits with (`Err`: it ended early, having
+/// said why on stderr).
+async fn run_cli(argv: Vec<String>) -> Result<ExitCode, ExitCode> {
     #[cfg(windows)]
     if argv.first().map(String::as_str) == Some(background::BREAKAWAY_MARK) {
-        return background::break_away(&argv[1..]);
+        return Ok(background::break_away(&argv[1..]));
     }
     #[cfg(windows)]
     if argv.first().map(String::as_str) == Some(background::SLEEP_MARK) {
         let seconds = argv.get(1).and_then(|s| s.parse().ok()).unwrap_or(600);
         std::thread::sleep(std::time::Duration::from_secs(seconds));
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     record(&argv);
-    let args = match parse(&argv) {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(1);
-        }
-    };
+    let args = parse(&argv).or_exit(1)?;
     if args.output_format.as_deref() == Some("stream-json") && !args.verbose {
         eprintln!("Error: When using --print, --output-format=stream-json requires --verbose");
-        return ExitCode::from(1);
+        return Err(ExitCode::from(1));
     }
     let saved = match &args.resume {
         None => Saved::default(),
@@ -222,7 +221,7 @@ async fn main() -> ExitCode {
                         "session_id": id, "errors": [error]}),
                     );
                 }
-                return ExitCode::from(1);
+                return Err(ExitCode::from(1));
             }
         },
     };
@@ -231,22 +230,15 @@ async fn main() -> ExitCode {
         eprintln!(
             "Error: Input must be provided either through stdin or as a prompt argument when using --print"
         );
-        return ExitCode::from(1);
+        return Err(ExitCode::from(1));
     }
-    let hooks = match PreToolUse::load(&args.settings) {
-        Ok(hooks) => hooks,
-        Err(e) => {
-            eprintln!("{}", message(&e));
-            return ExitCode::from(1);
-        }
-    };
-    let servers = match connect(&args.mcp_configs).await {
-        Ok(servers) => servers,
-        Err(e) => {
-            eprintln!("{}", message(&e));
-            return ExitCode::from(1);
-        }
-    };
+    let hooks = PreToolUse::load(&args.settings)
+        .map_err(|e| message(&e))
+        .or_exit(1)?;
+    let servers = connect(&args.mcp_configs)
+        .await
+        .map_err(|e| message(&e))
+        .or_exit(1)?;
     let mut tool_names = ["Read", "Edit", "Write", "Bash"]
         .map(str::to_owned)
         .to_vec();
@@ -295,5 +287,5 @@ async fn main() -> ExitCode {
         eprintln!("cannot save session {}: {e}", session.id);
     }
     mcp::stop(std::mem::take(&mut session.servers).into_values()).await;
-    ExitCode::from(session.status)
+    Ok(ExitCode::from(session.status))
 }

@@ -52,7 +52,7 @@ use fake_common::log::{Log, cwd, own_hark_env};
 use fake_common::mcp::{self, Server};
 use fake_common::script::{self, Agent};
 use fake_common::session::{Sessions, env_dir};
-use rmcp::service::PeerRequestOptions;
+use fake_common::{OrExit, Runtime};
 use serde_json::{Value, json};
 
 /// Where the log goes when the tests ask for one.
@@ -404,11 +404,8 @@ async fn call_ask(server: &Mcp, arguments: &Value) -> Result<String, String> {
         .get("tool_timeout_sec")
         .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
         .unwrap_or(300.0);
-    let Value::Object(arguments) = arguments.clone() else {
-        return Err("arguments are not an object".to_owned());
-    };
-    let mut options = PeerRequestOptions::no_options();
-    options.timeout = Some(Duration::from_secs_f64(secs));
+    let arguments = mcp::arguments(arguments).map_err(|e| e.to_string())?;
+    let options = mcp::timeout(Duration::from_secs_f64(secs));
     match mcp::call(&server.client, "ask", arguments, options).await {
         Ok(result) => Ok(mcp::text(&result)),
         Err(rmcp::ServiceError::Timeout { timeout }) => {
@@ -418,16 +415,14 @@ async fn call_ask(server: &Mcp, arguments: &Value) -> Result<String, String> {
     }
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse(&argv) {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
+fn main() -> ExitCode {
+    fake_common::main(Runtime::MultiThread, run_cli)
+}
+
+/// The run, to the status it exits with (`Err`: it ended early, having
+/// said why on stderr).
+async fn run_cli(argv: Vec<String>) -> Result<ExitCode, ExitCode> {
+    let args = parse(&argv).or_exit(2)?;
     LOG.line(
         &json!({"argv": argv, "env": own_hark_env(|_| false), "cwd": cwd(), "pid": std::process::id(),
         "process": identity(std::process::id()), "thread": default_thread(),
@@ -439,28 +434,19 @@ async fn main() -> ExitCode {
     let _ = std::io::stdin().read_to_string(&mut stdin);
     if !args.skip_git_repo_check && !in_git_repository(args.cd.as_deref()) {
         eprintln!("{UNTRUSTED}");
-        return ExitCode::from(1);
+        return Err(ExitCode::from(1));
     }
     let threads = threads();
-    let thread = match threads.pick(args.resume.as_ref(), default_thread) {
-        Ok(thread) => thread,
-        Err(unknown) => {
-            eprintln!("Error: no saved thread {}", unknown.id);
-            return ExitCode::from(1);
-        }
-    };
+    let thread = threads
+        .pick(args.resume.as_ref(), default_thread)
+        .map_err(|u| format!("Error: no saved thread {}", u.id))
+        .or_exit(1)?;
     threads.save(&thread, &json!({"thread_id": thread}));
     emit(
         args.json,
         json!({"type": "thread.started", "thread_id": thread}),
     );
-    let servers = match connect(&args.config, args.json).await {
-        Ok(servers) => servers,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(1);
-        }
-    };
+    let servers = connect(&args.config, args.json).await.or_exit(1)?;
     emit(args.json, json!({"type": "turn.started"}));
     let mut run = Run {
         json: args.json,
@@ -481,7 +467,7 @@ async fn main() -> ExitCode {
             .map(|m| m.client),
     )
     .await;
-    ExitCode::from(run.status)
+    Ok(ExitCode::from(run.status))
 }
 
 /// What Codex says outside a git repository without

@@ -2,6 +2,9 @@
 //! (rmcp's `TokioChildProcess`) and initialized, their tools called with
 //! the options each CLI uses, and what a call's result says.
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientRequest, Request, ServerResult};
 use rmcp::service::{ClientInitializeError, PeerRequestOptions, RequestHandle, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -26,12 +29,52 @@ pub enum StartError {
     Initialize(Box<ClientInitializeError>),
 }
 
+/// A call's arguments that are not a JSON object.
+#[derive(Debug, thiserror::Error)]
+#[error("arguments are not an object")]
+pub struct NotAnObject;
+
+/// The model's input as a call's arguments, which must be an object.
+pub fn arguments(input: &Value) -> Result<Map<String, Value>, NotAnObject> {
+    match input {
+        Value::Object(arguments) => Ok(arguments.clone()),
+        _ => Err(NotAnObject),
+    }
+}
+
+/// A call's options: cut at `timeout`.
+pub fn timeout(timeout: Duration) -> PeerRequestOptions {
+    let mut options = PeerRequestOptions::no_options();
+    options.timeout = Some(timeout);
+    options
+}
+
 /// Starts `command` as an MCP server and initializes it.
 pub async fn start(command: tokio::process::Command) -> Result<Server, StartError> {
     let transport = TokioChildProcess::new(command).map_err(StartError::Spawn)?;
     ().serve(transport)
         .await
         .map_err(|e| StartError::Initialize(Box::new(e)))
+}
+
+/// Starts each server of a config (`NAME: ENTRY`) with `start`; one that
+/// fails is told to `failed` and left out, and the run goes on. Each kept
+/// with its entry.
+pub async fn start_each<'a>(
+    entries: impl IntoIterator<Item = (&'a String, &'a Value)>,
+    start: impl AsyncFn(&str, &Value) -> Result<Server, String>,
+    failed: impl Fn(&str, &str),
+) -> BTreeMap<String, (Server, Value)> {
+    let mut servers = BTreeMap::new();
+    for (name, entry) in entries {
+        match start(name, entry).await {
+            Ok(server) => {
+                servers.insert(name.clone(), (server, entry.clone()));
+            }
+            Err(e) => failed(name, &e),
+        }
+    }
+    servers
 }
 
 /// Sends `tools/call` of `tool` with `options`; the handle its answer
@@ -100,4 +143,9 @@ pub async fn stop(servers: impl IntoIterator<Item = Server>) {
     for server in servers {
         let _ = server.cancel().await;
     }
+}
+
+/// [`stop`] for servers kept with their entries ([`start_each`]).
+pub async fn stop_each(servers: &mut BTreeMap<String, (Server, Value)>) {
+    stop(std::mem::take(servers).into_values().map(|(s, _)| s)).await;
 }

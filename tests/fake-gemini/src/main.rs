@@ -47,7 +47,7 @@ use fake_common::mcp::{self, SDK_TIMED_OUT, Server};
 use fake_common::script::{self, Agent};
 use fake_common::session::Sessions;
 use fake_common::words::{MissingValue, Words};
-use rmcp::service::PeerRequestOptions;
+use fake_common::{OrExit, Runtime};
 use serde_json::{Value, json};
 
 /// Where the log goes when the tests ask for one.
@@ -252,13 +252,16 @@ impl Agent for Run {
 /// Calls `ask` as the CLI does: cut at the server's `timeout`, which
 /// progress does not extend.
 async fn call(server: &Server, entry: &Value, input: &Value) -> Result<String, String> {
-    let Value::Object(arguments) = input.clone() else {
-        return Err("arguments are not an object".to_owned());
-    };
+    let arguments = mcp::arguments(input).map_err(|e| e.to_string())?;
     let ms = entry["timeout"].as_u64().unwrap_or(600_000);
-    let mut options = PeerRequestOptions::no_options();
-    options.timeout = Some(Duration::from_millis(ms));
-    match mcp::call(server, "ask", arguments, options).await {
+    match mcp::call(
+        server,
+        "ask",
+        arguments,
+        mcp::timeout(Duration::from_millis(ms)),
+    )
+    .await
+    {
         Ok(result) => mcp::outcome(&result),
         Err(rmcp::ServiceError::Timeout { .. }) => Err(SDK_TIMED_OUT.to_owned()),
         Err(e) => Err(mcp::failure(&e)),
@@ -270,29 +273,23 @@ fn sessions() -> Sessions {
     Sessions::new(home().join(".gemini/tmp/fake-sessions"))
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse(&argv) {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(1);
-        }
-    };
+fn main() -> ExitCode {
+    fake_common::main(Runtime::MultiThread, run_cli)
+}
+
+/// The run, to the status it exits with (`Err`: it ended early, having
+/// said why on stderr).
+async fn run_cli(argv: Vec<String>) -> Result<ExitCode, ExitCode> {
+    let args = parse(&argv).or_exit(1)?;
     if !args.skip_trust && std::env::var("GEMINI_CLI_TRUST_WORKSPACE").as_deref() != Ok("true") {
         eprintln!(
             "Gemini CLI is not running in a trusted directory. To proceed, either use --skip-trust, set the GEMINI_CLI_TRUST_WORKSPACE=true environment variable, or trust this directory in interactive mode."
         );
-        return ExitCode::from(55);
+        return Err(ExitCode::from(55));
     }
-    let settings = match settings() {
-        Ok(settings) => settings,
-        Err(e) => {
-            eprintln!("Error in settings: {e}");
-            return ExitCode::from(52);
-        }
-    };
+    let settings = settings()
+        .map_err(|e| format!("Error in settings: {e}"))
+        .or_exit(52)?;
     let stdin = fake_common::piped_stdin();
     let mut prompt = args.prompt.clone().unwrap_or_default();
     if !stdin.is_empty() {
@@ -309,26 +306,22 @@ async fn main() -> ExitCode {
         let me = Identity::me();
         format!("fake-{}-{}", me.pid, me.start)
     };
-    let session = match sessions.pick(args.resume.as_ref(), fresh) {
-        Ok(session) => session,
-        Err(unknown) => {
-            eprintln!(
+    let session = sessions
+        .pick(args.resume.as_ref(), fresh)
+        .map_err(|u| {
+            format!(
                 "Error resuming session: Invalid session identifier \"{}\".",
-                unknown.id
-            );
-            return ExitCode::from(42);
-        }
-    };
+                u.id
+            )
+        })
+        .or_exit(42)?;
     sessions.save(&session, &json!({"sessionId": session}));
-    let mut servers = BTreeMap::new();
-    for (name, entry) in settings["mcpServers"].as_object().into_iter().flatten() {
-        match start(name, entry).await {
-            Ok(server) => {
-                servers.insert(name.clone(), (server, entry.clone()));
-            }
-            Err(e) => eprintln!("Error connecting to MCP server '{name}': {e}"),
-        }
-    }
+    let servers = mcp::start_each(
+        settings["mcpServers"].as_object().into_iter().flatten(),
+        start,
+        |name, e| eprintln!("Error connecting to MCP server '{name}': {e}"),
+    )
+    .await;
     let mut run = Run {
         stream: args.format == "stream-json",
         yolo: args.yolo,
@@ -353,11 +346,6 @@ async fn main() -> ExitCode {
         "text" => print!("{}", run.text),
         _ => {}
     }
-    mcp::stop(
-        std::mem::take(&mut run.servers)
-            .into_values()
-            .map(|(s, _)| s),
-    )
-    .await;
-    ExitCode::from(run.status)
+    mcp::stop_each(&mut run.servers).await;
+    Ok(ExitCode::from(run.status))
 }

@@ -46,8 +46,8 @@ use fake_common::mcp::{self, SDK_TIMED_OUT, Server};
 use fake_common::script::{self, Agent};
 use fake_common::session::{Sessions, env_dir};
 use fake_common::words::{MissingValue, Words};
+use fake_common::{OrExit, Runtime};
 use rmcp::model::CancelledNotificationParam;
-use rmcp::service::PeerRequestOptions;
 use serde_json::{Map, Value, json};
 
 /// Where the log goes when the tests ask for one.
@@ -290,12 +290,9 @@ impl Agent for Run {
 /// Calls `ask` as OpenCode does: bounded by the server's `timeout`, which
 /// each progress notification restarts; then cancels the finished call.
 async fn call(server: &Server, entry: &Value, input: &Value) -> Result<String, String> {
-    let Value::Object(arguments) = input.clone() else {
-        return Err("arguments are not an object".to_owned());
-    };
+    let arguments = mcp::arguments(input).map_err(|e| e.to_string())?;
     let ms = entry["timeout"].as_u64().unwrap_or(60_000);
-    let mut options = PeerRequestOptions::no_options();
-    options.timeout = Some(Duration::from_millis(ms));
+    let mut options = mcp::timeout(Duration::from_millis(ms));
     options.reset_timeout_on_progress = true;
     let handle = mcp::send_call(server, "ask", arguments, options)
         .await
@@ -314,23 +311,15 @@ async fn call(server: &Server, entry: &Value, input: &Value) -> Result<String, S
     outcome
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse(&argv) {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(1);
-        }
-    };
-    let config = match config() {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("Error: {e}");
-            return ExitCode::from(1);
-        }
-    };
+fn main() -> ExitCode {
+    fake_common::main(Runtime::MultiThread, run_cli)
+}
+
+/// The run, to the status it exits with (`Err`: it ended early, having
+/// said why on stderr).
+async fn run_cli(argv: Vec<String>) -> Result<ExitCode, ExitCode> {
+    let args = parse(&argv).or_exit(1)?;
+    let config = config().map_err(|e| format!("Error: {e}")).or_exit(1)?;
     // As `run` does, whatever stdin holds is read first.
     let stdin = fake_common::piped_stdin();
     let mut text = message(&args.words);
@@ -343,23 +332,18 @@ async fn main() -> ExitCode {
         "process": identity(std::process::id())}),
     );
     let sessions = sessions();
-    let Ok(session) = sessions.pick(args.session.as_ref(), default_session) else {
-        eprintln!("Error: Session not found");
-        return ExitCode::from(1);
-    };
+    let session = sessions
+        .pick(args.session.as_ref(), default_session)
+        .map_err(|_| "Error: Session not found")
+        .or_exit(1)?;
     sessions.save(&session, &json!({"id": session}));
-    let mut servers = BTreeMap::new();
-    for (name, entry) in config["mcp"].as_object().into_iter().flatten() {
-        if entry["enabled"] == false || entry["type"] != "local" {
-            continue;
-        }
-        match start(name, entry).await {
-            Ok(server) => {
-                servers.insert(name.clone(), (server, entry.clone()));
-            }
-            Err(e) => eprintln!("WARN server unavailable key={name} status=failed: {e}"),
-        }
-    }
+    let local = config["mcp"].as_object().into_iter().flatten();
+    let servers = mcp::start_each(
+        local.filter(|(_, entry)| entry["enabled"] != false && entry["type"] == "local"),
+        start,
+        |name, e| eprintln!("WARN server unavailable key={name} status=failed: {e}"),
+    )
+    .await;
     let mut run = Run {
         json: args.json,
         auto: args.auto,
@@ -375,13 +359,8 @@ async fn main() -> ExitCode {
     };
     let script = args.words.last().cloned().unwrap_or_default();
     run.follow(&format!("{script}\n{stdin}")).await;
-    mcp::stop(
-        std::mem::take(&mut run.servers)
-            .into_values()
-            .map(|(s, _)| s),
-    )
-    .await;
-    ExitCode::from(run.status)
+    mcp::stop_each(&mut run.servers).await;
+    Ok(ExitCode::from(run.status))
 }
 
 /// The session id of a run not resumed: unique on this machine even where
