@@ -8,6 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
+use crate::args::inline_or_file;
+
 /// A hook's timeout when its entry names none (Claude Code's documented
 /// default for command hooks).
 const DEFAULT_TIMEOUT_SECS: u64 = 600;
@@ -56,14 +58,10 @@ impl PreToolUse {
     pub fn load(settings: &[String]) -> Result<Self, SettingsError> {
         let mut entries = Vec::new();
         for setting in settings {
-            let text = if setting.trim_start().starts_with('{') {
-                setting.clone()
-            } else {
-                std::fs::read_to_string(setting).map_err(|source| SettingsError::Read {
-                    path: setting.clone(),
-                    source,
-                })?
-            };
+            let text = inline_or_file(setting).map_err(|source| SettingsError::Read {
+                path: setting.clone(),
+                source,
+            })?;
             let value: Value =
                 serde_json::from_str(&text).map_err(|source| SettingsError::Parse {
                     settings: setting.clone(),

@@ -43,20 +43,20 @@
 //!   the environment each MCP server was given, one line per server.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::io::Read;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientRequest, Request, ServerResult};
-use rmcp::service::{PeerRequestOptions, RunningService};
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use fake_common::identity::{Identity, identity};
+use fake_common::log::{Log, cwd, own_hark_env};
+use fake_common::mcp::{self, Server};
+use fake_common::script::{self, Agent};
+use fake_common::session::{Sessions, env_dir};
+use fake_common::{OrExit, Runtime};
 use serde_json::{Value, json};
 
-#[path = "../../fake-common/identity.rs"]
-mod identity;
-use identity::identity;
+/// Where the log goes when the tests ask for one.
+const LOG: Log = Log::new("FAKE_CODEX_LOG");
 
 /// What Codex passes an MCP server of its own environment (measured).
 const SERVER_ENV: &[&str] = &[
@@ -195,26 +195,11 @@ fn parse(argv: &[String]) -> Result<Args, String> {
     Ok(args)
 }
 
-fn log_line(line: &Value) {
-    let Some(path) = std::env::var_os("FAKE_CODEX_LOG") else {
-        return;
-    };
-    if let Ok(mut file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-    {
-        let _ = writeln!(file, "{line}");
-    }
-}
-
 fn emit(json: bool, event: Value) {
     if json {
         println!("{event}");
     }
 }
-
-type Server = RunningService<RoleClient, ()>;
 
 /// One MCP server the overrides name, started.
 struct Mcp {
@@ -259,9 +244,8 @@ async fn start(name: &str, settings: &toml::Table) -> Result<Server, String> {
         given.insert(key.clone(), value.as_str().unwrap_or_default().to_owned());
     }
     process.envs(&given);
-    log_line(&json!({"server": name, "env": given}));
-    let transport = TokioChildProcess::new(process).map_err(|e| e.to_string())?;
-    ().serve(transport).await.map_err(|e| e.to_string())
+    LOG.line(&json!({"server": name, "env": given}));
+    mcp::start(process).await.map_err(|e| e.to_string())
 }
 
 /// Starts every server; a required one that fails is the run's end.
@@ -298,13 +282,8 @@ async fn connect(config: &toml::Table, json: bool) -> Result<BTreeMap<String, Mc
 }
 
 /// Where the fake keeps its threads.
-fn thread_file(id: &str) -> PathBuf {
-    let home = std::env::var_os("CODEX_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".codex")
-        });
-    home.join("fake-threads").join(format!("{id}.json"))
+fn threads() -> Sessions {
+    Sessions::new(env_dir("CODEX_HOME", ".codex").join("fake-threads"))
 }
 
 struct Run {
@@ -320,20 +299,10 @@ impl Run {
         self.items += 1;
         format!("item_{}", self.items)
     }
+}
 
-    fn message(&mut self, text: &str) {
-        let id = self.item_id();
-        if self.json {
-            emit(
-                true,
-                json!({"type": "item.completed", "item": {"id": id, "type": "agent_message", "text": text}}),
-            );
-        } else {
-            println!("{text}");
-        }
-    }
-
-    /// `ASK {json}`: the model's call of `mcp__operator` `ask`.
+impl Agent for Run {
+    /// The model's call of `mcp__operator` `ask`.
     async fn ask(&mut self, arguments: Value) {
         let id = self.item_id();
         let item = |status: &str, result: Value, error: Value| {
@@ -349,7 +318,7 @@ impl Run {
             Some(mcp) => call_ask(mcp, &arguments).await,
         };
         if let Ok(text) = &outcome {
-            log_line(&json!({"tool_result": text}));
+            LOG.line(&json!({"tool_result": text}));
         }
         let done = match outcome {
             Ok(text) => item(
@@ -362,8 +331,20 @@ impl Run {
         emit(self.json, json!({"type": "item.completed", "item": done}));
     }
 
-    /// `WRITE path text`: a shell command writing a file, refused by the
-    /// read-only sandbox.
+    /// An agent message.
+    fn say(&mut self, text: &str) {
+        let id = self.item_id();
+        if self.json {
+            emit(
+                true,
+                json!({"type": "item.completed", "item": {"id": id, "type": "agent_message", "text": text}}),
+            );
+        } else {
+            println!("{text}");
+        }
+    }
+
+    /// A shell command writing a file, refused by the read-only sandbox.
     fn write(&mut self, path: &str, text: &str) {
         let id = self.item_id();
         let command = format!("/bin/sh -lc 'printf %s … > {path}'");
@@ -391,99 +372,59 @@ impl Run {
         );
     }
 
-    async fn follow(&mut self, script: &str) {
-        for line in script.lines() {
-            let (command, rest) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
-            match command {
-                "ASK" => match serde_json::from_str::<Value>(rest) {
-                    Ok(arguments) => self.ask(arguments).await,
-                    Err(e) => self.message(&format!("bad ASK: {e}")),
-                },
-                "SAY" => self.message(rest),
-                "WRITE" => {
-                    let (path, text) = rest.split_once(' ').unwrap_or((rest, ""));
-                    self.write(path, text);
-                }
-                "EXIT" => self.status = rest.trim().parse().unwrap_or(1),
-                "HANG" => std::future::pending::<()>().await,
-                "" => {}
-                _ => self.message(line),
-            }
-        }
+    fn exit(&mut self, status: u8) {
+        self.status = status;
+    }
+
+    /// What the model says of a line that is no command: the line.
+    fn other(&mut self, line: &str) {
+        self.say(line);
     }
 }
 
 /// Calls `ask` as Codex does: only when its approval mode lets it, cut at
 /// `tool_timeout_sec`.
-async fn call_ask(mcp: &Mcp, arguments: &Value) -> Result<String, String> {
+async fn call_ask(server: &Mcp, arguments: &Value) -> Result<String, String> {
     let approve = |t: &toml::Table| {
         t.get("default_tools_approval_mode")
             .and_then(toml::Value::as_str)
             == Some("approve")
     };
-    let per_tool = mcp
+    let per_tool = server
         .settings
         .get("tools")
         .and_then(|t| t.get("ask"))
         .and_then(|t| t.get("approval_mode"))
         .and_then(toml::Value::as_str);
-    if !approve(&mcp.settings) && per_tool != Some("approve") {
+    if !approve(&server.settings) && per_tool != Some("approve") {
         return Err(NEEDS_APPROVAL.to_owned());
     }
-    let secs = mcp
+    let secs = server
         .settings
         .get("tool_timeout_sec")
         .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
         .unwrap_or(300.0);
-    let Value::Object(arguments) = arguments.clone() else {
-        return Err("arguments are not an object".to_owned());
-    };
-    let params = CallToolRequestParams::new("ask").with_arguments(arguments);
-    let mut options = PeerRequestOptions::no_options();
-    options.timeout = Some(Duration::from_secs_f64(secs));
-    let handle = mcp
-        .client
-        .send_request_with_option(
-            ClientRequest::CallToolRequest(Request::new(params)),
-            options,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    match handle.await_response().await {
-        Ok(ServerResult::CallToolResult(result)) => {
-            let text: Vec<String> = result
-                .content
-                .iter()
-                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-                .collect();
-            Ok(text.join("\n"))
-        }
-        Ok(_) => Err("unexpected response".to_owned()),
+    let arguments = mcp::arguments(arguments).map_err(|e| e.to_string())?;
+    let options = mcp::timeout(Duration::from_secs_f64(secs));
+    match mcp::call(&server.client, "ask", arguments, options).await {
+        Ok(result) => Ok(mcp::text(&result)),
         Err(rmcp::ServiceError::Timeout { timeout }) => {
             Err(format!("tool call timed out after {}s", timeout.as_secs()))
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(mcp::failure(&e)),
     }
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse(&argv) {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
-    let hark_env: BTreeMap<String, String> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("HARK_") || k == "FAKE_MARKER")
-        .collect();
-    let cwd = std::env::current_dir()
-        .map(|d| d.display().to_string())
-        .unwrap_or_default();
-    log_line(
-        &json!({"argv": argv, "env": hark_env, "cwd": cwd, "pid": std::process::id(),
+fn main() -> ExitCode {
+    fake_common::main(Runtime::MultiThread, run_cli)
+}
+
+/// The run, to the status it exits with (`Err`: it ended early, having
+/// said why on stderr).
+async fn run_cli(argv: Vec<String>) -> Result<ExitCode, ExitCode> {
+    let args = parse(&argv).or_exit(2)?;
+    LOG.line(
+        &json!({"argv": argv, "env": own_hark_env(|_| false), "cwd": cwd(), "pid": std::process::id(),
         "process": identity(std::process::id()), "thread": default_thread(),
         "config": args.config, "sandbox": args.sandbox, "resume": args.resume}),
     );
@@ -493,32 +434,19 @@ async fn main() -> ExitCode {
     let _ = std::io::stdin().read_to_string(&mut stdin);
     if !args.skip_git_repo_check && !in_git_repository(args.cd.as_deref()) {
         eprintln!("{UNTRUSTED}");
-        return ExitCode::from(1);
+        return Err(ExitCode::from(1));
     }
-    let thread = match &args.resume {
-        Some(id) if !thread_file(id).exists() => {
-            eprintln!("Error: no saved thread {id}");
-            return ExitCode::from(1);
-        }
-        Some(id) => id.clone(),
-        None => default_thread(),
-    };
-    let file = thread_file(&thread);
-    if let Some(dir) = file.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let _ = std::fs::write(&file, json!({"thread_id": thread}).to_string());
+    let threads = threads();
+    let thread = threads
+        .pick(args.resume.as_ref(), default_thread)
+        .map_err(|u| format!("Error: no saved thread {}", u.id))
+        .or_exit(1)?;
+    threads.save(&thread, &json!({"thread_id": thread}));
     emit(
         args.json,
         json!({"type": "thread.started", "thread_id": thread}),
     );
-    let servers = match connect(&args.config, args.json).await {
-        Ok(servers) => servers,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(1);
-        }
-    };
+    let servers = connect(&args.config, args.json).await.or_exit(1)?;
     emit(args.json, json!({"type": "turn.started"}));
     let mut run = Run {
         json: args.json,
@@ -527,17 +455,19 @@ async fn main() -> ExitCode {
         items: 0,
         status: 0,
     };
-    run.follow(args.prompt.as_deref().unwrap_or(stdin.as_str()))
-        .await;
+    script::follow(&mut run, args.prompt.as_deref().unwrap_or(stdin.as_str())).await;
     emit(
         args.json,
         json!({"type": "turn.completed", "usage": {"input_tokens": 20, "cached_input_tokens": 0,
         "output_tokens": 10, "reasoning_output_tokens": 0}}),
     );
-    for (_, mcp) in std::mem::take(&mut run.servers) {
-        let _ = mcp.client.cancel().await;
-    }
-    ExitCode::from(run.status)
+    mcp::stop(
+        std::mem::take(&mut run.servers)
+            .into_values()
+            .map(|m| m.client),
+    )
+    .await;
+    Ok(ExitCode::from(run.status))
 }
 
 /// What Codex says outside a git repository without
@@ -562,6 +492,6 @@ fn in_git_repository(cd: Option<&str>) -> bool {
 /// The thread id of a run not resumed: unique on this machine even where
 /// every agent is pid 2 of its own PID namespace (confined by hark).
 fn default_thread() -> String {
-    let me = identity(std::process::id());
-    format!("fake-thread-{}-{}", me["pid"], me["start"])
+    let me = Identity::me();
+    format!("fake-thread-{}-{}", me.pid, me.start)
 }

@@ -37,23 +37,22 @@
 //!   each server's hark environment, and each tool result.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientRequest, Request, ServerResult};
-use rmcp::service::{PeerRequestOptions, RunningService};
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use fake_common::identity::{Identity, identity};
+use fake_common::log::{Log, hark_env};
+use fake_common::mcp::{self, SDK_TIMED_OUT, Server};
+use fake_common::script::{self, Agent};
+use fake_common::session::Sessions;
+use fake_common::words::{MissingValue, Words};
+use fake_common::{OrExit, Runtime};
 use serde_json::{Value, json};
 
-#[path = "../../fake-common/identity.rs"]
-mod identity;
-use identity::identity;
+/// Where the log goes when the tests ask for one.
+const LOG: Log = Log::new("FAKE_GEMINI_LOG");
 
-/// What the model reads of a call cut at `timeout` (measured).
-const TIMED_OUT: &str = "MCP error -32001: Request timed out";
 /// Words whose presence in a variable's name keeps it from a server (measured).
 const REDACTED: [&str; 10] = [
     "TOKEN",
@@ -72,6 +71,17 @@ const ALLOWED: [&str; 8] = [
     "PATH", "HOME", "LANG", "SHELL", "TERM", "USER", "TMPDIR", "LOGNAME",
 ];
 
+/// What is wrong with the command line.
+#[derive(Debug, thiserror::Error)]
+enum ArgsError {
+    #[error(transparent)]
+    MissingValue(#[from] MissingValue),
+    #[error("fake-gemini: {0} is not emulated")]
+    Flag(String),
+    #[error("fake-gemini: only `gemini -p` is emulated")]
+    NoPrompt,
+}
+
 #[derive(Debug, Default)]
 struct Args {
     prompt: Option<String>,
@@ -81,60 +91,36 @@ struct Args {
     skip_trust: bool,
 }
 
-fn parse(argv: &[String]) -> Result<Args, String> {
+fn parse(argv: &[String]) -> Result<Args, ArgsError> {
     let mut args = Args {
         format: "text".to_owned(),
         ..Args::default()
     };
-    let mut words = argv.iter();
-    while let Some(arg) = words.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| words.next().cloned())
-                .ok_or_else(|| format!("Not enough arguments following: {name}"))
-        };
-        match name {
-            "-p" | "--prompt" => args.prompt = Some(value()?),
-            "-o" | "--output-format" => args.format = value()?,
-            "-r" | "--resume" => args.resume = Some(value()?),
+    let mut words = Words::new(argv);
+    while let Some(word) = words.next() {
+        match word.name {
+            "-p" | "--prompt" => args.prompt = Some(words.value(&word)?),
+            "-o" | "--output-format" => args.format = words.value(&word)?,
+            "-r" | "--resume" => args.resume = Some(words.value(&word)?),
             "-m" | "--model" => {
-                value()?;
+                words.value(&word)?;
             }
-            "--approval-mode" => args.yolo |= value()? == "yolo",
+            "--approval-mode" => args.yolo |= words.value(&word)? == "yolo",
             "-y" | "--yolo" => args.yolo = true,
             "--skip-trust" => args.skip_trust = true,
-            other => return Err(format!("fake-gemini: {other} is not emulated")),
+            other => return Err(ArgsError::Flag(other.to_owned())),
         }
     }
     if args.prompt.is_none() {
-        return Err("fake-gemini: only `gemini -p` is emulated".to_owned());
+        return Err(ArgsError::NoPrompt);
     }
     Ok(args)
 }
 
-fn log_line(line: &Value) {
-    let Some(path) = std::env::var_os("FAKE_GEMINI_LOG") else {
-        return;
-    };
-    if let Ok(mut file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-    {
-        let _ = writeln!(file, "{line}");
-    }
-}
-
-/// The hark variables of an environment, which the log keeps.
-fn hark_env<'a>(vars: impl Iterator<Item = (&'a String, &'a String)>) -> BTreeMap<String, String> {
-    vars.filter(|(k, _)| k.starts_with("HARK_") || *k == "FAKE_MARKER" || k.contains("KEY"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+/// The variables of an environment that the log keeps: hark's, and any
+/// whose name holds `KEY` (to show which reach a server).
+fn logged_env(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    hark_env(env, |k| k.contains("KEY"))
 }
 
 /// Where the CLI reads `.gemini/` from.
@@ -152,8 +138,6 @@ fn settings() -> Result<Value, String> {
         Err(_) => Ok(json!({})),
     }
 }
-
-type Server = RunningService<RoleClient, ()>;
 
 /// Starts one `mcpServers.NAME`, with the environment the CLI passes.
 async fn start(name: &str, entry: &Value) -> Result<Server, String> {
@@ -176,13 +160,12 @@ async fn start(name: &str, entry: &Value) -> Result<Server, String> {
     for (key, value) in entry["env"].as_object().into_iter().flatten() {
         env.insert(key.clone(), value.as_str().unwrap_or_default().to_owned());
     }
-    log_line(&json!({"server": name, "env": hark_env(env.iter())}));
+    LOG.line(&json!({"server": name, "env": logged_env(&env)}));
     process.env_clear().envs(&env);
     if let Some(cwd) = entry["cwd"].as_str() {
         process.current_dir(cwd);
     }
-    let transport = TokioChildProcess::new(process).map_err(|e| e.to_string())?;
-    ().serve(transport).await.map_err(|e| e.to_string())
+    mcp::start(process).await.map_err(|e| e.to_string())
 }
 
 struct Run {
@@ -203,17 +186,6 @@ impl Run {
         }
     }
 
-    fn say(&mut self, text: &str) {
-        self.text.push_str(text);
-        self.text.push('\n');
-        let (first, rest) = text.split_at(text.len() / 2);
-        for piece in [first, rest] {
-            self.emit(
-                json!({"type": "message", "role": "assistant", "content": piece, "delta": true}),
-            );
-        }
-    }
-
     /// A tool call and its result.
     fn tool(&mut self, name: &str, id: &str, input: &Value, outcome: &Result<String, String>) {
         self.emit(
@@ -226,13 +198,12 @@ impl Run {
             Err(error) => json!({"type": "tool_result", "tool_id": id, "status": "error",
                 "error": {"type": "tool_error", "message": error}}),
         });
-        log_line(&match outcome {
-            Ok(text) => json!({"tool_result": text, "is_error": false}),
-            Err(text) => json!({"tool_result": text, "is_error": true}),
-        });
+        LOG.tool_result(outcome);
     }
+}
 
-    /// `ASK {json}`: the model's call of `mcp_operator_ask`.
+impl Agent for Run {
+    /// The model's call of `mcp_operator_ask`.
     async fn ask(&mut self, input: Value) {
         let tool = "mcp_operator_ask";
         self.calls += 1;
@@ -248,7 +219,18 @@ impl Run {
         self.tool(tool, &id, &input, &outcome);
     }
 
-    /// `WRITE path text`: `write_file`, offered only under `--yolo`.
+    fn say(&mut self, text: &str) {
+        self.text.push_str(text);
+        self.text.push('\n');
+        let (first, rest) = text.split_at(text.len() / 2);
+        for piece in [first, rest] {
+            self.emit(
+                json!({"type": "message", "role": "assistant", "content": piece, "delta": true}),
+            );
+        }
+    }
+
+    /// `write_file`, offered only under `--yolo`.
     fn write(&mut self, path: &str, text: &str) {
         self.calls += 1;
         let id = format!("write_file__call{}", self.calls);
@@ -262,130 +244,84 @@ impl Run {
         self.tool("write_file", &id, &input, &outcome);
     }
 
-    async fn follow(&mut self, script: &str) {
-        for line in script.lines() {
-            let (command, rest) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
-            match command {
-                "ASK" => match serde_json::from_str::<Value>(rest) {
-                    Ok(input) => self.ask(input).await,
-                    Err(e) => self.say(&format!("bad ASK: {e}")),
-                },
-                "SAY" => self.say(rest),
-                "WRITE" => {
-                    let (path, text) = rest.split_once(' ').unwrap_or((rest, ""));
-                    self.write(path, text);
-                }
-                "EXIT" => self.status = rest.trim().parse().unwrap_or(1),
-                "HANG" => std::future::pending::<()>().await,
-                _ => {}
-            }
-        }
+    fn exit(&mut self, status: u8) {
+        self.status = status;
     }
 }
 
 /// Calls `ask` as the CLI does: cut at the server's `timeout`, which
 /// progress does not extend.
 async fn call(server: &Server, entry: &Value, input: &Value) -> Result<String, String> {
-    let Value::Object(arguments) = input.clone() else {
-        return Err("arguments are not an object".to_owned());
-    };
+    let arguments = mcp::arguments(input).map_err(|e| e.to_string())?;
     let ms = entry["timeout"].as_u64().unwrap_or(600_000);
-    let params = CallToolRequestParams::new("ask").with_arguments(arguments);
-    let mut options = PeerRequestOptions::no_options();
-    options.timeout = Some(Duration::from_millis(ms));
-    let handle = server
-        .send_request_with_option(
-            ClientRequest::CallToolRequest(Request::new(params)),
-            options,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    match handle.await_response().await {
-        Ok(ServerResult::CallToolResult(result)) => {
-            let text: Vec<String> = result
-                .content
-                .iter()
-                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-                .collect();
-            match result.is_error {
-                Some(true) => Err(text.join("\n")),
-                _ => Ok(text.join("\n")),
-            }
-        }
-        Ok(_) => Err("unexpected response".to_owned()),
-        Err(rmcp::ServiceError::Timeout { .. }) => Err(TIMED_OUT.to_owned()),
-        Err(e) => Err(e.to_string()),
+    match mcp::call(
+        server,
+        "ask",
+        arguments,
+        mcp::timeout(Duration::from_millis(ms)),
+    )
+    .await
+    {
+        Ok(result) => mcp::outcome(&result),
+        Err(rmcp::ServiceError::Timeout { .. }) => Err(SDK_TIMED_OUT.to_owned()),
+        Err(e) => Err(mcp::failure(&e)),
     }
 }
 
-fn session_file(id: &str) -> PathBuf {
-    home()
-        .join(".gemini/tmp/fake-sessions")
-        .join(format!("{id}.json"))
+/// Where the fake keeps its sessions.
+fn sessions() -> Sessions {
+    Sessions::new(home().join(".gemini/tmp/fake-sessions"))
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse(&argv) {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(1);
-        }
-    };
+fn main() -> ExitCode {
+    fake_common::main(Runtime::MultiThread, run_cli)
+}
+
+/// The run, to the status it exits with (`Err`: it ended early, having
+/// said why on stderr).
+async fn run_cli(argv: Vec<String>) -> Result<ExitCode, ExitCode> {
+    let args = parse(&argv).or_exit(1)?;
     if !args.skip_trust && std::env::var("GEMINI_CLI_TRUST_WORKSPACE").as_deref() != Ok("true") {
         eprintln!(
             "Gemini CLI is not running in a trusted directory. To proceed, either use --skip-trust, set the GEMINI_CLI_TRUST_WORKSPACE=true environment variable, or trust this directory in interactive mode."
         );
-        return ExitCode::from(55);
+        return Err(ExitCode::from(55));
     }
-    let settings = match settings() {
-        Ok(settings) => settings,
-        Err(e) => {
-            eprintln!("Error in settings: {e}");
-            return ExitCode::from(52);
-        }
-    };
-    let mut stdin = String::new();
-    if !std::io::stdin().is_terminal() {
-        let _ = std::io::stdin().read_to_string(&mut stdin);
-    }
+    let settings = settings()
+        .map_err(|e| format!("Error in settings: {e}"))
+        .or_exit(52)?;
+    let stdin = fake_common::piped_stdin();
     let mut prompt = args.prompt.clone().unwrap_or_default();
     if !stdin.is_empty() {
         prompt = format!("{stdin}\n\n{prompt}");
     }
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    log_line(
-        &json!({"argv": argv, "prompt": prompt, "env": hark_env(env.iter()),
+    LOG.line(
+        &json!({"argv": argv, "prompt": prompt, "env": logged_env(&env),
         "settings": settings, "home": home(), "session": args.resume,
         "process": identity(std::process::id())}),
     );
-    let session = match &args.resume {
-        Some(id) if !session_file(id).exists() => {
-            eprintln!("Error resuming session: Invalid session identifier \"{id}\".");
-            return ExitCode::from(42);
-        }
-        Some(id) => id.clone(),
-        None => {
-            let me = identity(std::process::id());
-            format!("fake-{}-{}", me["pid"], me["start"])
-        }
+    let sessions = sessions();
+    let fresh = || {
+        let me = Identity::me();
+        format!("fake-{}-{}", me.pid, me.start)
     };
-    let file = session_file(&session);
-    if let Some(dir) = file.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let _ = std::fs::write(&file, json!({"sessionId": session}).to_string());
-    let mut servers = BTreeMap::new();
-    for (name, entry) in settings["mcpServers"].as_object().into_iter().flatten() {
-        match start(name, entry).await {
-            Ok(server) => {
-                servers.insert(name.clone(), (server, entry.clone()));
-            }
-            Err(e) => eprintln!("Error connecting to MCP server '{name}': {e}"),
-        }
-    }
+    let session = sessions
+        .pick(args.resume.as_ref(), fresh)
+        .map_err(|u| {
+            format!(
+                "Error resuming session: Invalid session identifier \"{}\".",
+                u.id
+            )
+        })
+        .or_exit(42)?;
+    sessions.save(&session, &json!({"sessionId": session}));
+    let servers = mcp::start_each(
+        settings["mcpServers"].as_object().into_iter().flatten(),
+        start,
+        |name, e| eprintln!("Error connecting to MCP server '{name}': {e}"),
+    )
+    .await;
     let mut run = Run {
         stream: args.format == "stream-json",
         yolo: args.yolo,
@@ -397,7 +333,7 @@ async fn main() -> ExitCode {
     };
     run.emit(json!({"type": "init", "timestamp": "", "session_id": run.session, "model": "auto"}));
     run.emit(json!({"type": "message", "role": "user", "content": prompt}));
-    run.follow(&prompt).await;
+    script::follow(&mut run, &prompt).await;
     run.emit(
         json!({"type": "result", "status": "success", "stats": {"total_tokens": 30,
         "input_tokens": 20, "output_tokens": 10, "duration_ms": 1200, "tool_calls": run.calls}}),
@@ -410,8 +346,6 @@ async fn main() -> ExitCode {
         "text" => print!("{}", run.text),
         _ => {}
     }
-    for (_, (server, _)) in std::mem::take(&mut run.servers) {
-        let _ = server.cancel().await;
-    }
-    ExitCode::from(run.status)
+    mcp::stop_each(&mut run.servers).await;
+    Ok(ExitCode::from(run.status))
 }

@@ -37,27 +37,35 @@
 //!   line per run, each server's hark environment, and each tool result.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Read, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, CancelledNotificationParam, ClientRequest, Request, ServerResult,
-};
-use rmcp::service::{PeerRequestOptions, RunningService};
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use fake_common::identity::{Identity, identity};
+use fake_common::log::{Log, hark_env, own_hark_env};
+use fake_common::mcp::{self, SDK_TIMED_OUT, Server};
+use fake_common::script::{self, Agent};
+use fake_common::session::{Sessions, env_dir};
+use fake_common::words::{MissingValue, Words};
+use fake_common::{OrExit, Runtime};
+use rmcp::model::CancelledNotificationParam;
 use serde_json::{Map, Value, json};
 
-#[path = "../../fake-common/identity.rs"]
-mod identity;
-use identity::identity;
+/// Where the log goes when the tests ask for one.
+const LOG: Log = Log::new("FAKE_OPENCODE_LOG");
 
 /// What `run` says of a call the permission `ask` auto-rejected (measured).
 const REJECTED: &str = "The user rejected permission to use this specific tool call.";
-/// What the model reads of a call cut at `timeout` (measured).
-const TIMED_OUT: &str = "MCP error -32001: Request timed out";
+
+/// What is wrong with the command line.
+#[derive(Debug, thiserror::Error)]
+enum ArgsError {
+    #[error(transparent)]
+    MissingValue(#[from] MissingValue),
+    #[error("fake-opencode: {0} is not emulated")]
+    Flag(String),
+    #[error("fake-opencode: only `opencode run` is emulated")]
+    NotRun,
+}
 
 #[derive(Debug, Default)]
 struct Args {
@@ -67,43 +75,33 @@ struct Args {
     words: Vec<String>,
 }
 
-fn parse(argv: &[String]) -> Result<Args, String> {
+fn parse(argv: &[String]) -> Result<Args, ArgsError> {
     let mut args = Args::default();
-    let mut words = argv.iter();
+    let mut words = Words::new(argv);
     let mut run = false;
-    while let Some(arg) = words.next() {
-        if arg == "--" && run {
-            args.words.extend(words.by_ref().cloned());
+    while let Some(word) = words.next() {
+        if word.arg == "--" && run {
+            args.words.extend(words.rest().cloned());
             break;
         }
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| words.next().cloned())
-                .ok_or_else(|| format!("Not enough arguments following: {name}"))
-        };
-        match name {
-            "--format" => args.json = value()? == "json",
-            "-s" | "--session" => args.session = Some(value()?),
+        match word.name {
+            "--format" => args.json = words.value(&word)? == "json",
+            "-s" | "--session" => args.session = Some(words.value(&word)?),
             "-m" | "--model" | "--agent" | "--variant" | "--title" | "--dir" | "--log-level" => {
-                value()?;
+                words.value(&word)?;
             }
             "--auto" | "--dangerously-skip-permissions" | "--yolo" => args.auto = true,
             "--print-logs" | "--pure" | "--thinking" => {}
             "run" if !run => run = true,
             flag if flag.starts_with('-') && flag.len() > 1 => {
-                return Err(format!("fake-opencode: {flag} is not emulated"));
+                return Err(ArgsError::Flag(flag.to_owned()));
             }
             word if run => args.words.push(word.to_owned()),
-            _ => return Err("fake-opencode: only `opencode run` is emulated".to_owned()),
+            _ => return Err(ArgsError::NotRun),
         }
     }
     if !run {
-        return Err("fake-opencode: only `opencode run` is emulated".to_owned());
+        return Err(ArgsError::NotRun);
     }
     Ok(args)
 }
@@ -118,26 +116,6 @@ fn message(words: &[String]) -> String {
         })
         .collect();
     quoted.join(" ")
-}
-
-fn log_line(line: &Value) {
-    let Some(path) = std::env::var_os("FAKE_OPENCODE_LOG") else {
-        return;
-    };
-    if let Ok(mut file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-    {
-        let _ = writeln!(file, "{line}");
-    }
-}
-
-/// The hark variables of an environment, which the log keeps.
-fn hark_env<'a>(vars: impl Iterator<Item = (&'a String, &'a String)>) -> BTreeMap<String, String> {
-    vars.filter(|(k, _)| k.starts_with("HARK_") || *k == "FAKE_MARKER")
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
 }
 
 /// The config: `OPENCODE_CONFIG_CONTENT`, with `OPENCODE_PERMISSION`
@@ -162,8 +140,6 @@ fn config() -> Result<Value, String> {
     Ok(config)
 }
 
-type Server = RunningService<RoleClient, ()>;
-
 /// Starts one `mcp.NAME` server, with the whole environment and its own.
 async fn start(name: &str, entry: &Value) -> Result<Server, String> {
     let command: Vec<&str> = entry["command"]
@@ -179,21 +155,14 @@ async fn start(name: &str, entry: &Value) -> Result<Server, String> {
     for (key, value) in entry["environment"].as_object().into_iter().flatten() {
         env.insert(key.clone(), value.as_str().unwrap_or_default().to_owned());
     }
-    log_line(&json!({"server": name, "env": hark_env(env.iter())}));
+    LOG.line(&json!({"server": name, "env": hark_env(&env, |_| false)}));
     process.env_clear().envs(&env);
-    let transport = TokioChildProcess::new(process).map_err(|e| e.to_string())?;
-    ().serve(transport).await.map_err(|e| e.to_string())
+    mcp::start(process).await.map_err(|e| e.to_string())
 }
 
 /// Where the fake keeps its sessions.
-fn session_file(id: &str) -> PathBuf {
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".local/share")
-        });
-    data.join("opencode/fake-sessions")
-        .join(format!("{id}.json"))
+fn sessions() -> Sessions {
+    Sessions::new(env_dir("XDG_DATA_HOME", ".local/share").join("opencode/fake-sessions"))
 }
 
 struct Run {
@@ -228,13 +197,6 @@ impl Run {
         rule(key).or_else(|| rule("*")).unwrap_or("allow")
     }
 
-    fn text(&mut self, text: &str) {
-        if !self.json {
-            println!("{text}");
-        }
-        self.emit("text", json!({"type": "text", "text": text}));
-    }
-
     /// A tool call, once it has finished; it ends the step, and the model
     /// is asked again in the next.
     fn tool_use(&mut self, tool: &str, input: &Value, outcome: Result<String, String>) {
@@ -267,7 +229,21 @@ impl Run {
         }
     }
 
-    /// `ASK {json}`: the model's call of `operator_ask`.
+    /// The script, in one step that ends with `stop`.
+    async fn follow(&mut self, script: &str) {
+        self.emit("step_start", json!({"type": "step-start"}));
+        if !script::follow(self, script).await {
+            return;
+        }
+        self.emit(
+            "step_finish",
+            json!({"type": "step-finish", "reason": "stop", "cost": 0, "tokens": {"input": 20, "output": 10}}),
+        );
+    }
+}
+
+impl Agent for Run {
+    /// The model's call of `operator_ask`.
     async fn ask(&mut self, input: Value) {
         let tool = "operator_ask";
         let outcome = match self.servers.contains_key("operator") {
@@ -280,14 +256,18 @@ impl Run {
                 }
             },
         };
-        log_line(&match &outcome {
-            Ok(text) => json!({"tool_result": text, "is_error": false}),
-            Err(text) => json!({"tool_result": text, "is_error": true}),
-        });
+        LOG.tool_result(&outcome);
         self.tool_use(tool, &input, outcome);
     }
 
-    /// `WRITE path text`: the `write` tool, under the permission `edit`.
+    fn say(&mut self, text: &str) {
+        if !self.json {
+            println!("{text}");
+        }
+        self.emit("text", json!({"type": "text", "text": text}));
+    }
+
+    /// The `write` tool, under the permission `edit`.
     fn write(&mut self, path: &str, text: &str) {
         let input = json!({"filePath": path, "content": text});
         let outcome = self.allowed("write", "edit").and_then(|()| {
@@ -298,69 +278,30 @@ impl Run {
         self.tool_use("write", &input, outcome);
     }
 
-    async fn follow(&mut self, script: &str) {
-        self.emit("step_start", json!({"type": "step-start"}));
-        for line in script.lines() {
-            if self.ended {
-                return;
-            }
-            let (command, rest) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
-            match command {
-                "ASK" => match serde_json::from_str::<Value>(rest) {
-                    Ok(input) => self.ask(input).await,
-                    Err(e) => self.text(&format!("bad ASK: {e}")),
-                },
-                "SAY" => self.text(rest),
-                "WRITE" => {
-                    let (path, text) = rest.split_once(' ').unwrap_or((rest, ""));
-                    self.write(path, text);
-                }
-                "EXIT" => self.status = rest.trim().parse().unwrap_or(1),
-                "HANG" => std::future::pending::<()>().await,
-                _ => {}
-            }
-        }
-        self.emit(
-            "step_finish",
-            json!({"type": "step-finish", "reason": "stop", "cost": 0, "tokens": {"input": 20, "output": 10}}),
-        );
+    fn exit(&mut self, status: u8) {
+        self.status = status;
+    }
+
+    fn ended(&self) -> bool {
+        self.ended
     }
 }
 
 /// Calls `ask` as OpenCode does: bounded by the server's `timeout`, which
 /// each progress notification restarts; then cancels the finished call.
 async fn call(server: &Server, entry: &Value, input: &Value) -> Result<String, String> {
-    let Value::Object(arguments) = input.clone() else {
-        return Err("arguments are not an object".to_owned());
-    };
+    let arguments = mcp::arguments(input).map_err(|e| e.to_string())?;
     let ms = entry["timeout"].as_u64().unwrap_or(60_000);
-    let params = CallToolRequestParams::new("ask").with_arguments(arguments);
-    let mut options = PeerRequestOptions::no_options();
-    options.timeout = Some(Duration::from_millis(ms));
+    let mut options = mcp::timeout(Duration::from_millis(ms));
     options.reset_timeout_on_progress = true;
-    let handle = server
-        .send_request_with_option(
-            ClientRequest::CallToolRequest(Request::new(params)),
-            options,
-        )
+    let handle = mcp::send_call(server, "ask", arguments, options)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| mcp::failure(&e))?;
     let id = handle.id.clone();
-    let outcome = match handle.await_response().await {
-        Ok(ServerResult::CallToolResult(result)) => {
-            let text: Vec<String> = result
-                .content
-                .iter()
-                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-                .collect();
-            match result.is_error {
-                Some(true) => Err(text.join("\n")),
-                _ => Ok(text.join("\n")),
-            }
-        }
-        Ok(_) => Err("unexpected response".to_owned()),
-        Err(rmcp::ServiceError::Timeout { .. }) => return Err(TIMED_OUT.to_owned()),
-        Err(e) => Err(e.to_string()),
+    let outcome = match mcp::result(handle).await {
+        Ok(result) => mcp::outcome(&result),
+        Err(rmcp::ServiceError::Timeout { .. }) => return Err(SDK_TIMED_OUT.to_owned()),
+        Err(e) => Err(mcp::failure(&e)),
     };
     let cancel = CancelledNotificationParam::new(
         Some(id),
@@ -370,62 +311,39 @@ async fn call(server: &Server, entry: &Value, input: &Value) -> Result<String, S
     outcome
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse(&argv) {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(1);
-        }
-    };
-    let config = match config() {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("Error: {e}");
-            return ExitCode::from(1);
-        }
-    };
+fn main() -> ExitCode {
+    fake_common::main(Runtime::MultiThread, run_cli)
+}
+
+/// The run, to the status it exits with (`Err`: it ended early, having
+/// said why on stderr).
+async fn run_cli(argv: Vec<String>) -> Result<ExitCode, ExitCode> {
+    let args = parse(&argv).or_exit(1)?;
+    let config = config().map_err(|e| format!("Error: {e}")).or_exit(1)?;
     // As `run` does, whatever stdin holds is read first.
-    let mut stdin = String::new();
-    if !std::io::stdin().is_terminal() {
-        let _ = std::io::stdin().read_to_string(&mut stdin);
-    }
+    let stdin = fake_common::piped_stdin();
     let mut text = message(&args.words);
     if !stdin.is_empty() {
         text = format!("{text}\n{stdin}");
     }
-    log_line(
-        &json!({"argv": argv, "message": text, "env": hark_env(std::env::vars().collect::<BTreeMap<_, _>>().iter()),
+    LOG.line(
+        &json!({"argv": argv, "message": text, "env": own_hark_env(|_| false),
         "config": config, "session": args.session, "pid": std::process::id(),
         "process": identity(std::process::id())}),
     );
-    let session = match &args.session {
-        Some(id) if !session_file(id).exists() => {
-            eprintln!("Error: Session not found");
-            return ExitCode::from(1);
-        }
-        Some(id) => id.clone(),
-        None => default_session(),
-    };
-    let file = session_file(&session);
-    if let Some(dir) = file.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let _ = std::fs::write(&file, json!({"id": session}).to_string());
-    let mut servers = BTreeMap::new();
-    for (name, entry) in config["mcp"].as_object().into_iter().flatten() {
-        if entry["enabled"] == false || entry["type"] != "local" {
-            continue;
-        }
-        match start(name, entry).await {
-            Ok(server) => {
-                servers.insert(name.clone(), (server, entry.clone()));
-            }
-            Err(e) => eprintln!("WARN server unavailable key={name} status=failed: {e}"),
-        }
-    }
+    let sessions = sessions();
+    let session = sessions
+        .pick(args.session.as_ref(), default_session)
+        .map_err(|_| "Error: Session not found")
+        .or_exit(1)?;
+    sessions.save(&session, &json!({"id": session}));
+    let local = config["mcp"].as_object().into_iter().flatten();
+    let servers = mcp::start_each(
+        local.filter(|(_, entry)| entry["enabled"] != false && entry["type"] == "local"),
+        start,
+        |name, e| eprintln!("WARN server unavailable key={name} status=failed: {e}"),
+    )
+    .await;
     let mut run = Run {
         json: args.json,
         auto: args.auto,
@@ -441,15 +359,13 @@ async fn main() -> ExitCode {
     };
     let script = args.words.last().cloned().unwrap_or_default();
     run.follow(&format!("{script}\n{stdin}")).await;
-    for (_, (server, _)) in std::mem::take(&mut run.servers) {
-        let _ = server.cancel().await;
-    }
-    ExitCode::from(run.status)
+    mcp::stop_each(&mut run.servers).await;
+    Ok(ExitCode::from(run.status))
 }
 
 /// The session id of a run not resumed: unique on this machine even where
 /// every agent is pid 2 of its own PID namespace (confined by hark).
 fn default_session() -> String {
-    let me = identity(std::process::id());
-    format!("ses_fake{}x{}", me["pid"], me["start"])
+    let me = Identity::me();
+    format!("ses_fake{}x{}", me.pid, me.start)
 }
