@@ -164,6 +164,8 @@ pub enum AppError {
     Web(#[from] hark_web::WebError),
     #[error(transparent)]
     Hub(#[from] hark_hub::HubError),
+    #[error("the hub's URL (`--hub`, `HARK_HUB`): {0}")]
+    HubUrl(#[from] hark_core::config::UrlError),
     #[error("cannot start the app's runtime: {0}")]
     Runtime(std::io::Error),
     #[error("there is no {} beside this program: install it with hark-app", .0.display())]
@@ -279,7 +281,10 @@ fn join_hub(
     config: &hark_core::config::Config,
     registry: &hark_core::registry::Registry,
 ) -> Result<Option<hark_hub::Serving>, AppError> {
-    let hub_url = std::env::var(hark_core::env::HUB).ok();
+    let hub_url = std::env::var(hark_core::env::HUB)
+        .ok()
+        .map(|url| url.parse())
+        .transpose()?;
     let Some(options) =
         hark_hub::HubOptions::from_config(config.hub.as_ref(), hub_url, hark_hub::Role::Operator)
     else {
@@ -310,7 +315,8 @@ fn start_core(
     // so a reply on the phone closes the modal here and the other way round.
     // And the phone push, with `[push]`.
     if let Some(web) = hark_web::WebOptions::from_whole_config(&prepared.config, None)? {
-        let serving = runtime.block_on(hark_web::start(registry.clone(), web))?;
+        let stop = prepared.daemon.hosts.stopped();
+        let serving = runtime.block_on(hark_web::start(registry.clone(), web, stop))?;
         eprintln!("hark: the web surface is on {}", serving.url);
         let _ = prepared.daemon.web_url.set(serving.url);
     }

@@ -102,6 +102,8 @@ pub struct AgentDaemon {
 pub enum AgentDaemonError {
     #[error("no hub to ask: give `--hub URL` or set `[hub] url` in the config")]
     NoHub,
+    #[error("--hub: {0}")]
+    Url(#[from] hark_core::config::UrlError),
     #[error(transparent)]
     Hub(#[from] hark_hub::HubError),
     #[error(transparent)]
@@ -114,7 +116,10 @@ impl AgentDaemon {
     /// Joins the hub at `url` (or the config's when empty) as an agent
     /// host, and serves its daemon.
     pub async fn start(config: &Config, url: &str) -> Result<AgentDaemon, AgentDaemonError> {
-        let url = Some(url.to_owned()).filter(|u| !u.is_empty());
+        let url = match url {
+            "" => None,
+            url => Some(url.parse()?),
+        };
         let Some(options) = HubOptions::from_config(config.hub.as_ref(), url, Role::Agent) else {
             return Err(AgentDaemonError::NoHub);
         };

@@ -39,7 +39,9 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
         let prepared = serve::prepare(prompter, options)?;
         if let Some(mut web) = hark_web::WebOptions::from_whole_config(&prepared.config, args.web)? {
             web.insecure_http = args.insecure_http;
-            let serving = hark_web::start(prepared.daemon.registry.clone(), web).await?;
+            // It stops with the daemon's socket, gracefully.
+            let stop = prepared.daemon.hosts.stopped();
+            let serving = hark_web::start(prepared.daemon.registry.clone(), web, stop).await?;
             eprintln!("hark: the web surface is on {}", serving.url);
             let _ = prepared.daemon.web_url.set(serving.url);
         }
