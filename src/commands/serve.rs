@@ -37,6 +37,7 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
         // Before it says it serves, so a stop that follows at once is heard.
         let shutdown = serve::shutdown_signal();
         let prepared = serve::prepare(prompter, options)?;
+        let mut web_stopped = None;
         if let Some(mut web) = hark_web::WebOptions::from_whole_config(&prepared.config, args.web)? {
             web.insecure_http = args.insecure_http;
             // It stops with the daemon's socket, gracefully.
@@ -44,6 +45,7 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
             let serving = hark_web::start(prepared.daemon.registry.clone(), web, stop).await?;
             eprintln!("hark: the web surface is on {}", serving.url);
             let _ = prepared.daemon.web_url.set(serving.url);
+            web_stopped = Some(serving.stopped);
         }
         // Before the socket serves: every item from the first is decided
         // on the hub.
@@ -69,6 +71,11 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
             prepared.socket_file.path().display()
         );
         listener::run(prepared.listener, prepared.daemon, shutdown).await;
+        // The web surface's last answers (it drains for `hark_web::DRAIN`
+        // at most), before the runtime is dropped under it.
+        if let Some(stopped) = web_stopped {
+            let _ = stopped.await;
+        }
         drop(prepared.socket_file);
         Ok(ExitStatus::Success)
     });
