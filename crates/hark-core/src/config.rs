@@ -132,7 +132,8 @@ impl Hub {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Hub {
-    /// The NATS server(s): `nats://host:4222`, `tls://…`, comma-separated.
+    /// The NATS server(s): `nats://host:4222`, `tls://…`, comma-separated,
+    /// each with its scheme (checked when the config loads).
     #[serde(default)]
     pub url: Option<HubUrls>,
     /// This host's nkey seed file.
@@ -236,7 +237,8 @@ pub struct Web {
     #[serde(default)]
     pub tls_key: Option<PathBuf>,
     /// Origins it is reached under through a reverse proxy
-    /// (`https://box.tailnet.ts.net`), accepted besides its own.
+    /// (`https://box.tailnet.ts.net`), accepted besides its own: each
+    /// `scheme://host[:port]` with no path (checked when the config loads).
     #[serde(default)]
     pub origins: Vec<WebOrigin>,
     /// The address a phone reaches it at (`https://box.tailnet.ts.net`,
