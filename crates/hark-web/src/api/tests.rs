@@ -38,11 +38,13 @@ async fn a_session_cookie_without_its_token_reads_nothing_and_answers_nothing() 
             );
             if cookie.is_some() {
                 assert!(
-                    answered.body.contains("X-CSRF-Token"),
-                    "the refusal says what is missing: {}",
+                    answered.body.contains("X-CSRF-Token")
+                        && answered.body.contains("hark web pair"),
+                    "the refusal says what is missing and what to do: {}",
                     answered.body
                 );
             }
+            assert!(!answered.body.contains("Which?"), "{}", answered.body);
         }
     }
     // Nothing was answered or revoked.
@@ -170,4 +172,34 @@ async fn a_push_buttons_token_answers_its_choice_once_and_a_session_is_no_token(
         "{}",
         replayed.body
     );
+}
+
+#[tokio::test]
+async fn an_expired_push_buttons_token_is_gone_and_answers_nothing() {
+    let surface = Surface::new();
+    let (id, _pending) = surface.ask();
+    let token = pairing::secret().unwrap();
+    let past = std::time::SystemTime::now() - Duration::from_secs(1);
+    surface
+        .web
+        .store
+        .add_push_token(&pairing::hash(&token), id, "option:a", Some(past))
+        .unwrap();
+    let pressed = surface
+        .send(call(
+            &Method::POST,
+            &format!("/api/push/{token}"),
+            &None,
+            None,
+            None,
+        ))
+        .await;
+    assert_eq!(
+        (pressed.status, pressed.code().as_str()),
+        (StatusCode::GONE, "gone"),
+        "{}",
+        pressed.body
+    );
+    assert!(pressed.body.contains("expired"), "{}", pressed.body);
+    assert!(surface.web.registry.get(id).is_some(), "still pending");
 }
