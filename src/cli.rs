@@ -226,7 +226,7 @@ pub struct AppArgs {
     /// Join the team's hub at URL, over the config's `[hub] url` (see
     /// `hark serve --hub`).
     #[arg(long, value_name = "URL", conflicts_with_all = ["autostart", "desktop_entry"])]
-    pub hub: Option<String>,
+    pub hub: Option<hark_core::config::HubUrls>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -347,7 +347,7 @@ pub struct ServeArgs {
     /// `[hub] url`, with the config's credential: the team's items show
     /// here, and every reply is decided there.
     #[arg(long, value_name = "URL")]
-    pub hub: Option<String>,
+    pub hub: Option<hark_core::config::HubUrls>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -162,6 +162,8 @@ pub enum AppError {
     Serve(serve::ServeError),
     #[error(transparent)]
     Daemon(#[from] hark_daemon::AssembleError),
+    #[error("the hub's URL (`--hub`, `HARK_HUB`): {0}")]
+    HubUrl(#[from] hark_core::config::UrlError),
     #[error("cannot start the app's runtime: {0}")]
     Runtime(std::io::Error),
     #[error("there is no {} beside this program: install it with hark-app", .0.display())]
@@ -295,14 +297,17 @@ fn start_core(
                 insecure_http: false,
             },
             hub: Some(hark_daemon::HubJoin {
-                url: std::env::var(hark_core::env::HUB).ok(),
+                url: std::env::var(hark_core::env::HUB)
+                    .ok()
+                    .map(|url| url.parse())
+                    .transpose()?,
                 role: hark_hub::Role::Operator,
                 required: false,
             }),
         },
     ))?;
-    if let Some(url) = &assembled.web_url {
-        eprintln!("hark: the web surface is on {url}");
+    if let Some(web) = &assembled.web {
+        eprintln!("hark: the web surface is on {}", web.url);
     }
     let hub = assembled.hub.map(|joined| joined.serving);
     let prepared = assembled.prepared;

@@ -15,7 +15,7 @@ pub fn run(args: AppArgs) -> Result<ExitStatus, Failed> {
         return Ok(ExitStatus::Success);
     }
     match args.autostart {
-        None => launch(args.hub.as_deref()),
+        None => launch(args.hub.map(|hub| hub.to_string()).as_deref()),
         Some(Switch::On) => {
             let path = autostart::enable(&this_hark()?)?;
             println!("hark starts at login: {}", path.display());

@@ -99,6 +99,8 @@ pub struct AgentDaemon {
 /// Why the agents' daemon did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentDaemonError {
+    #[error("--hub: {0}")]
+    Url(#[from] hark_core::config::UrlError),
     #[error(transparent)]
     Assemble(#[from] hark_daemon::AssembleError),
     #[error("cannot make the agents' daemon a directory: {0}")]
@@ -110,7 +112,10 @@ impl AgentDaemon {
     /// URL) as an agent host, and serves its daemon: a socket and store of
     /// its own, in a private directory, and nobody here to answer.
     pub async fn start(url: &str) -> Result<AgentDaemon, AgentDaemonError> {
-        let url = Some(url.to_owned()).filter(|u| !u.is_empty());
+        let url = match url {
+            "" => None,
+            url => Some(url.parse()?),
+        };
         let dir = tempfile::Builder::new()
             .prefix("hark-hub-")
             .tempdir()

@@ -62,9 +62,8 @@ pub fn run(command: PushCommand) -> ExitStatus {
         path.display()
     );
     eprintln!(
-        "hint: subscribe the phone's ntfy app to {}/{}; the config's [push] names only the server: ntfy = {{ server = \"{server}\" }}",
-        server.trim_end_matches('/'),
-        secrets.topic
+        "hint: subscribe the phone's ntfy app to {}; the config's [push] names only the server: ntfy = {{ server = \"{server}\" }}",
+        server.at(&[&secrets.topic], None),
     );
     ExitStatus::Success
 }

@@ -48,8 +48,8 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
             }),
         };
         let assembled = hark_daemon::assemble(prompter, options, surfaces).await?;
-        if let Some(url) = &assembled.web_url {
-            eprintln!("hark: the web surface is on {url}");
+        if let Some(web) = &assembled.web {
+            eprintln!("hark: the web surface is on {}", web.url);
         }
         if let Some(hub) = &assembled.hub {
             eprintln!(
@@ -63,6 +63,11 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus, Failed> {
             prepared.socket_file.path().display()
         );
         listener::run(prepared.listener, prepared.daemon, shutdown).await;
+        // The web surface's last answers (it drains for `hark_web::DRAIN`
+        // at most), before the runtime is dropped under it.
+        if let Some(web) = assembled.web {
+            let _ = web.stopped.await;
+        }
         drop(prepared.socket_file);
         drop(assembled.hub);
         Ok(ExitStatus::Success)

@@ -1,12 +1,19 @@
 //! The web surface's HTTP API, against a real `hark serve --web
-//! 127.0.0.1:0` with a real HTTP client (reqwest): pairing with good,
-//! wrong, used and expired codes and its rate limit (which never holds
-//! back a right code); sessions, which need the cookie and the session's
-//! token on every request (a cookie alone, as a server on another port of
-//! the host is sent it, opens nothing), refused without changing anything; replies through the same
+//! 127.0.0.1:0` with a real HTTP client (reqwest): pairing with codes
+//! `hark web pair` printed (the store keeps hashes only); sessions, which
+//! need the cookie and the session's token on every request (a cookie
+//! alone, as a server on another port of the host is sent it, opens
+//! nothing), refused without changing anything; replies through the same
 //! registry as the socket (an agent gets exactly the web's answer, a
 //! mismatch is 409, one of a hundred racing replies wins); the SSE stream
-//! resumed with `Last-Event-ID`; the device named in the history.
+//! resumed with `Last-Event-ID`; the device named in the history; HTTPS
+//! with a certificate; a bad URL in the config; the surface stopping with
+//! the daemon.
+//!
+//! Every Host, Origin, token, pairing-code and rate-limit case is also the
+//! router's, in-process, in crates/hark-web (`origin/tests.rs`,
+//! `auth/tests.rs`), with clocks the tests move; these keep what only the
+//! whole daemon shows.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -293,37 +300,6 @@ fn a_code_pairs_once_and_a_wrong_used_or_expired_one_pairs_nothing() {
 }
 
 #[test]
-fn wrong_codes_are_throttled_but_the_operators_own_code_always_pairs() {
-    // An agent on the same loopback guesses past both limits (per address
-    // and overall)…
-    let web = serve_web();
-    let guess = "ZZZZ-ZZZZ-ZZZZ-ZZZZ";
-    let mut throttled = None;
-    for _ in 0..25 {
-        let response = web.try_pair(guess, "guess");
-        if response.status() == StatusCode::TOO_MANY_REQUESTS {
-            throttled = Some(response);
-        } else {
-            assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
-        }
-    }
-    let throttled = throttled.expect("wrong guesses past the limit are answered 429");
-    let wait: u64 = throttled.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!((1..=60).contains(&wait), "{wait}");
-    // …and the operator's own code, from the same address, still pairs.
-    let good = web.pair_code();
-    assert_eq!(good.len(), 19, "16 characters in groups of 4: {good}");
-    assert_eq!(web.try_pair(&good, "me").status(), StatusCode::OK);
-    let listed = stdout(&succeed(&web.daemon.sandbox, &["web", "devices", "--json"]));
-    let listed: Vec<Value> = serde_json::from_str(&listed).unwrap();
-    assert_eq!(listed.len(), 1, "only the operator's device: {listed:?}");
-}
-
-#[test]
 fn without_a_session_or_its_token_nothing_changes() {
     let web = serve_web();
     let device = web.pair("laptop");
@@ -348,21 +324,20 @@ fn without_a_session_or_its_token_nothing_changes() {
         web.get(None, "/api/events").status(),
         StatusCode::UNAUTHORIZED
     );
-    // A session, but no token, or a stale one (another session's).
+    // A session, but another session's token. (Every other token, host
+    // and origin case is the router's unit tests', in crates/hark-web.)
     let other = web.pair("phone");
-    for csrf in [None, Some(other.csrf.as_str()), Some("")] {
-        let (status, code) = error_code(web.send(
-            reqwest::Method::POST,
-            Some(&device),
-            csrf,
-            &path,
-            answer_db("SQLite"),
-        ));
-        assert_eq!(
-            (status, code.as_str()),
-            (StatusCode::UNAUTHORIZED, "unauthorized")
-        );
-    }
+    let (status, code) = error_code(web.send(
+        reqwest::Method::POST,
+        Some(&device),
+        Some(&other.csrf),
+        &path,
+        answer_db("SQLite"),
+    ));
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::UNAUTHORIZED, "unauthorized")
+    );
     // A cross-origin request, even with both.
     let cross = web
         .http
@@ -945,4 +920,54 @@ fn with_a_certificate_it_serves_https_off_loopback_and_its_cookie_is_secure() {
         .output()
         .unwrap();
     assert_ne!(String::from_utf8_lossy(&plain.stdout), "200");
+}
+
+#[test]
+fn a_bad_url_in_the_config_stops_the_daemon_saying_which_and_why() {
+    for (config, says) in [
+        (
+            "[web]\npublic_url = \"box.ts.net\"\n",
+            "\"box.ts.net\" is not a URL",
+        ),
+        (
+            "[web]\norigins = [\"https://box.ts.net/hark\"]\n",
+            "is not an origin",
+        ),
+        (
+            "[hub]\nurl = \"hub.example:4222\"\n",
+            "is not a hub server's URL",
+        ),
+    ] {
+        let sandbox = sandbox();
+        std::fs::write(sandbox.config(), config).unwrap();
+        let script = sandbox.path("script.json");
+        std::fs::write(&script, "{}").unwrap();
+        let out = sandbox
+            .hark(["serve", "--prompter"])
+            .arg(format!("script:{}", script.display()))
+            .args(["--web", "127.0.0.1:0"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{config}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = config.lines().nth(1).unwrap();
+        assert!(
+            err.contains("is not valid") && err.contains(line) && err.contains(says),
+            "{config}: {err}"
+        );
+    }
+}
+
+#[test]
+fn the_web_surface_stops_with_the_daemon_ending_its_streams() {
+    let web = serve_web();
+    let device = web.pair("phone");
+    let mut stream = Stream::open(&web, &device, None);
+    assert_eq!(stream.next().unwrap().event, "resync");
+    web.daemon.terminate().unwrap();
+    // The stream ends (rather than the process dying under it)…
+    assert_eq!(stream.next(), None);
+    // …because the surface stopped, gracefully, with the daemon.
+    web.daemon.log.wait_event("web surface stopping", &[]);
+    web.daemon.log.wait_event("web surface stopped", &[]);
 }

@@ -66,6 +66,9 @@ use crate::gate::policy::Policy;
 use crate::model::validate::Rules;
 use crate::secrets::{PushSecrets, SecretsError};
 
+mod urls;
+pub use urls::{Host, HttpUrl, HubUrls, Origin, Url, UrlError, WebOrigin};
+
 /// The default bounded wait (SPEC §4).
 pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -129,9 +132,10 @@ impl Hub {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Hub {
-    /// The NATS server(s): `nats://host:4222`, `tls://…`, comma-separated.
+    /// The NATS server(s): `nats://host:4222`, `tls://…`, comma-separated,
+    /// each with its scheme (checked when the config loads).
     #[serde(default)]
-    pub url: Option<String>,
+    pub url: Option<HubUrls>,
     /// This host's nkey seed file.
     #[serde(default)]
     pub nkey: Option<PathBuf>,
@@ -169,7 +173,7 @@ pub struct Push {
 pub struct Ntfy {
     /// The server's root (`https://ntfy.sh`, or a self-hosted one).
     #[serde(default = "Ntfy::default_server")]
-    pub server: String,
+    pub server: HttpUrl,
     /// The topic the phone subscribes to: on a public server, whoever
     /// knows it reads the pushes, so it is a secret, kept with the token in
     /// the data directory by `hark push setup` (`push.toml`); one given
@@ -183,8 +187,8 @@ pub struct Ntfy {
 
 impl Ntfy {
     /// `https://ntfy.sh`.
-    pub fn default_server() -> String {
-        "https://ntfy.sh".to_owned()
+    pub fn default_server() -> HttpUrl {
+        "https://ntfy.sh".parse().expect("ntfy.sh's URL")
     }
 
     /// This server with the topic and token not given here filled in from
@@ -233,14 +237,15 @@ pub struct Web {
     #[serde(default)]
     pub tls_key: Option<PathBuf>,
     /// Origins it is reached under through a reverse proxy
-    /// (`https://box.tailnet.ts.net`), accepted besides its own.
+    /// (`https://box.tailnet.ts.net`), accepted besides its own: each
+    /// `scheme://host[:port]` with no path (checked when the config loads).
     #[serde(default)]
-    pub origins: Vec<String>,
+    pub origins: Vec<WebOrigin>,
     /// The address a phone reaches it at (`https://box.tailnet.ts.net`,
     /// through a proxy or `tailscale serve`): where a push's buttons and
     /// click go. Its origin is accepted as `origins` are.
     #[serde(default)]
-    pub public_url: Option<String>,
+    pub public_url: Option<HttpUrl>,
 }
 
 impl Web {

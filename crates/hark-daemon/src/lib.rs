@@ -40,7 +40,7 @@ pub enum Web {
 #[derive(Debug, Clone)]
 pub struct HubJoin {
     /// The server, over the config's `[hub] url` (`--hub URL`, `HARK_HUB`).
-    pub url: Option<String>,
+    pub url: Option<hark_core::config::HubUrls>,
     pub role: Role,
     /// Fail when neither names a server (`mcp-operator-ask --hub`, which
     /// has no other operator), rather than serve without the hub.
@@ -59,8 +59,9 @@ pub struct Joined {
 #[derive(Debug)]
 pub struct Assembled {
     pub prepared: Prepared,
-    /// Where the web surface listens, when it does.
-    pub web_url: Option<String>,
+    /// The web surface, when it serves: where, and its end (it stops,
+    /// gracefully, with the daemon's socket).
+    pub web: Option<hark_web::Serving>,
     pub hub: Option<Joined>,
 }
 
@@ -85,7 +86,7 @@ pub async fn assemble(
     surfaces: Surfaces,
 ) -> Result<Assembled, AssembleError> {
     let prepared = serve::prepare(prompter, options)?;
-    let web_url = match surfaces.web {
+    let web = match surfaces.web {
         Web::Off => None,
         Web::Configured {
             listen,
@@ -93,9 +94,10 @@ pub async fn assemble(
         } => match WebOptions::from_whole_config(&prepared.config, listen)? {
             Some(mut web) => {
                 web.insecure_http = insecure_http;
-                let serving = hark_web::start(prepared.daemon.registry.clone(), web).await?;
+                let stop = prepared.daemon.hosts.stopped();
+                let serving = hark_web::start(prepared.daemon.registry.clone(), web, stop).await?;
                 let _ = prepared.daemon.web_url.set(serving.url.clone());
-                Some(serving.url)
+                Some(serving)
             }
             None => None,
         },
@@ -114,9 +116,5 @@ pub async fn assemble(
             }
         }
     };
-    Ok(Assembled {
-        prepared,
-        web_url,
-        hub,
-    })
+    Ok(Assembled { prepared, web, hub })
 }

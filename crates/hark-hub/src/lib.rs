@@ -45,7 +45,7 @@ pub fn this_host() -> String {
 #[derive(Debug, Clone)]
 pub struct HubOptions {
     /// `nats://hub.example:4222` (or `tls://…`); several comma-separated.
-    pub url: String,
+    pub url: hark_core::config::HubUrls,
     /// An nkey seed file (`SU…`), the credential the server knows by its
     /// public key.
     pub nkey: Option<PathBuf>,
@@ -75,7 +75,7 @@ impl HubOptions {
     /// `None` when neither names a server.
     pub fn from_config(
         hub: Option<&hark_core::config::Hub>,
-        url: Option<String>,
+        url: Option<hark_core::config::HubUrls>,
         role: Role,
     ) -> Option<HubOptions> {
         let hub = hub.cloned().unwrap_or_default();
@@ -157,7 +157,7 @@ impl Hub {
     /// operator's daemon makes them when they are missing).
     pub async fn connect(options: HubOptions) -> Result<Hub, HubError> {
         let unreachable = |reason: String| HubError::Unreachable {
-            url: options.url.clone(),
+            url: options.url.to_string(),
             reason,
         };
         let mut connect = match (&options.nkey, &options.creds) {
@@ -247,12 +247,15 @@ impl Hub {
 }
 
 /// The servers a comma-separated URL list names.
-fn servers(urls: &str) -> Result<Vec<async_nats::ServerAddr>, async_nats::ConnectError> {
-    urls.split(',')
-        .map(str::trim)
-        .filter(|u| !u.is_empty())
+/// The servers as the client takes them (their schemes were checked when
+/// the config or `--hub` was read).
+fn servers(
+    urls: &hark_core::config::HubUrls,
+) -> Result<Vec<async_nats::ServerAddr>, async_nats::ConnectError> {
+    urls.urls()
+        .iter()
         .map(|u| {
-            u.parse::<async_nats::ServerAddr>().map_err(|e| {
+            async_nats::ServerAddr::from_url(u.clone()).map_err(|e| {
                 async_nats::ConnectError::with_source(async_nats::ConnectErrorKind::ServerParse, e)
             })
         })

@@ -60,7 +60,7 @@ pub fn router(web: Arc<Web>) -> Router {
         .fallback(|| async { ApiError::not_found("no such page") })
         .layer(axum::middleware::from_fn_with_state(
             web.clone(),
-            auth::same_origin,
+            crate::origin::same_origin,
         ))
         .layer(axum::middleware::from_fn(move |request, next| {
             crate::assets::secure_headers(secure, request, next)
@@ -419,6 +419,7 @@ async fn events(
         .and_then(|v| v.trim().parse::<u64>().ok());
     let joined = web.feed.join(last_seen);
     let (tx, rx) = tokio::sync::mpsc::channel::<Arc<Sent>>(64);
+    let mut stopping = web.stopping.clone();
     tokio::spawn(async move {
         let mut last = 0;
         for sent in joined.first {
@@ -436,6 +437,9 @@ async fn events(
                     Err(RecvError::Closed) => return,
                 },
                 () = tx.closed() => return,
+                // The daemon stops: the stream ends, so the server's
+                // graceful shutdown does not wait on it.
+                _ = stopping.wait_for(|stopping| *stopping) => return,
             };
             if sent.kind != "resync" && sent.id <= last {
                 continue;

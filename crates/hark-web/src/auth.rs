@@ -5,19 +5,18 @@
 //! host, so a server an agent runs on another loopback port receives it;
 //! the token was handed out once, in the pairing's answer, and the page
 //! keeps it in `localStorage`, which is its origin's alone (scheme, host
-//! and port), and no answer gives it again. Besides: the surface's own
-//! origin and host, and the limit on failed pairings.
+//! and port), and no answer gives it again. Besides: the limit on failed
+//! pairings. (The surface's own host and origin are [`crate::origin`]'s.)
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use cookie::{Cookie, SameSite};
 use hark_core::pairing;
 use hark_core::store::WebSessionRecord;
 
@@ -31,29 +30,47 @@ pub const COOKIE: &str = "hark_session";
 /// stands with the cookie on reads too.
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
-/// The `Set-Cookie` value that opens a session with `token`.
+/// The `Set-Cookie` value that opens a session with `token`: the browser
+/// sends it back to this host only (no `Domain`), never to a script
+/// (`HttpOnly`), never from another site (`SameSite=Strict`), and over
+/// HTTPS only when it is served so (`Secure`).
 pub fn session_cookie(token: &str, secure: bool) -> String {
-    let max_age = pairing::SESSION_TTL.as_secs();
-    let secure = if secure { "; Secure" } else { "" };
-    format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}")
+    let max_age = i64::try_from(pairing::SESSION_TTL.as_secs()).unwrap_or(i64::MAX);
+    cookie_of(
+        token.to_owned(),
+        cookie::time::Duration::seconds(max_age),
+        secure,
+    )
 }
 
 /// The `Set-Cookie` value that drops the session cookie.
 pub fn cleared_cookie(secure: bool) -> String {
-    let secure = if secure { "; Secure" } else { "" };
-    format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0{secure}")
+    cookie_of(String::new(), cookie::time::Duration::ZERO, secure)
 }
 
-/// The value of the cookie `name` in the request's `Cookie` headers.
+fn cookie_of(value: String, max_age: cookie::time::Duration, secure: bool) -> String {
+    Cookie::build((COOKIE, value))
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .path("/")
+        .max_age(max_age)
+        .secure(secure)
+        .build()
+        .to_string()
+}
+
+/// The value of the cookie `name` in the request's `Cookie` headers (a
+/// browser sends one; HTTP/2 may split it in several). A malformed pair is
+/// skipped, as browsers skip it.
 fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value)
+        .flat_map(Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == name)
+        .and_then(|c| c.value_raw())
 }
 
 /// A request with a live session: its cookie, and the session's token in
@@ -89,88 +106,6 @@ impl FromRequestParts<Arc<Web>> for Authed {
     }
 }
 
-/// Refuses a request for another host than the surface's (a DNS rebinding
-/// page) and an API request from another origin (a cross-site form or
-/// fetch): 403, before any handler runs.
-pub async fn same_origin(State(web): State<Arc<Web>>, request: Request, next: Next) -> Response {
-    if let Err(refusal) = check_origin(&web, request.headers(), request.uri().path()) {
-        return refusal.into_response();
-    }
-    next.run(request).await
-}
-
-fn check_origin(web: &Web, headers: &HeaderMap, path: &str) -> Result<(), ApiError> {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .ok_or_else(|| ApiError::forbidden("the request names no host"))?;
-    if !host_allowed(web, host) {
-        return Err(ApiError::forbidden(format!(
-            "this surface is not served as {host:?}; add its origin to `[web] origins` if a proxy serves it so"
-        )));
-    }
-    // A push button's call comes from the ntfy app (or its web app, on
-    // its own origin) and carries no cookie: its one-time token is the
-    // credential, so no origin is asked of it.
-    if !path.starts_with("/api/") || path.starts_with("/api/push/") {
-        return Ok(());
-    }
-    let fetch_site = headers.get("sec-fetch-site").and_then(|h| h.to_str().ok());
-    if fetch_site.is_some_and(|site| !matches!(site, "same-origin" | "none")) {
-        return Err(ApiError::forbidden("cross-origin requests are refused"));
-    }
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or("");
-        let scheme = if web.secure { "https" } else { "http" };
-        let own = format!("{scheme}://{host}");
-        if origin != own && !web.origins.iter().any(|o| o == origin) {
-            return Err(ApiError::forbidden(format!(
-                "requests from {origin:?} are refused (cross-origin)"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Whether `host` (a `Host` header) names this surface: its listen
-/// address, a loopback name with its port, or a configured origin's host.
-fn host_allowed(web: &Web, host: &str) -> bool {
-    let port = web.listen.port();
-    let (name, host_port) = split_host(host);
-    let loopback_name = name == "localhost"
-        || name
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    let listen_name = match web.listen.ip() {
-        IpAddr::V6(ip) => format!("[{ip}]"),
-        ip => ip.to_string(),
-    };
-    let served = (loopback_name || name == listen_name) && host_port == Some(port);
-    let proxied = web.origins.iter().any(|origin| {
-        origin
-            .split_once("://")
-            .is_some_and(|(_, origin_host)| origin_host == host)
-    });
-    // Listening on every address: any name with the port (TLS, or the
-    // operator's --insecure-http, was required for it).
-    let wildcard = web.listen.ip().is_unspecified() && host_port == Some(port);
-    served || proxied || wildcard
-}
-
-/// A `Host` header's name (`[::1]` with its brackets) and port.
-fn split_host(host: &str) -> (&str, Option<u16>) {
-    let (name, port) = match host.find(']') {
-        Some(end) if host.starts_with('[') => (&host[..=end], host[end + 1..].strip_prefix(':')),
-        _ => match host.rsplit_once(':') {
-            Some((name, port)) => (name, Some(port)),
-            None => (host, None),
-        },
-    };
-    (name, port.and_then(|p| p.parse().ok()))
-}
-
 /// Failed pairings: at most [`PER_ADDRESS`] from one client address and
 /// [`OVERALL`] from all in [`WINDOW`]; past that, a wrong code is answered
 /// 429 until the oldest failure leaves the window. A right code is never
@@ -180,6 +115,34 @@ fn split_host(host: &str) -> (&str, Option<u16>) {
 #[derive(Debug, Default)]
 pub struct Limiter {
     failures: Mutex<Failures>,
+    now: Ticks,
+}
+
+/// Where a [`Limiter`] reads the time: the monotonic clock, or a test's.
+#[derive(Clone)]
+pub struct Ticks(Arc<dyn Fn() -> Instant + Send + Sync>);
+
+impl Ticks {
+    /// A clock that reads `now`.
+    pub fn from_fn(now: impl Fn() -> Instant + Send + Sync + 'static) -> Ticks {
+        Ticks(Arc::new(now))
+    }
+
+    fn now(&self) -> Instant {
+        (self.0)()
+    }
+}
+
+impl Default for Ticks {
+    fn default() -> Ticks {
+        Ticks::from_fn(Instant::now)
+    }
+}
+
+impl std::fmt::Debug for Ticks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Ticks")
+    }
 }
 
 pub const WINDOW: Duration = Duration::from_secs(60);
@@ -210,9 +173,17 @@ fn wait(times: &VecDeque<Instant>, limit: usize, now: Instant) -> Option<Duratio
 }
 
 impl Limiter {
+    /// A limiter on `now`'s time.
+    pub fn with_clock(now: Ticks) -> Limiter {
+        Limiter {
+            failures: Mutex::default(),
+            now,
+        }
+    }
+
     /// Whether `address` may try a code now; else how long it waits.
     pub fn check(&self, address: IpAddr) -> Result<(), Duration> {
-        let now = Instant::now();
+        let now = self.now.now();
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         forget_old(&mut failures.all, now);
         let mine = failures.by_address.entry(address).or_default();
@@ -228,7 +199,7 @@ impl Limiter {
 
     /// Counts a failed pairing from `address`.
     pub fn failed(&self, address: IpAddr) {
-        let now = Instant::now();
+        let now = self.now.now();
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         failures.all.push_back(now);
         failures
@@ -240,37 +211,4 @@ impl Limiter {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_limit_holds_per_address_and_overall() {
-        let limiter = Limiter::default();
-        let a: IpAddr = "10.0.0.1".parse().unwrap();
-        for _ in 0..PER_ADDRESS {
-            assert!(limiter.check(a).is_ok());
-            limiter.failed(a);
-        }
-        let wait = limiter.check(a).unwrap_err();
-        assert!(wait <= WINDOW && wait >= Duration::from_secs(1));
-        // Another address is not held back by a's failures…
-        let b: IpAddr = "10.0.0.2".parse().unwrap();
-        assert!(limiter.check(b).is_ok());
-        // …until all of them together reach the overall limit.
-        for i in 0..(OVERALL - PER_ADDRESS) {
-            limiter.failed(IpAddr::from([10, 0, 1, i as u8]));
-        }
-        assert!(limiter.check(b).is_err());
-    }
-
-    #[test]
-    fn a_cookie_is_found_among_others() {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::COOKIE,
-            "a=1; hark_session=tok; b=2".parse().unwrap(),
-        );
-        assert_eq!(cookie(&headers, COOKIE), Some("tok"));
-        assert_eq!(cookie(&headers, "c"), None);
-    }
-}
+mod tests;

@@ -8,8 +8,9 @@
 //! # Layout
 //! - [`assets`]: `ui/src`, embedded, and the headers every response carries.
 //! - [`auth`]: sessions (the `hark_session` cookie and the token every
-//!   request carries besides), the origin and host checks, and the limit
-//!   on failed pairings.
+//!   request carries besides) and the limit on failed pairings.
+//! - [`origin`]: the surface's own host and origin, which every request
+//!   must name.
 //! - [`api`]: the JSON endpoints.
 //! - [`feed`]: the registry's events, numbered and kept for a reconnecting
 //!   client (`Last-Event-ID`).
@@ -29,15 +30,24 @@ pub mod auth;
 pub mod error;
 pub mod feed;
 pub mod markdown;
+pub mod origin;
 pub mod push;
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
 mod tls;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
+use hark_core::config::Origin;
 use hark_core::registry::Registry;
 use hark_core::store::Store;
+use tokio::sync::watch;
 
 /// How the web surface serves.
 #[derive(Debug, Clone)]
@@ -49,7 +59,7 @@ pub struct WebOptions {
     /// said `--insecure-http`).
     pub insecure_http: bool,
     /// Origins a reverse proxy serves it under, accepted besides its own.
-    pub origins: Vec<String>,
+    pub origins: Vec<Origin>,
     /// The phone push, when `[push]` is configured.
     pub push: Option<push::PushOptions>,
 }
@@ -76,7 +86,9 @@ impl WebOptions {
             listen,
             tls,
             insecure_http: false,
-            origins: web.map(|w| w.origins.clone()).unwrap_or_default(),
+            origins: web
+                .map(|w| w.origins.iter().map(|o| o.origin()).collect())
+                .unwrap_or_default(),
             push: None,
         }))
     }
@@ -139,7 +151,13 @@ pub struct Serving {
     pub addr: SocketAddr,
     /// `http://ADDR` or `https://ADDR`.
     pub url: String,
+    /// Ends once the server has stopped (see [`start`]).
+    pub stopped: tokio::task::JoinHandle<()>,
 }
+
+/// How long the server waits, once stopping, for the requests it is
+/// answering: then it ends whatever is left.
+pub const DRAIN: Duration = Duration::from_secs(5);
 
 /// What every handler shares.
 #[derive(Debug)]
@@ -155,7 +173,10 @@ pub struct Web {
     pub secure: bool,
     /// Where it listens, for the host check.
     pub listen: SocketAddr,
-    pub origins: Vec<String>,
+    pub origins: Vec<Origin>,
+    /// Turns true when the daemon stops: the event streams end then, so
+    /// the server's graceful shutdown is not held by them.
+    pub stopping: watch::Receiver<bool>,
 }
 
 /// Checks `options` without binding: plain HTTP only on loopback (unless
@@ -172,8 +193,16 @@ pub fn check(options: &WebOptions) -> Result<Option<Arc<rustls::ServerConfig>>, 
 }
 
 /// Binds `options.listen` and serves the web surface on the current tokio
-/// runtime until it ends, with `registry` (and its store).
-pub async fn start(registry: Registry, options: WebOptions) -> Result<Serving, WebError> {
+/// runtime, with `registry` (and its store), until `stop` completes: then
+/// it takes no new connection, ends its event streams, and gives the
+/// requests it is answering [`DRAIN`] to finish (axum's graceful shutdown).
+/// The daemon passes its own stop (`daemon.hosts.stopped()`), so the web
+/// surface stops with its socket.
+pub async fn start(
+    registry: Registry,
+    options: WebOptions,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<Serving, WebError> {
     let store = registry.store().cloned().ok_or(WebError::NoStore)?;
     let addr = options.listen;
     let tls = check(&options)?;
@@ -190,6 +219,7 @@ pub async fn start(registry: Registry, options: WebOptions) -> Result<Serving, W
         origins.push(push.origin());
         push::start(&registry, store.clone(), push)?;
     }
+    let (stopping_tx, stopping) = watch::channel(false);
     let web = Arc::new(Web {
         feed: feed::Feed::start(&registry),
         registry,
@@ -199,19 +229,55 @@ pub async fn start(registry: Registry, options: WebOptions) -> Result<Serving, W
         secure: tls.is_some(),
         listen: addr,
         origins,
+        stopping: stopping.clone(),
     });
-    let app = api::router(web);
-    match tls {
-        Some(tls) => tls::serve(listener, tls, app),
-        None => {
-            tokio::spawn(async move {
-                let service = app.into_make_service_with_connect_info::<SocketAddr>();
-                if let Err(e) = axum::serve(listener, service).await {
-                    tracing::warn!("the web surface stopped: {e}");
-                }
-            });
+    let app = api::router(web).into_make_service_with_connect_info::<SocketAddr>();
+    let stopped = tokio::spawn(async move {
+        let stop = async move {
+            stop.await;
+            tracing::info!("web surface stopping");
+            stopping_tx.send_replace(true);
+        };
+        let served = match tls {
+            Some(tls) => tls::serve(listener, tls, app, stop).await,
+            None => serve_plain(listener, app, stop).await,
+        };
+        match served {
+            Ok(()) => tracing::info!("web surface stopped"),
+            Err(e) => tracing::warn!("the web surface stopped: {e}"),
+        }
+    });
+    tracing::info!(addr = %addr, url = %url, "web surface listening");
+    Ok(Serving { addr, url, stopped })
+}
+
+/// The router as a server takes it, each request knowing its peer's address.
+pub(crate) type App =
+    axum::extract::connect_info::IntoMakeServiceWithConnectInfo<axum::Router, SocketAddr>;
+
+/// Serves `app` over plain HTTP until `stop`, then drains for [`DRAIN`] at most.
+async fn serve_plain(
+    listener: tokio::net::TcpListener,
+    app: App,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel();
+    let stop = async move {
+        stop.await;
+        let _ = stopped_tx.send(());
+    };
+    let server = axum::serve(listener, app).with_graceful_shutdown(stop);
+    let drained = async {
+        if stopped_rx.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        tokio::time::sleep(DRAIN).await;
+    };
+    tokio::select! {
+        served = server => served,
+        () = drained => {
+            tracing::warn!("the web surface's last requests did not end in {DRAIN:?}");
+            Ok(())
         }
     }
-    tracing::info!(addr = %addr, url = %url, "web surface listening");
-    Ok(Serving { addr, url })
 }

@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 
 use axum::body::Bytes;
 use axum::http::{Request, header};
-use hark_core::config::{Ntfy, PushDetail};
+use hark_core::config::{HttpUrl, Ntfy, Origin, PushDetail};
 use hark_core::model::approval::Scope;
 use hark_core::model::attribution::Attribution;
 use hark_core::model::ids::ItemId;
@@ -58,8 +58,8 @@ const OPTION: &str = "option:";
 pub struct PushOptions {
     pub ntfy: Ntfy,
     pub detail: PushDetail,
-    /// The web surface as a phone reaches it, without a trailing `/`.
-    pub public_url: String,
+    /// The web surface as a phone reaches it.
+    pub public_url: HttpUrl,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -75,23 +75,12 @@ pub enum PushError {
          which its buttons and click open"
     )]
     NoPublicUrl,
-    #[error("`[web] public_url` is {0:?}: it must be an http:// or https:// URL")]
-    BadPublicUrl(String),
-    #[error("`[push] ntfy.server` is {0:?}: it must be an http:// or https:// URL")]
-    BadServer(String),
     #[error("no ntfy topic: `hark push setup` makes one")]
     NoTopic,
     #[error("the push's topic and token: {0}")]
     Secrets(#[from] SecretsError),
     #[error("the push's HTTPS client: {0}")]
     Client(#[from] std::io::Error),
-}
-
-fn is_http_url(url: &str) -> bool {
-    (url.starts_with("https://") || url.starts_with("http://"))
-        && url
-            .split_once("://")
-            .is_some_and(|(_, rest)| !rest.is_empty())
 }
 
 impl PushOptions {
@@ -111,15 +100,10 @@ impl PushOptions {
         if !web_on {
             return Err(PushError::NoWeb);
         }
+        // Both are http(s) URLs: the config was refused otherwise.
         let public_url = web
-            .and_then(|w| w.public_url.as_deref())
+            .and_then(|w| w.public_url.clone())
             .ok_or(PushError::NoPublicUrl)?;
-        if !is_http_url(public_url) {
-            return Err(PushError::BadPublicUrl(public_url.to_owned()));
-        }
-        if !is_http_url(&push.ntfy.server) {
-            return Err(PushError::BadServer(push.ntfy.server.clone()));
-        }
         let ntfy = push.ntfy.with_kept(kept)?;
         if ntfy.topic.trim().is_empty() {
             return Err(PushError::NoTopic);
@@ -127,16 +111,14 @@ impl PushOptions {
         Ok(Some(PushOptions {
             ntfy,
             detail: push.detail,
-            public_url: public_url.trim_end_matches('/').to_owned(),
+            public_url,
         }))
     }
 
     /// The public URL's origin (`scheme://host[:port]`), which the web
     /// surface accepts as it accepts `[web] origins`.
-    pub fn origin(&self) -> String {
-        let (scheme, rest) = self.public_url.split_once("://").unwrap_or(("https", ""));
-        let host = rest.split('/').next().unwrap_or("");
-        format!("{scheme}://{host}")
+    pub fn origin(&self) -> Origin {
+        self.public_url.origin()
     }
 }
 
@@ -331,7 +313,8 @@ impl Pusher {
 
     /// Where tapping `item`'s push leads: the web surface, on that item.
     fn click(&self, item: &Item) -> String {
-        format!("{}/#item/{}", self.options.public_url, item.id)
+        let item = format!("item/{}", item.id);
+        self.options.public_url.at(&[""], Some(&item)).into()
     }
 
     /// New buttons for `item`, their tokens stored.
@@ -348,7 +331,11 @@ impl Pusher {
             actions.push(Action {
                 action: "http",
                 label,
-                url: format!("{}/api/push/{token}", self.options.public_url),
+                url: self
+                    .options
+                    .public_url
+                    .at(&["api", "push", &token], None)
+                    .into(),
                 method: "POST",
                 headers: Default::default(),
                 body: String::new(),
@@ -438,7 +425,8 @@ impl Pusher {
     /// POSTs `message` to the server's root; false (and a warning) when
     /// it was not taken.
     async fn publish(&self, message: &Message) -> bool {
-        let server = self.options.ntfy.server.trim_end_matches('/');
+        let root = self.options.ntfy.server.at(&[""], None);
+        let server = root.as_str();
         let body = match serde_json::to_vec(message) {
             Ok(body) => body,
             Err(e) => {
@@ -446,8 +434,7 @@ impl Pusher {
                 return false;
             }
         };
-        let mut request =
-            Request::post(format!("{server}/")).header(header::CONTENT_TYPE, "application/json");
+        let mut request = Request::post(server).header(header::CONTENT_TYPE, "application/json");
         if let Some(token) = &self.options.ntfy.token {
             request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }

@@ -2,7 +2,6 @@
 //! *ring* as its crypto, which builds without CMake), served by
 //! axum-server, which does the per-connection handshakes.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -60,21 +59,24 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     Ok(certs)
 }
 
-/// Serves `app` over TLS on `listener`, in a task of its own.
-pub fn serve(listener: tokio::net::TcpListener, tls: Arc<rustls::ServerConfig>, app: axum::Router) {
+/// Serves `app` over TLS on `listener` until `stop`, then drains for
+/// [`crate::DRAIN`] at most (axum-server's graceful shutdown).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    app: crate::App,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let config = axum_server::tls_rustls::RustlsConfig::from_config(tls);
+    let listener = listener.into_std()?;
+    let handle = axum_server::Handle::new();
+    let stopping = handle.clone();
     tokio::spawn(async move {
-        let listener = match listener.into_std() {
-            Ok(listener) => listener,
-            Err(e) => {
-                tracing::warn!("the web surface stopped: {e}");
-                return;
-            }
-        };
-        let service = app.into_make_service_with_connect_info::<SocketAddr>();
-        let server = axum_server::from_tcp_rustls(listener, config);
-        if let Err(e) = server.serve(service).await {
-            tracing::warn!("the web surface stopped: {e}");
-        }
+        stop.await;
+        stopping.graceful_shutdown(Some(crate::DRAIN));
     });
+    axum_server::from_tcp_rustls(listener, config)
+        .handle(handle)
+        .serve(app)
+        .await
 }

@@ -132,7 +132,7 @@ impl Team {
     /// agent would try.
     pub async fn forge_answer(&self, host: &AgentHost, id: &str) -> Result<(), String> {
         let options = hark_hub::HubOptions {
-            url: self.url(),
+            url: self.url().parse().unwrap(),
             nkey: Some(host.sandbox.path("hub.nk")),
             creds: None,
             ca: None,

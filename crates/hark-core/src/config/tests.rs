@@ -93,7 +93,7 @@ fn fields_are_optional_and_unknown_ones_are_refused() {
     assert!(toml::from_str::<Config>("theme = \"sepia\"").is_err());
     let c: Config = toml::from_str("[push]\nntfy = { topic = \"t\" }").unwrap();
     let push = c.push.unwrap();
-    assert_eq!(push.ntfy.server, "https://ntfy.sh");
+    assert_eq!(push.ntfy.server.to_string(), "https://ntfy.sh/");
     assert_eq!(
         push.detail,
         PushDetail::TitleOnly,
@@ -158,4 +158,84 @@ fn entries_that_would_let_writes_pass_are_refused_by_name() {
         tool.contains("\"Bash\"") && tool.contains("writes"),
         "{tool}"
     );
+}
+
+#[test]
+fn the_urls_are_parsed_when_the_config_loads_and_a_bad_one_is_named() {
+    let c: Config = toml::from_str(
+        "[web]\norigins = [\"https://Box.ts.net\", \"http://[::1]:8080\"]\n\
+         public_url = \"https://box.ts.net:8443/hark\"\n\
+         [push]\nntfy = { server = \"https://push.example/ntfy\" }\n\
+         [hub]\nurl = \"nats://a:4222, tls://b:4222\"\n",
+    )
+    .unwrap();
+    let web = c.web.unwrap();
+    let origins: Vec<String> = web.origins.iter().map(ToString::to_string).collect();
+    assert_eq!(origins, ["https://box.ts.net", "http://[::1]:8080"]);
+    let public = web.public_url.unwrap();
+    assert_eq!(
+        public.at(&["api", "push", "t"], None).as_str(),
+        "https://box.ts.net:8443/hark/api/push/t"
+    );
+    assert_eq!(
+        public.at(&[""], Some("item/1")).as_str(),
+        "https://box.ts.net:8443/hark/#item/1"
+    );
+    assert_eq!(
+        public.origin().ascii_serialization(),
+        "https://box.ts.net:8443"
+    );
+    let server = c.push.unwrap().ntfy.server;
+    assert_eq!(
+        server.at(&[""], None).as_str(),
+        "https://push.example/ntfy/"
+    );
+    assert_eq!(
+        c.hub.unwrap().url.unwrap().to_string(),
+        "nats://a:4222,tls://b:4222"
+    );
+
+    // Each bad value is refused when the config loads, with its key, its
+    // value and why.
+    for (toml, says) in [
+        ("[web]\npublic_url = \"box.ts.net\"", "not a URL"),
+        (
+            "[web]\npublic_url = \"ftp://box.ts.net\"",
+            "not an http:// or https:// URL",
+        ),
+        ("[web]\norigins = [\"box.ts.net\"]", "not a URL"),
+        (
+            "[web]\norigins = [\"https://box.ts.net/hark\"]",
+            "not an origin",
+        ),
+        (
+            "[web]\norigins = [\"https://a@box.ts.net\"]",
+            "not an origin",
+        ),
+        ("[web]\norigins = [\"null\"]", "not a URL"),
+        ("[push]\nntfy = { server = \"ntfy.sh\" }", "not a URL"),
+        (
+            "[hub]\nurl = \"https://hub:4222\"",
+            "not a hub server's URL",
+        ),
+        (
+            "[hub]\nurl = \"nats://a:4222,hub:4222\"",
+            "not a hub server's URL",
+        ),
+        ("[hub]\nurl = \" , \"", "no URL given"),
+    ] {
+        let error = ConfigError::Parse {
+            path: PathBuf::from("/c/config.toml"),
+            source: toml::from_str::<Config>(toml).unwrap_err(),
+        }
+        .to_string();
+        let key = toml.lines().nth(1).unwrap().split(" = ").next().unwrap();
+        assert!(
+            error.contains("the config /c/config.toml is not valid")
+                && error.contains(key)
+                && error.contains(says),
+            "{toml}: {error}"
+        );
+    }
+    assert_eq!(Ntfy::default_server().to_string(), "https://ntfy.sh/");
 }

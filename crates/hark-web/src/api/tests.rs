@@ -2,227 +2,14 @@
 //! needs (its cookie and its token, on every request), what a pairing and
 //! a push button's token can do, and what no answer gives away.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{Method, Request, StatusCode, header};
-use hark_core::model::ids::{Clock, ItemId, SessionId};
-use hark_core::model::item::{Asker, Item};
-use hark_core::model::schema::{AskRequest, Question, QuestionOption};
+use axum::http::{Method, StatusCode};
 use hark_core::pairing;
-use hark_core::registry::{Pending, Registry, Waited};
-use hark_core::store::Store;
-use http_body_util::BodyExt;
-use serde_json::{Value, json};
-use tower::ServiceExt;
+use hark_core::registry::Waited;
+use serde_json::json;
 
-use crate::{Web, auth, feed};
-
-/// Where the surface says it listens (the host check's).
-const LISTEN: &str = "127.0.0.1:8787";
-
-/// The web surface over a store in a temporary directory.
-struct Surface {
-    _dir: tempfile::TempDir,
-    web: Arc<Web>,
-}
-
-/// A paired browser's two secrets.
-struct Session {
-    /// `hark_session=…`, as a `Cookie` header carries it.
-    cookie: String,
-    token: String,
-    device: String,
-}
-
-/// An answer: its status and its body's text.
-struct Answered {
-    status: StatusCode,
-    body: String,
-}
-
-impl Answered {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
-    }
-}
-
-/// A request as a browser on the surface's own origin sends it, from
-/// `127.0.0.1` (where an agent on the same host is too).
-fn request(method: Method, path: &str) -> axum::http::request::Builder {
-    let peer: SocketAddr = "127.0.0.1:50000".parse().unwrap();
-    Request::builder()
-        .method(method)
-        .uri(path)
-        .header(header::HOST, LISTEN)
-        .extension(ConnectInfo(peer))
-}
-
-impl Surface {
-    fn new() -> Surface {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(&dir.path().join("hark.db"), Clock::system()).unwrap());
-        let registry = Registry::with_store(Some(store.clone()));
-        let web = Arc::new(Web {
-            feed: feed::Feed::start(&registry),
-            registry,
-            store,
-            limiter: auth::Limiter::default(),
-            push_limiter: auth::Limiter::default(),
-            secure: false,
-            listen: LISTEN.parse().unwrap(),
-            origins: Vec::new(),
-        });
-        Surface { _dir: dir, web }
-    }
-
-    /// Sends `request`; its answer, the body read whole (or its first
-    /// frame, for a stream that does not end).
-    async fn send(&self, request: Request<Body>) -> Answered {
-        let response = super::router(self.web.clone())
-            .oneshot(request)
-            .await
-            .unwrap();
-        let status = response.status();
-        let mut body = response.into_body();
-        let mut bytes = Vec::new();
-        let streamed = tokio::time::timeout(Duration::from_secs(10), async {
-            while let Some(frame) = body.frame().await {
-                if let Some(data) = frame.unwrap().data_ref() {
-                    bytes.extend_from_slice(data);
-                    if status.is_success() && bytes.starts_with(b"id:") {
-                        break; // an event stream's first event
-                    }
-                }
-            }
-        })
-        .await;
-        assert!(streamed.is_ok(), "no answer in 10 s");
-        Answered {
-            status,
-            body: String::from_utf8(bytes).unwrap(),
-        }
-    }
-
-    async fn try_pair(&self, code: &str) -> (Answered, Option<String>) {
-        let response = super::router(self.web.clone())
-            .oneshot(
-                request(Method::POST, "/api/pair")
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .body(Body::from(
-                        json!({"code": code, "device": "phone"}).to_string(),
-                    ))
-                    .unwrap(),
-            )
-            .await
-            .unwrap();
-        let cookie = response
-            .headers()
-            .get(header::SET_COOKIE)
-            .map(|c| c.to_str().unwrap().split(';').next().unwrap().to_owned());
-        let status = response.status();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        let body = String::from_utf8(bytes.to_vec()).unwrap();
-        (Answered { status, body }, cookie)
-    }
-
-    async fn pair(&self) -> Session {
-        let code = pairing::mint_code(&self.web.store).unwrap();
-        let (answered, cookie) = self.try_pair(&code.code).await;
-        assert_eq!(answered.status, StatusCode::OK, "{}", answered.body);
-        let body = answered.json();
-        Session {
-            cookie: cookie.expect("pairing sets the cookie"),
-            token: body["csrf"].as_str().unwrap().to_owned(),
-            device: body["device"]["id"].as_str().unwrap().to_owned(),
-        }
-    }
-
-    /// Opens a question with the options `a` and `b`, pending until answered.
-    fn ask(&self) -> (ItemId, Pending) {
-        let options = ["a", "b"]
-            .map(|label| QuestionOption {
-                label: label.to_owned(),
-                description: String::new(),
-                preview: None,
-            })
-            .to_vec();
-        let item = Item {
-            id: ItemId(uuid::Uuid::new_v4()),
-            session_id: SessionId::unnamed(),
-            run_id: None,
-            asker: Asker::default(),
-            request: AskRequest {
-                questions: vec![Question {
-                    question: "Which?".to_owned(),
-                    header: "Pick".to_owned(),
-                    options,
-                    multi_select: false,
-                    default: None,
-                }],
-            },
-            approval: None,
-            created_at: SystemTime::now(),
-            timeout: Duration::from_secs(600),
-            parking: None,
-            mirrored: false,
-        };
-        let id = item.id;
-        (id, self.web.registry.open(item))
-    }
-}
-
-/// Every API request a session can make, on `item` and `device`: its
-/// method, path and body.
-fn every_call(item: ItemId, device: &str) -> Vec<(Method, String, Option<Value>)> {
-    let skip = json!({"action": "skip"});
-    vec![
-        (Method::GET, "/api/session".to_owned(), None),
-        (Method::GET, "/api/inbox".to_owned(), None),
-        (Method::GET, "/api/items".to_owned(), None),
-        (Method::GET, format!("/api/items/{item}"), None),
-        (Method::GET, "/api/devices".to_owned(), None),
-        (Method::GET, "/api/events".to_owned(), None),
-        (
-            Method::POST,
-            "/api/markdown".to_owned(),
-            Some(json!({"texts": ["*x*"]})),
-        ),
-        (Method::POST, format!("/api/items/{item}/reply"), Some(skip)),
-        (
-            Method::POST,
-            format!("/api/items/{item}/verdict"),
-            Some(json!({"label": "Deny"})),
-        ),
-        (Method::DELETE, format!("/api/devices/{device}"), None),
-    ]
-}
-
-fn call(
-    method: &Method,
-    path: &str,
-    body: &Option<Value>,
-    cookie: Option<&str>,
-    token: Option<&str>,
-) -> Request<Body> {
-    let mut builder = request(method.clone(), path);
-    if let Some(cookie) = cookie {
-        builder = builder.header(header::COOKIE, cookie);
-    }
-    if let Some(token) = token {
-        builder = builder.header(auth::CSRF_HEADER, token);
-    }
-    match body {
-        Some(body) => builder
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body.to_string())),
-        None => builder.body(Body::empty()),
-    }
-    .unwrap()
-}
+use crate::testing::{Session, Surface, call, every_call};
 
 #[tokio::test]
 async fn a_session_cookie_without_its_token_reads_nothing_and_answers_nothing() {
@@ -251,11 +38,13 @@ async fn a_session_cookie_without_its_token_reads_nothing_and_answers_nothing() 
             );
             if cookie.is_some() {
                 assert!(
-                    answered.body.contains("X-CSRF-Token"),
-                    "the refusal says what is missing: {}",
+                    answered.body.contains("X-CSRF-Token")
+                        && answered.body.contains("hark web pair"),
+                    "the refusal says what is missing and what to do: {}",
                     answered.body
                 );
             }
+            assert!(!answered.body.contains("Which?"), "{}", answered.body);
         }
     }
     // Nothing was answered or revoked.
@@ -383,4 +172,34 @@ async fn a_push_buttons_token_answers_its_choice_once_and_a_session_is_no_token(
         "{}",
         replayed.body
     );
+}
+
+#[tokio::test]
+async fn an_expired_push_buttons_token_is_gone_and_answers_nothing() {
+    let surface = Surface::new();
+    let (id, _pending) = surface.ask();
+    let token = pairing::secret().unwrap();
+    let past = std::time::SystemTime::now() - Duration::from_secs(1);
+    surface
+        .web
+        .store
+        .add_push_token(&pairing::hash(&token), id, "option:a", Some(past))
+        .unwrap();
+    let pressed = surface
+        .send(call(
+            &Method::POST,
+            &format!("/api/push/{token}"),
+            &None,
+            None,
+            None,
+        ))
+        .await;
+    assert_eq!(
+        (pressed.status, pressed.code().as_str()),
+        (StatusCode::GONE, "gone"),
+        "{}",
+        pressed.body
+    );
+    assert!(pressed.body.contains("expired"), "{}", pressed.body);
+    assert!(surface.web.registry.get(id).is_some(), "still pending");
 }
