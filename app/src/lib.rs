@@ -161,7 +161,7 @@ pub enum AppError {
     #[error(transparent)]
     Serve(serve::ServeError),
     #[error(transparent)]
-    Daemon(#[from] hark_daemon::AssembleError),
+    Daemon(hark_daemon::AssembleError),
     #[error("the hub's URL (`--hub`, `HARK_HUB`): {0}")]
     HubUrl(#[from] hark_core::config::UrlError),
     #[error("cannot start the app's runtime: {0}")]
@@ -177,6 +177,17 @@ impl From<serve::ServeError> for AppError {
                 AppError::AlreadyRunning(path)
             }
             other => AppError::Serve(other),
+        }
+    }
+}
+
+/// The core's refusals as the core's (another app running is the one the
+/// second `hark app` hands over to); the surfaces' as they are.
+impl From<hark_daemon::AssembleError> for AppError {
+    fn from(e: hark_daemon::AssembleError) -> AppError {
+        match e {
+            hark_daemon::AssembleError::Serve(e) => e.into(),
+            other => AppError::Daemon(other),
         }
     }
 }
