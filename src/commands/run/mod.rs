@@ -97,7 +97,7 @@ fn finish(ended: Result<i32, Stop>) -> ExitStatus {
                     received.name
                 );
             }
-            ExitStatus::Agent(128 + received.number)
+            ExitStatus::Agent(received.exit_code())
         }
         Err(Stop::Failed(e)) => {
             eprintln!("hark: {e}");
@@ -210,9 +210,7 @@ async fn turns(
         let composed = next.command(plan, setup, read_only.as_ref())?;
         let turn = agent::run_agent(
             composed,
-            &setup.confine,
-            &setup.job,
-            setup.kind,
+            setup,
             plan.cwd.as_ref(),
             resumed_env.as_ref(),
             stop.clone(),
@@ -220,14 +218,15 @@ async fn turns(
         .await?;
         // The resumed call went on: nobody else is to resume it.
         drop(next.resumed_file.take());
-        if turn.stopped {
-            return Ok(turn.status);
-        }
-        if let Some(tool_use_id) = turn.deferred.clone() {
-            if !next.park(setup, &turn, tool_use_id) {
-                return Ok(turn.status);
+        match turn.ending() {
+            agent::Ending::Stopped => return Ok(turn.status),
+            agent::Ending::Deferred(tool_use_id) => {
+                if !next.park(setup, &turn, tool_use_id) {
+                    return Ok(turn.status);
+                }
+                continue;
             }
-            continue;
+            agent::Ending::Done => {}
         }
         kept.cost_usd += turn.cost_usd;
         if turn.result.is_some() {
@@ -248,7 +247,19 @@ async fn turns(
 /// Says the run ends on a stop signal; its exit code.
 fn stopped(received: Received) -> i32 {
     eprintln!("hark: stopped by {}; the run ends", received.name);
-    128 + received.number
+    received.exit_code()
+}
+
+/// Which turn comes next, as its prompt and the intake go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TurnKind {
+    /// The run's first: its prompt, after the intake.
+    First,
+    /// The agent paused on a question, resumed: no prompt, no intake.
+    Resumed,
+    /// A later turn (a conversation's next message, or the first of a run
+    /// taken over): the intake again only if it is asked every turn.
+    Later,
 }
 
 /// What the next turn is: its prompt, the agent session it resumes, the
@@ -256,7 +267,7 @@ fn stopped(received: Received) -> i32 {
 struct Next {
     prompt: String,
     resume: Option<String>,
-    first_turn: bool,
+    kind: TurnKind,
     /// The parked call to wait on before the turn.
     parked: Option<paused::Parked>,
     /// What another process needs to resume this run, should it park.
@@ -264,15 +275,15 @@ struct Next {
     /// The paused-run file of the call the current turn resumes: it goes
     /// when the turn ends.
     resumed_file: Option<Held>,
-    /// Set when the agent paused on a question: the next turn resumes it,
-    /// with no prompt, and no intake.
-    paused: bool,
 }
 
 impl Next {
     /// The first turn: the run's prompt, or the resumed run's parked call.
     fn new(plan: &Plan, resuming: Option<paused::Resuming>) -> Next {
-        let first_turn = resuming.is_none();
+        let kind = match resuming {
+            None => TurnKind::First,
+            Some(_) => TurnKind::Later,
+        };
         let (parked, origin) = match resuming {
             Some(resuming) => (Some(resuming.parked), resuming.origin),
             None => (None, paused::Origin::this_process()),
@@ -280,11 +291,10 @@ impl Next {
         Next {
             prompt: plan.prompt(),
             resume: None,
-            first_turn,
+            kind,
             parked,
             origin,
             resumed_file: None,
-            paused: false,
         }
     }
 
@@ -307,7 +317,7 @@ impl Next {
         }
         self.resume = Some(call.agent_session);
         self.resumed_file = call.held;
-        self.paused = true;
+        self.kind = TurnKind::Resumed;
         Ok(None)
     }
 
@@ -320,11 +330,15 @@ impl Next {
         run_socket: Option<&Path>,
         stop: &mut StopSignals,
     ) -> Result<Option<i32>, Stop> {
-        let first_turn = std::mem::replace(&mut self.first_turn, false);
         let Some((intake, given)) = &plan.intake else {
             return Ok(None);
         };
-        if self.paused || !(first_turn || intake.when == When::EveryTurn) {
+        let asked_now = match self.kind {
+            TurnKind::First => true,
+            TurnKind::Resumed => false,
+            TurnKind::Later => intake.when == When::EveryTurn,
+        };
+        if !asked_now {
             return Ok(None);
         }
         let asked = operator::ask_intake(intake, given, run_socket);
@@ -345,18 +359,18 @@ impl Next {
         read_only: Option<&ReadOnly>,
     ) -> Result<Composed, Stop> {
         let user = match (&setup.wrapped, self.resume.as_deref()) {
-            (Some(wrapped), Some(session)) if self.paused => {
+            (Some(wrapped), Some(session)) if self.kind == TurnKind::Resumed => {
                 wrapped.resumed(session).map_err(RunError::Unresumable)?
             }
             (Some(wrapped), _) => wrapped.clone(),
             (None, _) => hark_core::agent::base_command_for(
                 setup.kind,
                 &setup.agent,
-                (!self.paused).then_some(self.prompt.as_str()),
+                (self.kind != TurnKind::Resumed).then_some(self.prompt.as_str()),
                 self.resume.as_deref(),
             ),
         };
-        self.paused = false;
+        self.kind = TurnKind::Later;
         let mut composed =
             hark_core::agent::compose_for(setup.kind, user, plan.verb, setup.attach(), read_only);
         if let Some((name, value)) = setup.agent_env() {
