@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use hark_core::agent::{AgentKind, Verb};
+use hark_core::bridge::options::RunOptions;
 use hark_core::model::approval::Scope;
 
 #[derive(Debug, Parser)]
@@ -264,12 +264,6 @@ pub enum AgentKindArg {
     Vscode,
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum OnTimeoutArg {
-    Park,
-    Proceed,
-}
-
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// The hook event: `pre-tool-use` (the runs hark dispatches), or
@@ -416,75 +410,28 @@ pub struct AskArgs {
     pub session: Option<String>,
 }
 
+/// `hark run`'s arguments: its options, one struct with the daemon's
+/// dispatch and the studio's `run` tool ([`RunOptions`]).
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// What kind of run: task, ask, decide, or converse (turn after turn).
-    #[arg(long, default_value = "task")]
-    pub verb: Verb,
-    /// The agent's working directory.
-    #[arg(long)]
-    pub cwd: Option<PathBuf>,
-    /// The session its questions are filed under.
-    #[arg(long)]
-    pub session: Option<String>,
-    /// Seconds the operator has for each of its questions.
-    #[arg(long, value_name = "SECS", value_parser = seconds)]
-    pub timeout: Option<Duration>,
-    /// A question nobody answers within that time: `park` pauses the agent
-    /// until you answer, however late, then resumes it with the answer;
-    /// `proceed` gives it the not-answered error (default: the config's
-    /// `on_timeout`, else park).
-    #[arg(long, value_name = "WHAT")]
-    pub on_timeout: Option<OnTimeoutArg>,
-    /// The agent command (default: the config's `agent_command`, else
-    /// `claude`, or `codex`/`opencode`/`gemini` with `--agent-kind
-    /// codex|opencode|gemini`).
-    #[arg(long, value_name = "PATH")]
-    pub agent: Option<PathBuf>,
-    /// Which CLI the agent is, `claude`, `codex`, `opencode` or `gemini`
-    /// (default: the config's `agent_kind`, else what the command's name
-    /// says: `--agent codex` is Codex, `--agent opencode` OpenCode,
-    /// `--agent gemini` Gemini CLI).
-    #[arg(long, value_name = "KIND")]
-    pub agent_kind: Option<AgentKind>,
-    /// Attach the bridge to your own agent command line (after --).
-    #[arg(long)]
-    pub wrap: bool,
-    /// Run the agent read-only: each write (Edit, Write, Bash outside a
-    /// read-only allowlist, …) asks the operator, who may allow it once,
-    /// for the run or for the session; with nobody attached it is denied.
-    #[arg(long)]
-    pub read_only: bool,
-    /// Start the agent unconfined: hark's socket, store and config, the
-    /// display and the session bus are then within its reach, and the run
-    /// is labelled "not confined" everywhere (`[confine] enabled = false`
-    /// does the same for every run).
-    #[arg(long)]
-    pub no_confine: bool,
-    /// Authored questions to ask before the agent starts (JSON:
-    /// {preamble, questions:[{id, prompt, options:[{value,label}],
-    /// defaults, multi}], when: "thread-start"|"every-turn"}); their
-    /// answers go into the prompt. Unanswered, the agent does not start.
-    #[arg(long, value_name = "FILE")]
-    pub intake: Option<PathBuf>,
-    /// An intake answer given here instead of asked (repeat it).
-    #[arg(long = "answer", value_name = "ID=VALUE")]
-    pub answers: Vec<String>,
-    /// Hand the run to the app (or `hark serve`): it goes on when this
-    /// terminal closes, its output goes to a log, `hark runs` follows
-    /// it. Prints the run id.
-    #[arg(long)]
-    pub detach: bool,
-    /// Ask the team's hub directly, on a host with no daemon (a CI
-    /// runner): at URL, or the config's `[hub] url` when none is given,
-    /// with the config's credential (an agent's). A question nobody
-    /// answers in its wait ends not answered: nothing parks, since no
-    /// daemon lives on here to resume the agent.
-    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "", conflicts_with = "detach")]
-    pub hub: Option<String>,
-    /// The prompt, or with --wrap the agent command line.
-    #[arg(last = true, required = true, value_name = "PROMPT…")]
-    pub words: Vec<String>,
+    #[command(flatten)]
+    pub options: RunOptions,
+    /// The options as one JSON object, in place of the flags: how the
+    /// daemon and the studio start the runs they dispatch.
+    #[arg(long, value_name = "JSON", hide = true, exclusive = true, value_parser = options_json)]
+    pub options_json: Option<Box<RunOptions>>,
+}
+
+impl RunArgs {
+    /// The run's options, as flags or as JSON.
+    pub fn options(self) -> RunOptions {
+        self.options_json.map_or(self.options, |json| *json)
+    }
+}
+
+/// `--options-json`'s value.
+fn options_json(text: &str) -> Result<Box<RunOptions>, serde_json::Error> {
+    serde_json::from_str(text)
 }
 
 #[derive(Debug, Args)]
@@ -593,5 +540,72 @@ fn seconds(text: &str) -> Result<Duration, NotSeconds> {
     match text.parse::<f64>() {
         Ok(s) if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s)),
         _ => Err(NotSeconds(text.to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_options(words: &[&str]) -> RunOptions {
+        let words = ["hark", "run"].iter().chain(words);
+        match Cli::try_parse_from(words).unwrap().command {
+            Some(Command::Run(args)) => args.options(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Each flag of `hark run` lands in its field of `RunOptions`, and the
+    /// options as JSON (how the daemon and the studio start a run) are the
+    /// same options.
+    #[test]
+    fn every_run_flag_is_a_run_option_and_json_carries_them_all() {
+        let flags = run_options(&[
+            "--verb",
+            "converse",
+            "--cwd",
+            "/w",
+            "--session",
+            "s",
+            "--timeout",
+            "2.5",
+            "--on-timeout",
+            "proceed",
+            "--agent",
+            "/bin/codex",
+            "--agent-kind",
+            "codex",
+            "--wrap",
+            "--read-only",
+            "--no-confine",
+            "--intake",
+            "in.json",
+            "--answer",
+            "a=b",
+            "--hub",
+            "nats://h:4222",
+            "--",
+            "codex",
+            "exec",
+            "go",
+        ]);
+        assert_eq!(
+            flags.on_timeout,
+            Some(hark_core::config::OnTimeout::Proceed)
+        );
+        assert_eq!(flags.timeout_secs, Some(2.5));
+        assert_eq!(flags.words, ["codex", "exec", "go"]);
+        assert!(flags.wrap && flags.read_only && flags.no_confine);
+        let json = serde_json::to_string(&flags).unwrap();
+        assert_eq!(run_options(&["--options-json", &json]), flags);
+        // Nothing else goes beside it.
+        let words = ["hark", "run", "--options-json", &json, "--wrap"];
+        assert!(Cli::try_parse_from(words).is_err());
+        // The defaults.
+        let bare = run_options(&["--", "hello"]);
+        assert_eq!(bare.verb, hark_core::agent::Verb::Task);
+        assert_eq!(bare.on_timeout, None);
+        assert_eq!(run_options(&["--hub", "--", "x"]).hub.as_deref(), Some(""));
+        assert!(Cli::try_parse_from(["hark", "run", "--timeout", "0", "--", "x"]).is_err());
     }
 }

@@ -113,7 +113,7 @@ pub async fn call(app: &App, command: &str, args: Value) -> Result<Value, IpcErr
             let Dispatch { mut request } = args_of(command, args)?;
             // The page names neither the program to run nor its environment:
             // the run starts the configured agent.
-            request.agent = None;
+            request.options.agent = None;
             request.env = None;
             done(shell.dispatcher.start(request)?)
         }

@@ -737,6 +737,49 @@ fn a_detached_run_is_the_daemons_and_its_answer_reaches_the_agent() {
     );
 }
 
+/// Every option of `hark run --detach` reaches the run the daemon starts:
+/// the options travel whole, not flag by flag (issue 42: `--on-timeout
+/// proceed` was dropped, and the detached run parked instead).
+#[test]
+fn a_detached_run_keeps_its_on_timeout() {
+    let daemon = serve(json!({}));
+    let out = detach(
+        &daemon,
+        &[
+            "--session",
+            "detached-proceeds",
+            "--timeout",
+            "1",
+            "--on-timeout",
+            "proceed",
+        ],
+        &ask_line(),
+    );
+    let (run_id, ended) = run_and_end(&daemon, &out);
+    assert_eq!(ended["exit_code"], 0);
+    let run = run_of(&daemon, "detached-proceeds");
+    assert_eq!(run["status"], "finished", "{run}");
+    // It never parked: the agent started once, with no park hook, and
+    // was told its question timed out.
+    let starts: Vec<Value> = invocations(&daemon.sandbox.path("fake.log"))
+        .into_iter()
+        .filter(|line| line.get("argv").is_some())
+        .collect();
+    assert_eq!(starts.len(), 1, "{starts:?}");
+    assert!(
+        flag(&starts[0], "--settings").is_none(),
+        "no park hook: {}",
+        starts[0]
+    );
+    let log = daemon
+        .sandbox
+        .data_dir()
+        .join("runs")
+        .join(format!("{run_id}.log"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("operator did not answer"), "{text}");
+}
+
 #[test]
 fn only_the_newest_dispatched_runs_keep_their_logs() {
     let sandbox = sandbox();

@@ -349,15 +349,11 @@ export type AgentKind = "claude" | "codex" | "opencode" | "gemini";
 
 export type DispatchRequest = { 
 /**
- * What the agent is asked to do.
- */
-prompt: string, 
-/**
- * task, ask, decide, or converse (each next message is asked for in the app).
+ * What kind of run: task, ask, decide, or converse (turn after turn).
  */
 verb: Verb, 
 /**
- * The agent's working directory (absolute); the daemon's when absent.
+ * The agent's working directory.
  */
 cwd?: string, 
 /**
@@ -369,27 +365,42 @@ session?: string,
  */
 timeout_secs?: number, 
 /**
- * Every write asks the operator first (`hark run --read-only`).
- */
-read_only: boolean, 
-/**
- * Start the agent unconfined (`hark run --no-confine`); the run is
- * labelled so everywhere.
- */
-no_confine?: boolean, 
-/**
- * Authored questions asked before the agent starts (the JSON of
- * `hark run --intake FILE`).
- */
-intake?: unknown, 
-/**
- * The agent command; the config's, else `claude`, when absent.
+ * The agent command (default: the config's `agent_command`, else
+ * `claude`, or `codex`/`opencode`/`gemini` with `--agent-kind
+ * codex|opencode|gemini`).
  */
 agent?: string, 
 /**
- * Which CLI the agent is; the config's, else what its name says, when absent.
+ * Which CLI the agent is, `claude`, `codex`, `opencode` or `gemini`
+ * (default: the config's `agent_kind`, else what the command's name
+ * says: `--agent codex` is Codex, `--agent opencode` OpenCode,
+ * `--agent gemini` Gemini CLI).
  */
-agent_kind?: AgentKind, };
+agent_kind?: AgentKind, 
+/**
+ * Run the agent read-only: each write (Edit, Write, Bash outside a
+ * read-only allowlist, …) asks the operator, who may allow it once,
+ * for the run or for the session; with nobody attached it is denied.
+ */
+read_only: boolean, 
+/**
+ * Start the agent unconfined: hark's socket, store and config, the
+ * display and the session bus are then within its reach, and the run
+ * is labelled "not confined" everywhere (`[confine] enabled = false`
+ * does the same for every run).
+ */
+no_confine?: boolean, 
+/**
+ * Authored questions to ask before the agent starts (JSON:
+ * {preamble, questions:[{id, prompt, options:[{value,label}],
+ * defaults, multi}], when: "thread-start"|"every-turn"}); their
+ * answers go into the prompt. Unanswered, the agent does not start.
+ */
+intake?: unknown, 
+/**
+ * The prompt, or with --wrap the agent command line.
+ */
+prompt: string | Array<string>, };
 
 export type Dispatched = { run_id: RunId, 
 /**

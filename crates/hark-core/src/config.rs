@@ -282,7 +282,9 @@ impl Default for Confine {
 }
 
 /// What happens to a dispatched run's question nobody answers in time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OnTimeout {
     /// The agent is paused (it exits, saved) and resumed with your answer,

@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
     ClientResult, ContentBlock, ElicitResult, ElicitationAction, InputResponses, ListToolsResult,
@@ -38,13 +39,15 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use hark_core::bridge::client::{self, Feed};
+use hark_core::bridge::options::RunOptions;
 use hark_core::bridge::socket::SocketFile;
 use hark_core::bridge::views::{ItemState, ItemView};
 use hark_core::bridge::wire::{ClientFrame, FeedEvent, ServerFrame, SocketSurface, WireReply};
+use hark_core::config::OnTimeout;
 use hark_core::model::ids::{Ids, ItemId, RunId};
 
 use crate::error_text;
@@ -54,7 +57,7 @@ mod own;
 mod tools;
 
 use ask::{Caller, Prompt, Refused, Way};
-use tools::reply_of;
+use tools::AnswerParams;
 
 /// The studio's server name.
 pub const STUDIO_NAME: &str = "hark";
@@ -138,14 +141,37 @@ impl Studio {
         crate::serve_stdio(self).await
     }
 
-    async fn run(&self, args: &Map<String, Value>, caller: &Caller) -> CallToolResponse {
-        let Some(prompt) = args
-            .get("prompt")
-            .and_then(Value::as_str)
-            .filter(|p| !p.trim().is_empty())
-        else {
+    /// Starts `hark run` with `options` (handed to it whole, as one JSON
+    /// argument) and follows it.
+    async fn run(&self, mut options: RunOptions, caller: &Caller) -> CallToolResponse {
+        if options.prompt().trim().is_empty() {
             return error_text("run needs a prompt: {\"prompt\": \"…\"}").into();
-        };
+        }
+        // Every option is named: a new one does not compile until the
+        // studio has said whether it takes it.
+        let RunOptions {
+            verb: _,
+            cwd: _,
+            session: _,
+            timeout_secs: _,
+            on_timeout: _,
+            agent: _,
+            agent_kind: _,
+            wrap: _,
+            read_only: _,
+            no_confine: _,
+            intake: _,
+            answers: _,
+            detach,
+            hub,
+            words: _,
+        } = &options;
+        if *detach {
+            return error_text("run follows the run it starts: it cannot detach").into();
+        }
+        if hub.is_some() {
+            return error_text("run asks through the operator's daemon, not a hub").into();
+        }
         let socket = match self.socket().await {
             Ok(socket) => socket,
             Err(e) => return error_text(e.to_string()).into(),
@@ -157,29 +183,20 @@ impl Studio {
             Err(e) => return error_text(format!("cannot follow the daemon: {e}")).into(),
         };
         let id = Ids::random().run();
-        let session = args
-            .get("session")
-            .and_then(Value::as_str)
-            .map_or_else(|| format!("studio-{}", id.short()), str::to_owned);
+        let session = options
+            .session
+            .get_or_insert_with(|| format!("studio-{}", id.short()))
+            .clone();
+        // The studio waits on the run: a question nobody answers in time
+        // gets the not-answered error unless parking was asked for.
+        options.on_timeout.get_or_insert(OnTimeout::Proceed);
+        let json = match serde_json::to_string(&options) {
+            Ok(json) => json,
+            Err(e) => return error_text(format!("cannot send the run's options: {e}")).into(),
+        };
         let mut command = tokio::process::Command::new(&self.settings.hark);
-        command.args(["run", "--session", &session]);
-        if let Some(agent) = args.get("agent").and_then(Value::as_str) {
-            command.args(["--agent", agent]);
-        }
-        if let Some(cwd) = args.get("cwd").and_then(Value::as_str) {
-            command.args(["--cwd", cwd]);
-        }
-        if let Some(verb) = args.get("verb").and_then(Value::as_str) {
-            command.args(["--verb", verb]);
-        }
-        if args.get("read_only") == Some(&Value::Bool(true)) {
-            command.arg("--read-only");
-        }
-        if let Some(secs) = args.get("timeout_secs").and_then(Value::as_f64) {
-            command.args(["--timeout", &secs.to_string()]);
-        }
         command
-            .args(["--on-timeout", "proceed", "--", prompt])
+            .args(["run", "--options-json", &json])
             .env(hark_core::env::SOCKET, socket)
             .env(hark_core::env::RUN_ID, id.to_string())
             .env(hark_core::env::STOP_WITH_PARENT, "1")
@@ -370,8 +387,8 @@ impl Studio {
         }
     }
 
-    async fn answer(&self, args: &Map<String, Value>, caller: &Caller) -> CallToolResponse {
-        match reply_of(args) {
+    async fn answer(&self, args: AnswerParams, caller: &Caller) -> CallToolResponse {
+        match args.reply() {
             Ok((id, reply)) => self.settle(id, reply, self.waiting_on(id), caller).await,
             Err(e) => error_text(e.to_string()).into(),
         }
@@ -512,11 +529,11 @@ impl ServerHandler for Studio {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools::all()))
+        Ok(ListToolsResult::with_all_items(Self::tools().list_all()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools::all().into_iter().find(|t| t.name == name)
+        Self::tools().get(name).cloned()
     }
 
     async fn call_tool(
@@ -530,15 +547,17 @@ impl ServerHandler for Studio {
                 .retry(state, request.input_responses.as_ref(), &caller)
                 .await);
         }
-        let args = request.arguments.unwrap_or_default();
-        match request.name.as_ref() {
-            "run" => Ok(self.run(&args, &caller).await),
-            "answer" => Ok(self.answer(&args, &caller).await),
-            "runs" => Ok(self.list().into()),
-            other => Err(McpError::invalid_params(
-                format!("unknown tool {other:?}; this server has run, answer and runs"),
+        if Self::tools().get(&request.name).is_none() {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool {:?}; this server has run, answer and runs",
+                    request.name
+                ),
                 None,
-            )),
+            ));
         }
+        Self::tools()
+            .call(ToolCallContext::new(self, request, context))
+            .await
     }
 }

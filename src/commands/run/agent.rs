@@ -26,16 +26,36 @@ pub struct Turn {
     pub result: Option<String>,
     pub cost_usd: f64,
     /// A stop signal ended it (`status` is then 128 + the signal).
-    pub stopped: bool,
+    stopped: bool,
     /// It paused on this tool use (a question parked), to be resumed.
-    pub deferred: Option<String>,
+    deferred: Option<String>,
     /// The agent's latest text, held until what follows says whether it
     /// is the result (stdout) or progress (stderr): the final text and the
     /// result are the same words, which stdout carries once.
     held: Option<String>,
 }
 
+/// How a turn ended, for the run to go on or end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// A stop signal ended it: so does the run.
+    Stopped,
+    /// It paused on this tool use (a question parked), to be resumed.
+    Deferred(String),
+    /// It ran to its end.
+    Done,
+}
+
 impl Turn {
+    /// How it ended; a stop signal outranks a pause.
+    pub(super) fn ending(&self) -> Ending {
+        match (self.stopped, &self.deferred) {
+            (true, _) => Ending::Stopped,
+            (false, Some(tool_use_id)) => Ending::Deferred(tool_use_id.clone()),
+            (false, None) => Ending::Done,
+        }
+    }
+
     /// Holds the agent's latest text, showing the one held before it as
     /// progress.
     pub(super) fn hold(&mut self, text: &str) {
@@ -119,16 +139,16 @@ pub fn existing_settings(settings: &str) -> Result<String, RunError> {
     Ok(text)
 }
 
-/// Starts the agent, shows its stream, and waits for it.
+/// Starts the agent of `setup`'s run, confined and held as it says, in
+/// `cwd` (else here), shows its stream, and waits for it.
 pub async fn run_agent(
     composed: Composed,
-    confine: &Plan,
-    job: &Job,
-    kind: AgentKind,
+    setup: &super::Setup,
     cwd: Option<&PathBuf>,
     env: Option<&BTreeMap<String, String>>,
     mut stop: StopSignals,
 ) -> Result<Turn, RunError> {
+    let (confine, job, kind) = (&setup.confine, &setup.job, setup.kind);
     let command = agent_command(&composed, confine, cwd, env);
     let mut child =
         hark_core::confine::spawn(confine, command).map_err(|source| RunError::Spawn {
@@ -191,7 +211,7 @@ pub async fn run_agent(
     }
     .map_err(RunError::Agent)?;
     turn.status = match stopped_by {
-        Some(received) => 128 + received.number,
+        Some(received) => received.exit_code(),
         None => exit_code(status),
     };
     turn.stopped = stopped_by.is_some();
@@ -374,7 +394,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status
         .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+        .unwrap_or_else(|| super::signals::by_signal(status.signal().unwrap_or(0)))
 }
 
 /// The agent's exit code (Windows has one for every end).

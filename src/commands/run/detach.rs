@@ -2,16 +2,16 @@
 
 use std::path::PathBuf;
 
+use hark_core::bridge::options::{IntakeSource, RunOptions};
 use hark_core::bridge::wire::{ClientFrame, DispatchRequest, Environment, ServerFrame};
 
 use super::RunError;
-use crate::cli::RunArgs;
 use crate::commands::query::{query, refused};
 use crate::exit::ExitStatus;
 
 /// `hark run --detach`: the operator's daemon starts the run and owns it.
 /// Prints the run id; `hark runs` follows it.
-pub async fn run(options: RunArgs) -> ExitStatus {
+pub async fn run(options: RunOptions) -> ExitStatus {
     let request = match detached_request(options) {
         Ok(request) => request,
         Err(message) => {
@@ -36,18 +36,38 @@ pub async fn run(options: RunArgs) -> ExitStatus {
 
 /// The daemon's request for these options. Paths are made absolute: the
 /// daemon runs elsewhere. The run's directory is this one unless named.
-fn detached_request(options: RunArgs) -> Result<DispatchRequest, RunError> {
-    if options.wrap {
+/// Every option is named: a new one does not compile until it is sent.
+fn detached_request(options: RunOptions) -> Result<DispatchRequest, RunError> {
+    let RunOptions {
+        verb,
+        cwd,
+        session,
+        timeout_secs,
+        on_timeout,
+        agent,
+        agent_kind,
+        wrap,
+        read_only,
+        no_confine,
+        intake,
+        answers,
+        // What brought the run here.
+        detach: _,
+        // clap refuses it beside --detach.
+        hub: _,
+        words,
+    } = options;
+    if wrap {
         return Err(RunError::Usage(
             "--detach hands a prompt to the daemon; it cannot --wrap a command line",
         ));
     }
-    if !options.answers.is_empty() {
+    if !answers.is_empty() {
         return Err(RunError::Usage(
             "--detach asks the intake through the operator; drop --answer",
         ));
     }
-    if options.words.is_empty() {
+    if words.is_empty() {
         return Err(RunError::Usage(
             "say what to do: hark run --detach -- PROMPT…",
         ));
@@ -60,23 +80,24 @@ fn detached_request(options: RunArgs) -> Result<DispatchRequest, RunError> {
             here.join(path)
         }
     };
-    let intake = match &options.intake {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|source| RunError::ReadIntake {
+    // The daemon is sent the intake itself: a file here may not be there.
+    let intake = match intake {
+        Some(IntakeSource::File(path)) => {
+            let text = std::fs::read_to_string(&path).map_err(|source| RunError::ReadIntake {
                 path: path.clone(),
                 source,
             })?;
-            Some(
-                serde_json::from_str(&text).map_err(|source| RunError::IntakeJson {
+            Some(IntakeSource::Inline(serde_json::from_str(&text).map_err(
+                |source| RunError::IntakeJson {
                     path: path.clone(),
                     source,
-                })?,
-            )
+                },
+            )?))
         }
-        None => None,
+        inline => inline,
     };
     // A bare command name is found on the PATH sent along; a path is made absolute.
-    let agent = options.agent.map(|agent| {
+    let agent = agent.map(|agent| {
         if agent.components().count() > 1 {
             absolute(agent)
         } else {
@@ -84,16 +105,23 @@ fn detached_request(options: RunArgs) -> Result<DispatchRequest, RunError> {
         }
     });
     Ok(DispatchRequest {
-        prompt: options.words.join(" "),
-        verb: options.verb,
-        cwd: Some(absolute(options.cwd.unwrap_or_else(|| here.clone()))),
-        session: options.session,
-        timeout_secs: options.timeout.map(|t| t.as_secs_f64()),
-        read_only: options.read_only,
-        no_confine: options.no_confine,
-        intake,
-        agent,
-        agent_kind: options.agent_kind,
+        options: RunOptions {
+            verb,
+            cwd: Some(absolute(cwd.unwrap_or_else(|| here.clone()))),
+            session,
+            timeout_secs,
+            on_timeout,
+            agent,
+            agent_kind,
+            wrap: false,
+            read_only,
+            no_confine,
+            intake,
+            answers: Vec::new(),
+            detach: false,
+            hub: None,
+            words: vec![words.join(" ")],
+        },
         // The run gets this shell's environment (its PATH, its API keys),
         // not the daemon's; a variable that is not UTF-8 cannot be sent.
         env: Some(Environment(

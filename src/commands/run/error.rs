@@ -33,6 +33,8 @@ pub enum RunError {
     GeminiSettings(#[from] hark_core::agent::gemini::UserSettings),
     #[error(transparent)]
     Socket(#[from] SocketError),
+    #[error("the timeout must be a positive number of seconds, not {0}")]
+    Timeout(f64),
     /// Flags that do not go together, or are missing.
     #[error("{0}")]
     Usage(&'static str),

@@ -4,6 +4,8 @@
 //!
 //! - this module: the run from start to end — the turn loop, its record in
 //!   the store;
+//! - [`plan`]: the run's options resolved once, against the config, into
+//!   what the run does ([`Plan`]); nothing after reads the options as given;
 //! - [`setup`]: what it needs before the first turn ([`Setup`]): the
 //!   agent, the relay to the operator, the confinement, the record;
 //! - [`agent`]: one turn of the agent process and its stream ([`codex`]:
@@ -23,6 +25,7 @@ mod gemini;
 mod opencode;
 mod operator;
 mod paused;
+mod plan;
 mod setup;
 mod signals;
 
@@ -32,12 +35,14 @@ pub use paused::resume;
 use std::path::Path;
 
 use hark_core::agent::{AgentKind, Composed, ReadOnly, Verb};
+use hark_core::bridge::options::RunOptions;
 use hark_core::bridge::relay::RunDir;
 use hark_core::bridge::wire::ClientFrame;
 use hark_core::config::Config;
-use hark_core::gate::intake::{Given, Intake, When};
+use hark_core::gate::intake::When;
 use hark_core::store::paused::Held;
 
+use plan::Plan;
 use setup::Setup;
 use signals::unless_stopped;
 pub use signals::{Received, StopSignals};
@@ -69,10 +74,11 @@ impl<E: Into<RunError>> From<E> for Stop {
 
 /// Runs `hark run`.
 pub async fn run(args: RunArgs) -> ExitStatus {
-    if args.detach {
-        return detach::run(args).await;
+    let options = args.options();
+    if options.detach {
+        return detach::run(options).await;
     }
-    finish(run_to_end(args, None).await)
+    finish(run_to_end(options, None).await)
 }
 
 /// Says how the run ended, and with what status.
@@ -91,7 +97,7 @@ fn finish(ended: Result<i32, Stop>) -> ExitStatus {
                     received.name
                 );
             }
-            ExitStatus::Agent(128 + received.number)
+            ExitStatus::Agent(received.exit_code())
         }
         Err(Stop::Failed(e)) => {
             eprintln!("hark: {e}");
@@ -119,38 +125,6 @@ fn finish(ended: Result<i32, Stop>) -> ExitStatus {
     }
 }
 
-/// The intake of `--intake FILE`, and the answers `--answer` gave.
-fn intake_of(args: &RunArgs) -> Result<Option<(Intake, Given)>, RunError> {
-    let Some(path) = &args.intake else {
-        if !args.answers.is_empty() {
-            return Err(RunError::Usage(
-                "--answer gives intake answers; name the intake with --intake FILE",
-            ));
-        }
-        return Ok(None);
-    };
-    if args.wrap {
-        return Err(RunError::Usage(
-            "--intake puts its answers into the prompt, so it needs a prompt, not --wrap",
-        ));
-    }
-    let intake = Intake::load(path)?;
-    let given = given(&intake, &args.answers)?;
-    Ok(Some((intake, given)))
-}
-
-/// `--answer ID=VALUE` words as the intake's answers.
-fn given(intake: &Intake, words: &[String]) -> Result<Given, RunError> {
-    let pairs = words
-        .iter()
-        .map(|word| {
-            word.split_once('=')
-                .ok_or_else(|| RunError::GivenShape(word.clone()))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    intake.given(pairs).map_err(RunError::Given)
-}
-
 /// What the run's record keeps of its output: the last result, the cost
 /// of every turn.
 #[derive(Debug, Default)]
@@ -159,7 +133,7 @@ struct Kept {
     cost_usd: f64,
 }
 
-async fn run_to_end(args: RunArgs, resuming: Option<paused::Resuming>) -> Result<i32, Stop> {
+async fn run_to_end(options: RunOptions, resuming: Option<paused::Resuming>) -> Result<i32, Stop> {
     // Taken before anything starts, so no agent outlives a stop signal.
     let stop = StopSignals::listen();
     // The directories of runs that died by SIGKILL (which no process can
@@ -167,19 +141,9 @@ async fn run_to_end(args: RunArgs, resuming: Option<paused::Resuming>) -> Result
     RunDir::sweep();
     let config = Config::load()?;
     // A resumed run's intake was answered before it paused.
-    let intake = match resuming {
-        Some(_) => None,
-        None => intake_of(&args)?,
-    };
-    if args.words.is_empty() {
-        return Err(Stop::Failed(RunError::Usage(if args.wrap {
-            "--wrap needs the agent command after --, e.g. hark run --wrap -- claude -p \"…\""
-        } else {
-            "say what to do: hark run -- PROMPT…"
-        })));
-    }
+    let plan = Plan::resolve(options, &config, resuming.is_some())?;
     // On a host with no daemon, one of its own asks the team's hub.
-    let hub = match &args.hub {
+    let hub = match &plan.hub {
         Some(url) => Some(
             crate::commands::hub::AgentDaemon::start(url)
                 .await
@@ -188,17 +152,17 @@ async fn run_to_end(args: RunArgs, resuming: Option<paused::Resuming>) -> Result
         None => None,
     };
     let daemon = hub.as_ref().map(|d| d.socket.as_path());
-    let setup = Setup::new(&args, &config, resuming.as_ref().map(|r| r.run_id), daemon).await?;
-    setup.announce(&args);
+    let setup = Setup::new(&plan, &config, resuming.as_ref().map(|r| r.run_id), daemon).await?;
+    setup.announce(&plan);
     // A resumed run reports itself again: its record then names this
     // process, which the daemon watches as the run's.
     setup
         .record(ClientFrame::RunStarted {
-            run: setup.start_record(&args),
+            run: setup.start_record(&plan),
         })
         .await;
     let mut kept = Kept::default();
-    let result = turns(&args, &setup, intake.as_ref(), &mut kept, stop, resuming).await;
+    let result = turns(&plan, &setup, &mut kept, stop, resuming).await;
     let exit_code = match &result {
         Ok(status) => *status,
         Err(Stop::NotAnswered { .. }) => ExitStatus::NotAnswered.code(),
@@ -222,55 +186,53 @@ async fn run_to_end(args: RunArgs, resuming: Option<paused::Resuming>) -> Result
 /// The agent's turns: one for a task, turn after turn for a conversation
 /// (each resuming the agent's session) until the operator ends it.
 async fn turns(
-    args: &RunArgs,
+    plan: &Plan,
     setup: &Setup,
-    intake: Option<&(Intake, Given)>,
     kept: &mut Kept,
     mut stop: StopSignals,
     resuming: Option<paused::Resuming>,
 ) -> Result<i32, Stop> {
     let run_socket = setup.run_socket();
-    let read_only = setup.read_only(args);
+    let read_only = setup.read_only(plan);
     // A resumed run's agent gets the environment the run started with.
     let resumed_env = resuming.as_ref().map(|r| r.origin.env.clone());
-    let mut next = Next::new(args, resuming);
+    let mut next = Next::new(plan, resuming);
     loop {
         if let Some(ended) = next.settle_parked(setup, &mut stop).await? {
             return Ok(ended);
         }
         if let Some(ended) = next
-            .ask_intake(intake, run_socket.as_deref(), &mut stop)
+            .ask_intake(plan, run_socket.as_deref(), &mut stop)
             .await?
         {
             return Ok(ended);
         }
-        let composed = next.command(args, setup, read_only.as_ref())?;
+        let composed = next.command(plan, setup, read_only.as_ref())?;
         let turn = agent::run_agent(
             composed,
-            &setup.confine,
-            &setup.job,
-            setup.kind,
-            args.cwd.as_ref(),
+            setup,
+            plan.cwd.as_ref(),
             resumed_env.as_ref(),
             stop.clone(),
         )
         .await?;
         // The resumed call went on: nobody else is to resume it.
         drop(next.resumed_file.take());
-        if turn.stopped {
-            return Ok(turn.status);
-        }
-        if let Some(tool_use_id) = turn.deferred.clone() {
-            if !next.park(setup, &turn, tool_use_id) {
-                return Ok(turn.status);
+        match turn.ending() {
+            agent::Ending::Stopped => return Ok(turn.status),
+            agent::Ending::Deferred(tool_use_id) => {
+                if !next.park(setup, &turn, tool_use_id) {
+                    return Ok(turn.status);
+                }
+                continue;
             }
-            continue;
+            agent::Ending::Done => {}
         }
         kept.cost_usd += turn.cost_usd;
         if turn.result.is_some() {
             kept.last_result.clone_from(&turn.result);
         }
-        if args.verb != Verb::Converse || args.wrap {
+        if plan.verb != Verb::Converse || plan.wrap {
             return Ok(turn.status);
         }
         if let Some(ended) = next
@@ -285,7 +247,19 @@ async fn turns(
 /// Says the run ends on a stop signal; its exit code.
 fn stopped(received: Received) -> i32 {
     eprintln!("hark: stopped by {}; the run ends", received.name);
-    128 + received.number
+    received.exit_code()
+}
+
+/// Which turn comes next, as its prompt and the intake go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TurnKind {
+    /// The run's first: its prompt, after the intake.
+    First,
+    /// The agent paused on a question, resumed: no prompt, no intake.
+    Resumed,
+    /// A later turn (a conversation's next message, or the first of a run
+    /// taken over): the intake again only if it is asked every turn.
+    Later,
 }
 
 /// What the next turn is: its prompt, the agent session it resumes, the
@@ -293,7 +267,7 @@ fn stopped(received: Received) -> i32 {
 struct Next {
     prompt: String,
     resume: Option<String>,
-    first_turn: bool,
+    kind: TurnKind,
     /// The parked call to wait on before the turn.
     parked: Option<paused::Parked>,
     /// What another process needs to resume this run, should it park.
@@ -301,27 +275,26 @@ struct Next {
     /// The paused-run file of the call the current turn resumes: it goes
     /// when the turn ends.
     resumed_file: Option<Held>,
-    /// Set when the agent paused on a question: the next turn resumes it,
-    /// with no prompt, and no intake.
-    paused: bool,
 }
 
 impl Next {
     /// The first turn: the run's prompt, or the resumed run's parked call.
-    fn new(args: &RunArgs, resuming: Option<paused::Resuming>) -> Next {
-        let first_turn = resuming.is_none();
+    fn new(plan: &Plan, resuming: Option<paused::Resuming>) -> Next {
+        let kind = match resuming {
+            None => TurnKind::First,
+            Some(_) => TurnKind::Later,
+        };
         let (parked, origin) = match resuming {
             Some(resuming) => (Some(resuming.parked), resuming.origin),
             None => (None, paused::Origin::this_process()),
         };
         Next {
-            prompt: args.words.join(" "),
+            prompt: plan.prompt(),
             resume: None,
-            first_turn,
+            kind,
             parked,
             origin,
             resumed_file: None,
-            paused: false,
         }
     }
 
@@ -344,7 +317,7 @@ impl Next {
         }
         self.resume = Some(call.agent_session);
         self.resumed_file = call.held;
-        self.paused = true;
+        self.kind = TurnKind::Resumed;
         Ok(None)
     }
 
@@ -353,15 +326,19 @@ impl Next {
     /// came first.
     async fn ask_intake(
         &mut self,
-        intake: Option<&(Intake, Given)>,
+        plan: &Plan,
         run_socket: Option<&Path>,
         stop: &mut StopSignals,
     ) -> Result<Option<i32>, Stop> {
-        let first_turn = std::mem::replace(&mut self.first_turn, false);
-        let Some((intake, given)) = intake else {
+        let Some((intake, given)) = &plan.intake else {
             return Ok(None);
         };
-        if self.paused || !(first_turn || intake.when == When::EveryTurn) {
+        let asked_now = match self.kind {
+            TurnKind::First => true,
+            TurnKind::Resumed => false,
+            TurnKind::Later => intake.when == When::EveryTurn,
+        };
+        if !asked_now {
             return Ok(None);
         }
         let asked = operator::ask_intake(intake, given, run_socket);
@@ -377,25 +354,25 @@ impl Next {
     /// after a pause), or hark's with the prompt or the session resumed.
     fn command(
         &mut self,
-        args: &RunArgs,
+        plan: &Plan,
         setup: &Setup,
         read_only: Option<&ReadOnly>,
     ) -> Result<Composed, Stop> {
         let user = match (&setup.wrapped, self.resume.as_deref()) {
-            (Some(wrapped), Some(session)) if self.paused => {
+            (Some(wrapped), Some(session)) if self.kind == TurnKind::Resumed => {
                 wrapped.resumed(session).map_err(RunError::Unresumable)?
             }
             (Some(wrapped), _) => wrapped.clone(),
             (None, _) => hark_core::agent::base_command_for(
                 setup.kind,
                 &setup.agent,
-                (!self.paused).then_some(self.prompt.as_str()),
+                (self.kind != TurnKind::Resumed).then_some(self.prompt.as_str()),
                 self.resume.as_deref(),
             ),
         };
-        self.paused = false;
+        self.kind = TurnKind::Later;
         let mut composed =
-            hark_core::agent::compose_for(setup.kind, user, args.verb, setup.attach(), read_only);
+            hark_core::agent::compose_for(setup.kind, user, plan.verb, setup.attach(), read_only);
         if let Some((name, value)) = setup.agent_env() {
             composed
                 .env

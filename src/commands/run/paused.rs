@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+use hark_core::bridge::options::RunOptions;
 use hark_core::files::NoHomeError;
 use hark_core::model::ids::RunId;
 use hark_core::model::item::Outcome;
@@ -16,7 +17,7 @@ use hark_core::store::paused::{Held, Paused, PausedRun, TakeError};
 
 use super::signals::{Received, StopSignals};
 use super::{Setup, Stop, operator};
-use crate::cli::{Cli, Command, ResumeArgs, RunArgs};
+use crate::cli::{Cli, Command, ResumeArgs};
 use crate::exit::ExitStatus;
 
 /// The agent's call that parked, and the file that lets another process
@@ -148,9 +149,7 @@ impl Parked {
 /// waits for its question to be settled, and resumes the agent, here.
 pub async fn resume(args: ResumeArgs) -> ExitStatus {
     match take(&args.run_id) {
-        Ok((run_args, resuming)) => {
-            super::finish(super::run_to_end(run_args, Some(resuming)).await)
-        }
+        Ok((options, resuming)) => super::finish(super::run_to_end(options, Some(resuming)).await),
         Err(e) => {
             eprintln!("hark: {e}");
             ExitStatus::Failure
@@ -192,9 +191,9 @@ pub(super) struct Resuming {
     pub origin: Origin,
 }
 
-/// The paused run `id`, taken over: its `hark run` arguments (with its
+/// The paused run `id`, taken over: its `hark run` options (with its
 /// directory made explicit) and its parked call.
-fn take(id: &str) -> Result<(RunArgs, Resuming), ResumeError> {
+fn take(id: &str) -> Result<(RunOptions, Resuming), ResumeError> {
     let run_id: RunId = id
         .parse()
         .map_err(|_| ResumeError::NotARunId(id.to_owned()))?;
@@ -203,7 +202,7 @@ fn take(id: &str) -> Result<(RunArgs, Resuming), ResumeError> {
         .chain(std::iter::once("run".to_owned()))
         .chain(run.args.iter().cloned());
     let Ok(Cli {
-        command: Some(Command::Run(mut run_args)),
+        command: Some(Command::Run(run_args)),
     }) = Cli::try_parse_from(words)
     else {
         return Err(ResumeError::Arguments {
@@ -211,14 +210,15 @@ fn take(id: &str) -> Result<(RunArgs, Resuming), ResumeError> {
             args: run.args,
         });
     };
-    run_args.cwd = Some(run.cwd.join(run_args.cwd.clone().unwrap_or_default()));
+    let mut options = run_args.options();
+    options.cwd = Some(run.cwd.join(options.cwd.take().unwrap_or_default()));
     let parked = Parked {
         agent_session: run.agent_session,
         tool_use_id: run.tool_use_id,
         held: Some(held),
     };
     Ok((
-        run_args,
+        options,
         Resuming {
             run_id,
             parked,

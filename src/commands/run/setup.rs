@@ -15,8 +15,8 @@ use hark_core::daemon::listener::MAX_TIMEOUT;
 use hark_core::model::ids::{Ids, RunId, SessionId};
 use hark_core::model::run::RunStart;
 
+use super::plan::Plan;
 use super::{RunError, agent, paused};
-use crate::cli::{OnTimeoutArg, RunArgs};
 
 /// Everything a run needs before its first turn. Dropping it removes the
 /// run's socket and config files.
@@ -55,7 +55,7 @@ impl Setup {
     /// operator's (the hub's agents' daemon of `--hub`), where nothing
     /// parks.
     pub(super) async fn new(
-        args: &RunArgs,
+        plan: &Plan,
         config: &Config,
         resumed: Option<RunId>,
         daemon: Option<&Path>,
@@ -65,14 +65,14 @@ impl Setup {
             None => socket::app_socket_path()?,
         };
         let attached = hark_core::platform::connect(&app_socket).await.is_ok();
-        let (run_id, session, dispatched) = identity(args, resumed);
-        let (agent, kind) = agent_of(args, config);
-        check_sandbox(args, kind)?;
-        let wrapped = wrapped(args, kind)?;
+        let (run_id, session, dispatched) = identity(plan, resumed);
+        let (agent, kind) = (plan.agent.clone(), plan.kind);
+        check_sandbox(plan)?;
+        let wrapped = wrapped(plan)?;
         let user_configs = wrapped.as_ref().map_or(&[][..], |u| &u.mcp_configs[..]);
         let servers = agent::existing_servers(user_configs)?;
         let hark = std::env::current_exe().map_err(RunError::ThisHark)?;
-        let config_json = hark_core::agent::mcp_config(&hark, servers, args.read_only).to_string();
+        let config_json = hark_core::agent::mcp_config(&hark, servers, plan.read_only).to_string();
         // What the agent's side of hark reads of the config, in the run's
         // own directory: the operator's file is hidden from the agent.
         let agent_part = Config::agent_part()?;
@@ -86,10 +86,10 @@ impl Setup {
             let relay = Relay::start(app_socket.clone(), run_id, session.clone())?;
             let mcp_config = write_config(&relay.dir)?;
             let parks = daemon.is_none()
-                && parks(args, config)
-                && kind_parks(kind, args)
+                && plan.on_timeout == OnTimeout::Park
+                && kind_parks(plan)
                 && wrap_parks(wrapped.as_ref());
-            let mut attach = attachment(args, &hark, &relay, mcp_config, &session, parks);
+            let mut attach = attachment(plan, &hark, &relay, mcp_config, &session, parks);
             if kind == AgentKind::Gemini {
                 attach.mcp_config = gemini_home(&relay.dir, &attach)?;
             }
@@ -98,24 +98,24 @@ impl Setup {
             None
         };
         // Codex's writes are held by its own sandbox, with no `approve`.
-        let headless_gate = if bridge.is_none() && args.read_only && kind == AgentKind::Claude {
+        let headless_gate = if bridge.is_none() && plan.read_only && kind == AgentKind::Claude {
             let dir = RunDir::create()?;
             let config = write_config(&dir)?;
             Some((dir, config))
         } else {
             None
         };
-        let cwd = working_dir(args)?;
+        let cwd = working_dir(plan)?;
         let run_dirs: Vec<&Path> = bridge
             .iter()
             .map(|(relay, _)| relay.dir.path())
             .chain(headless_gate.iter().map(|(dir, _)| dir.path()))
             .collect();
-        let program = match (&wrapped, args.words.first()) {
+        let program = match (&wrapped, plan.words.first()) {
             (Some(_), Some(first)) => PathBuf::from(first),
             _ => agent.clone(),
         };
-        let confine = confinement(args, config, &cwd, &run_dirs, &program);
+        let confine = confinement(plan, config, &cwd, &run_dirs, &program);
         let job = agent::Job::new(run_id)?;
         Ok(Setup {
             job,
@@ -139,8 +139,8 @@ impl Setup {
 
     /// The MCP config carrying `approve` and the directory the agent works
     /// in, for a read-only run.
-    pub(super) fn read_only(&self, args: &RunArgs) -> Option<ReadOnly> {
-        if !args.read_only {
+    pub(super) fn read_only(&self, plan: &Plan) -> Option<ReadOnly> {
+        if !plan.read_only {
             return None;
         }
         let mcp_config = match (&self.bridge, &self.headless_gate) {
@@ -176,7 +176,7 @@ impl Setup {
     }
 
     /// Says on stderr what this run is and who can answer it.
-    pub(super) fn announce(&self, args: &RunArgs) {
+    pub(super) fn announce(&self, plan: &Plan) {
         let codex = self.kind == AgentKind::Codex;
         let opencode = self.kind == AgentKind::Opencode;
         let gemini = self.kind == AgentKind::Gemini;
@@ -184,7 +184,7 @@ impl Setup {
             "hark: run {} ({}), {}",
             self.run_id.short(),
             self.session,
-            match (self.bridge.is_some(), args.read_only) {
+            match (self.bridge.is_some(), plan.read_only) {
                 (true, false) => "the operator is attached: the agent can ask",
                 (true, true) if codex => {
                     "read-only in Codex's sandbox, which refuses every write; the operator is attached: the agent can ask"
@@ -235,20 +235,17 @@ impl Setup {
     }
 
     /// The run as `hark run` announces it to the store.
-    pub(super) fn start_record(&self, args: &RunArgs) -> RunStart {
-        let command = match (args.wrap, self.kind) {
-            (true, _) => args.words.join(" "),
+    pub(super) fn start_record(&self, plan: &Plan) -> RunStart {
+        let words = plan.prompt();
+        let command = match (plan.wrap, self.kind) {
+            (true, _) => words,
             (false, AgentKind::Claude | AgentKind::Gemini) => {
-                format!("{} -p {}", self.agent.display(), args.words.join(" "))
+                format!("{} -p {words}", self.agent.display())
             }
-            (false, AgentKind::Codex) => {
-                format!("{} exec {}", self.agent.display(), args.words.join(" "))
-            }
-            (false, AgentKind::Opencode) => {
-                format!("{} run {}", self.agent.display(), args.words.join(" "))
-            }
+            (false, AgentKind::Codex) => format!("{} exec {words}", self.agent.display()),
+            (false, AgentKind::Opencode) => format!("{} run {words}", self.agent.display()),
         };
-        let cwd = args.cwd.clone().or_else(|| std::env::current_dir().ok());
+        let cwd = plan.cwd.clone().or_else(|| std::env::current_dir().ok());
         RunStart {
             id: self.run_id,
             session_id: self.session.clone(),
@@ -264,7 +261,7 @@ impl Setup {
 /// the daemon dispatched comes with its id (the daemon already told its
 /// caller); a resumed one keeps its own, and with no terminal (the
 /// daemon's) it converses in the app.
-fn identity(args: &RunArgs, resumed: Option<RunId>) -> (RunId, SessionId, bool) {
+fn identity(plan: &Plan, resumed: Option<RunId>) -> (RunId, SessionId, bool) {
     let dispatched_id = std::env::var(hark_core::env::RUN_ID)
         .ok()
         .and_then(|id| id.parse::<RunId>().ok());
@@ -273,46 +270,19 @@ fn identity(args: &RunArgs, resumed: Option<RunId>) -> (RunId, SessionId, bool) 
         .or(dispatched_id)
         .unwrap_or_else(|| Ids::random().run());
     let session = SessionId::from(
-        args.session
+        plan.session
             .clone()
             .unwrap_or_else(|| format!("run-{}", run_id.short())),
     );
     (run_id, session, dispatched)
 }
 
-/// The agent command and which CLI it is: the kind named, else the one the
-/// command's name says; the command named, else the kind's own (`claude`,
-/// `codex`, `opencode`, `gemini`) on PATH.
-fn agent_of(args: &RunArgs, config: &Config) -> (PathBuf, AgentKind) {
-    let named_kind = args.agent_kind.or(config.agent_kind);
-    // A kind asked for here takes the config's command only if it is
-    // that kind's (the New run form's Codex, over a configured claude).
-    let configured = config.agent_command.clone().filter(|command| {
-        args.agent_kind.is_none_or(|kind| {
-            config
-                .agent_kind
-                .unwrap_or_else(|| AgentKind::of_program(command))
-                == kind
-        })
-    });
-    let agent = args
-        .agent
-        .clone()
-        .or(configured)
-        .unwrap_or_else(|| PathBuf::from(named_kind.unwrap_or_default().name()));
-    let kind = named_kind.unwrap_or_else(|| match args.words.first().filter(|_| args.wrap) {
-        Some(program) => AgentKind::of_program(program.as_ref()),
-        None => AgentKind::of_program(&agent),
-    });
-    (agent, kind)
-}
-
 /// A read-only run turns on Claude Code's Bash sandbox, which would refuse
 /// to start without its programs: say so before starting it (Codex's
 /// read-only sandbox is its own; OpenCode's read-only is its permissions,
 /// Gemini CLI's the tools `-p` leaves out).
-fn check_sandbox(args: &RunArgs, kind: AgentKind) -> Result<(), RunError> {
-    if args.read_only && kind == AgentKind::Claude {
+fn check_sandbox(plan: &Plan) -> Result<(), RunError> {
+    if plan.read_only && plan.kind == AgentKind::Claude {
         let missing = hark_core::agent::sandbox::missing();
         if !missing.is_empty() {
             return Err(RunError::NoSandbox { missing });
@@ -323,22 +293,23 @@ fn check_sandbox(args: &RunArgs, kind: AgentKind) -> Result<(), RunError> {
 
 /// With `--wrap`, the user's own command line, with its settings read once:
 /// hark merges its own (a read-only run's sandbox, the park hook) into them.
-fn wrapped(args: &RunArgs, kind: AgentKind) -> Result<Option<UserCommand>, RunError> {
-    let mut wrapped = match (args.wrap, kind) {
+fn wrapped(plan: &Plan) -> Result<Option<UserCommand>, RunError> {
+    let words = &plan.words;
+    let mut wrapped = match (plan.wrap, plan.kind) {
         (false, _) => None,
-        (true, AgentKind::Claude) => Some(UserCommand::parse(&args.words)?),
+        (true, AgentKind::Claude) => Some(UserCommand::parse(words)?),
         (true, AgentKind::Codex) => {
-            let user = UserCommand::verbatim(&args.words)?;
+            let user = UserCommand::verbatim(words)?;
             hark_core::agent::codex::check_wrapped(&user)?;
             Some(user)
         }
         (true, AgentKind::Opencode) => {
-            let user = UserCommand::verbatim(&args.words)?;
+            let user = UserCommand::verbatim(words)?;
             hark_core::agent::opencode::check_wrapped(&user)?;
             Some(user)
         }
         (true, AgentKind::Gemini) => {
-            let user = UserCommand::verbatim(&args.words)?;
+            let user = UserCommand::verbatim(words)?;
             hark_core::agent::gemini::check_wrapped(&user)?;
             Some(user)
         }
@@ -352,7 +323,7 @@ fn wrapped(args: &RunArgs, kind: AgentKind) -> Result<Option<UserCommand>, RunEr
 /// What the agent is given of the relay to the operator; `parks`: a
 /// question nobody answers in time parks it.
 fn attachment(
-    args: &RunArgs,
+    plan: &Plan,
     hark: &Path,
     relay: &Relay,
     mcp_config: PathBuf,
@@ -366,8 +337,8 @@ fn attachment(
         session_id: session.clone(),
         // Only a wait given here is sent: without one the daemon's own
         // applies, which can be as long as it allows.
-        ask_timeout: args.timeout,
-        longest_wait: args.timeout.unwrap_or(MAX_TIMEOUT),
+        ask_timeout: plan.timeout,
+        longest_wait: plan.timeout.unwrap_or(MAX_TIMEOUT),
         park_hook: parks.then(|| hark_core::agent::hooks::hook_command(hark)),
     }
 }
@@ -385,8 +356,8 @@ fn gemini_home(dir: &RunDir, attach: &Attached) -> Result<PathBuf, RunError> {
 }
 
 /// Where the agent works, absolute.
-fn working_dir(args: &RunArgs) -> Result<PathBuf, RunError> {
-    let cwd = match &args.cwd {
+fn working_dir(plan: &Plan) -> Result<PathBuf, RunError> {
+    let cwd = match &plan.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(RunError::Cwd)?,
     };
@@ -397,7 +368,7 @@ fn working_dir(args: &RunArgs) -> Result<PathBuf, RunError> {
 /// own directories and the agent's own `program` (should it live in a temp
 /// directory).
 fn confinement(
-    args: &RunArgs,
+    plan: &Plan,
     config: &Config,
     cwd: &Path,
     run_dirs: &[&Path],
@@ -418,7 +389,7 @@ fn confinement(
         }
     }
     operator.secrets = config.secret_files();
-    confine::plan(&operator, cwd, run_dirs, &config.confine, !args.no_confine)
+    confine::plan(&operator, cwd, run_dirs, &config.confine, plan.confine)
 }
 
 /// Whether a `--wrap` run's command line can park (a run of hark's own
@@ -440,14 +411,14 @@ fn wrap_parks(wrapped: Option<&UserCommand>) -> bool {
 /// OpenCode and Gemini CLI have neither (OpenCode's MCP client ends a
 /// call its server does not answer, and `run --session` starts a new
 /// message, not the call again; Gemini CLI's `timeout` cuts any call).
-fn kind_parks(kind: AgentKind, args: &RunArgs) -> bool {
-    let name = match kind {
+fn kind_parks(plan: &Plan) -> bool {
+    let name = match plan.kind {
         AgentKind::Claude => return true,
         AgentKind::Codex => "Codex",
         AgentKind::Opencode => "OpenCode",
         AgentKind::Gemini => "Gemini CLI",
     };
-    let wait = match args.timeout {
+    let wait = match plan.timeout {
         Some(timeout) => format!("{} s", timeout.as_secs_f64()),
         None => "the operator's bounded wait".to_owned(),
     };
@@ -455,14 +426,4 @@ fn kind_parks(kind: AgentKind, args: &RunArgs) -> bool {
         "hark: {name} has no hook that pauses a call, so a question nobody answers within {wait} times out and the agent proceeds on its own"
     );
     false
-}
-
-/// Whether a question nobody answers in time parks the agent (the flag,
-/// else the config).
-fn parks(args: &RunArgs, config: &Config) -> bool {
-    match args.on_timeout {
-        Some(OnTimeoutArg::Park) => true,
-        Some(OnTimeoutArg::Proceed) => false,
-        None => config.on_timeout == OnTimeout::Park,
-    }
 }

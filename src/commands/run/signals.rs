@@ -18,6 +18,20 @@ pub struct Received {
     pub number: i32,
 }
 
+impl Received {
+    /// The run's exit status when it stopped, as a shell reports a process
+    /// this signal ended.
+    pub fn exit_code(self) -> i32 {
+        by_signal(self.number)
+    }
+}
+
+/// The exit status a shell reports for a process signal `number` ended:
+/// 128 + the signal, the one place it is computed.
+pub const fn by_signal(number: i32) -> i32 {
+    128 + number
+}
+
 impl StopSignals {
     /// Handles the signals from now on (instead of dying of them).
     pub(super) fn listen() -> StopSignals {

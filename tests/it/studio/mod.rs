@@ -213,6 +213,37 @@ async fn an_elicitation_of_2025_11_25_is_answered_and_the_run_returns_its_result
     service.cancel().await.unwrap();
 }
 
+/// `run` takes a run's options as `hark run` does (one struct, its schema
+/// generated): one the hand-written schema lacked, `no_confine`, reaches
+/// the run, which records itself unconfined.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_takes_every_option_of_hark_run() {
+    let daemon = daemon();
+    let service = studio(
+        &daemon,
+        Client::new(ProtocolVersion::V_2025_11_25, false, Says::Decline),
+    )
+    .await;
+    let tools = service.list_all_tools().await.unwrap();
+    let run = tools.iter().find(|t| t.name == "run").unwrap();
+    for option in ["verb", "agent_kind", "no_confine", "intake", "on_timeout"] {
+        assert!(
+            run.input_schema["properties"].get(option).is_some(),
+            "run lacks {option}"
+        );
+    }
+    let ended = call(
+        &service,
+        "run",
+        json!({"prompt": "SAY done", "session": "studio-unconfined", "no_confine": true}),
+    )
+    .await;
+    assert_eq!(ended["status"], "finished", "{ended}");
+    let record = crate::run::run_of(&daemon, "studio-unconfined");
+    assert_eq!(record["confinement"], json!({"state": "off"}), "{record}");
+    service.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_elicitation_of_2025_06_18_is_flat_and_its_booleans_are_the_multi_select() {
     let daemon = daemon();

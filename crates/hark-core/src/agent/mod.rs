@@ -42,7 +42,17 @@ pub const BUILTIN_ASK: &str = "AskUserQuestion";
 /// Which agent CLI a run starts: it decides the command line hark composes
 /// and how its output is read.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentKind {
     /// Claude Code: `claude -p`, `--output-format stream-json`.
@@ -111,7 +121,17 @@ impl AgentKind {
 
 /// What kind of run it is; it shapes the instructions the agent gets.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Verb {
     /// Do the work.

@@ -49,8 +49,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agent::Verb;
 pub use crate::bridge::frame::{FrameError, MAX_FRAME, read_frame, write_frame};
+use crate::bridge::options::RunOptions;
 use crate::bridge::views::{DeviceView, ItemView, RunView, SessionView};
 use crate::model::approval::{DecidedBy, Scope};
 use crate::model::ids::{DeviceId, ItemId, RunId, SessionId};
@@ -382,48 +382,14 @@ pub enum ServerFrame {
     Error(WireError),
 }
 
-/// One run to start, as a client or the dispatch form sends it.
+/// One run to start, as a client or the dispatch form sends it: the run's
+/// options, as `hark run` takes them, and the environment it gets.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DispatchRequest {
-    /// What the agent is asked to do.
-    pub prompt: String,
-    /// task, ask, decide, or converse (each next message is asked for in the app).
-    #[serde(default)]
-    pub verb: Verb,
-    /// The agent's working directory (absolute); the daemon's when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional, type = "string"))]
-    pub cwd: Option<PathBuf>,
-    /// The session its questions are filed under.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional))]
-    pub session: Option<String>,
-    /// Seconds the operator has for each of its questions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional))]
-    pub timeout_secs: Option<f64>,
-    /// Every write asks the operator first (`hark run --read-only`).
-    #[serde(default)]
-    pub read_only: bool,
-    /// Start the agent unconfined (`hark run --no-confine`); the run is
-    /// labelled so everywhere.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional))]
-    pub no_confine: bool,
-    /// Authored questions asked before the agent starts (the JSON of
-    /// `hark run --intake FILE`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional, type = "unknown"))]
-    pub intake: Option<Value>,
-    /// The agent command; the config's, else `claude`, when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional, type = "string"))]
-    pub agent: Option<PathBuf>,
-    /// Which CLI the agent is; the config's, else what its name says, when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional))]
-    pub agent_kind: Option<crate::agent::AgentKind>,
+    #[serde(flatten)]
+    #[cfg_attr(feature = "ts", ts(flatten))]
+    pub options: RunOptions,
     /// The whole environment the run gets (`hark run --detach` sends its
     /// caller's); the daemon's own, less what it set for itself, when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -539,6 +505,7 @@ impl WireError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::Verb;
     use serde_json::json;
 
     #[test]
@@ -571,5 +538,33 @@ mod tests {
         };
         assert_eq!(caller.session(), "unnamed");
         assert_eq!(caller.timeout_secs, None);
+    }
+
+    #[test]
+    fn a_dispatch_carries_every_run_option() {
+        let request = DispatchRequest {
+            options: crate::bridge::options::tests::every_option(),
+            env: Some(Environment([("PATH".to_owned(), "/bin".to_owned())].into())),
+        };
+        let frame = ClientFrame::Dispatch { request };
+        let text = serde_json::to_string(&frame).unwrap();
+        assert_eq!(serde_json::from_str::<ClientFrame>(&text).unwrap(), frame);
+
+        // The desktop's dispatch form sends the options beside the prompt.
+        let sent: ClientFrame = serde_json::from_value(json!({"type": "dispatch", "request": {
+            "prompt": "fix it", "verb": "converse", "read_only": true, "cwd": "/w",
+            "agent_kind": "gemini", "no_confine": true, "intake": {"questions": []}}}))
+        .unwrap();
+        let ClientFrame::Dispatch { request } = sent else {
+            panic!("{sent:?}");
+        };
+        assert_eq!(request.options.words, ["fix it"]);
+        assert_eq!(request.options.verb, Verb::Converse);
+        assert!(request.options.read_only && request.options.no_confine);
+        assert_eq!(
+            request.options.agent_kind,
+            Some(crate::agent::AgentKind::Gemini)
+        );
+        assert!(request.env.is_none());
     }
 }

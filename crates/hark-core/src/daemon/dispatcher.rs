@@ -7,13 +7,14 @@
 //!
 //! The run is a child process of its own, not a task in the daemon: an agent
 //! that hangs or floods its output cannot stall the operator's surfaces, and
-//! the composition is the one `hark run` tests and documents.
+//! the composition is the one `hark run` tests and documents. It is handed
+//! the request's [`RunOptions`] whole, as one JSON argument (`hark run
+//! --options-json`), not flag by flag: no option can be lost on the way.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use crate::bridge::relay::RunDir;
-use crate::bridge::socket::SocketError;
+use crate::bridge::options::{IntakeSource, RunOptions};
 use crate::bridge::wire::{DispatchRequest, Dispatched, Environment, ErrorCode, WireError};
 use crate::daemon::peers::{Agents, Watch};
 use crate::gate::intake::{Intake, IntakeError};
@@ -86,10 +87,9 @@ impl Dispatcher {
         let run_id = self.ids.run();
         let io =
             |what: &'static str| move |source: std::io::Error| DispatchError::Io { what, source };
-        let dir = RunDir::create()?;
         let log = create_log(&self.logs, &run_id).map_err(io("cannot create the run's log"))?;
         let stderr = log.try_clone().map_err(io("cannot share the run's log"))?;
-        let mut command = self.command(&request, &dir)?;
+        let mut command = self.command(&request)?;
         command
             .env(crate::env::RUN_ID, run_id.to_string())
             .stdin(Stdio::null())
@@ -102,16 +102,19 @@ impl Dispatcher {
         // What the record says if the run dies before it reports itself.
         let fallback = RunStart {
             id: run_id,
-            session_id: SessionId::from(request.session.clone().unwrap_or_default()),
-            command: format!("hark run -- {}", request.prompt.trim()),
-            cwd: request.cwd.as_ref().map(|d| d.display().to_string()),
+            session_id: SessionId::from(request.options.session.clone().unwrap_or_default()),
+            command: format!("hark run -- {}", request.options.prompt().trim()),
+            cwd: request
+                .options
+                .cwd
+                .as_ref()
+                .map(|d| d.display().to_string()),
             pid: child.id().unwrap_or_default(),
             confinement: None,
         };
         tokio::spawn(watch(
             child,
             watched,
-            dir,
             self.registry.clone(),
             fallback,
             log.clone(),
@@ -147,48 +150,26 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// The `hark run` command line and environment for `request`; files it
-    /// needs (the intake) go into the run's private `dir`.
-    fn command(
-        &self,
-        request: &DispatchRequest,
-        dir: &RunDir,
-    ) -> Result<tokio::process::Command, DispatchError> {
+    /// The `hark run` for `request`: its options whole, as one JSON
+    /// argument, in its directory and environment.
+    fn command(&self, request: &DispatchRequest) -> Result<tokio::process::Command, DispatchError> {
+        let DispatchRequest { options, env } = request;
+        let mut options = options.clone();
+        options.words = vec![options.prompt().trim().to_owned()];
+        options.session = options
+            .session
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty());
+        let json = serde_json::to_string(&options).map_err(|e| DispatchError::Io {
+            what: "cannot write the run's options",
+            source: std::io::Error::other(e),
+        })?;
         let mut command = tokio::process::Command::new(&self.hark);
-        command.args(["run", "--verb", request.verb.name()]);
-        if let Some(cwd) = &request.cwd {
-            command.arg("--cwd").arg(cwd).current_dir(cwd);
+        command.args(["run", "--options-json", &json]);
+        if let Some(cwd) = &options.cwd {
+            command.current_dir(cwd);
         }
-        if let Some(session) = request.session.as_deref().filter(|s| !s.trim().is_empty()) {
-            command.args(["--session", session.trim()]);
-        }
-        if let Some(secs) = request.timeout_secs {
-            command.arg("--timeout").arg(secs.to_string());
-        }
-        if request.read_only {
-            command.arg("--read-only");
-        }
-        if request.no_confine {
-            command.arg("--no-confine");
-        }
-        if let Some(agent) = &request.agent {
-            command.arg("--agent").arg(agent);
-        }
-        if let Some(kind) = request.agent_kind {
-            command.args(["--agent-kind", kind.name()]);
-        }
-        if let Some(intake) = &request.intake {
-            let json = serde_json::to_vec(intake).unwrap_or_default();
-            let file =
-                dir.write_private("intake.json", &json)
-                    .map_err(|source| DispatchError::Io {
-                        what: "cannot write the intake",
-                        source,
-                    })?;
-            command.arg("--intake").arg(file);
-        }
-        command.arg("--").arg(request.prompt.trim());
-        match &request.env {
+        match env {
             Some(Environment(env)) => {
                 command.env_clear().envs(env);
             }
@@ -237,23 +218,65 @@ impl Dispatcher {
     }
 }
 
-/// Refuses a request the daemon cannot start, with the reason.
+/// Refuses a request the daemon cannot start, with the reason. Every
+/// option is named: a new one does not compile until it is checked here.
 fn check(request: &DispatchRequest) -> Result<(), DispatchError> {
-    if request.prompt.trim().is_empty() {
+    let RunOptions {
+        verb: _,
+        cwd,
+        session: _,
+        timeout_secs,
+        on_timeout: _,
+        agent: _,
+        agent_kind: _,
+        wrap,
+        read_only: _,
+        no_confine: _,
+        intake,
+        answers: _,
+        detach,
+        hub,
+        words: _,
+    } = &request.options;
+    if request.options.prompt().trim().is_empty() {
         return Err(DispatchError::EmptyPrompt);
     }
-    if let Some(cwd) = &request.cwd
+    if let Some(cwd) = cwd
         && !(cwd.is_absolute() && cwd.is_dir())
     {
         return Err(DispatchError::NotADirectory(cwd.clone()));
     }
-    if let Some(secs) = request.timeout_secs
+    if let Some(secs) = *timeout_secs
         && !(secs.is_finite() && secs > 0.0)
     {
         return Err(DispatchError::Timeout(secs));
     }
-    if let Some(intake) = &request.intake {
-        Intake::from_value(intake.clone())?;
+    if *wrap {
+        return Err(DispatchError::NotHere(
+            "wrap: the daemon runs a prompt, not a command line",
+        ));
+    }
+    if *detach {
+        return Err(DispatchError::NotHere(
+            "detach: the run is the daemon's already",
+        ));
+    }
+    if hub.is_some() {
+        return Err(DispatchError::NotHere(
+            "hub: a dispatched run asks through this daemon",
+        ));
+    }
+    match intake {
+        Some(IntakeSource::Inline(intake)) => {
+            Intake::from_value(intake.clone())?;
+        }
+        Some(IntakeSource::File(path)) if path.is_absolute() => {
+            Intake::load(path)?;
+        }
+        Some(IntakeSource::File(path)) => {
+            return Err(DispatchError::RelativeIntake(path.clone()));
+        }
+        None => {}
     }
     Ok(())
 }
@@ -264,14 +287,12 @@ fn check(request: &DispatchRequest) -> Result<(), DispatchError> {
 async fn watch(
     mut child: tokio::process::Child,
     watched: Watch,
-    dir: RunDir,
     registry: Registry,
     fallback: RunStart,
     log: PathBuf,
 ) {
     let status = child.wait().await;
     drop(watched);
-    drop(dir);
     let code = status.as_ref().ok().and_then(|s| s.code()).unwrap_or(-1);
     tracing::info!(
         run_id = %fallback.id,
@@ -300,8 +321,10 @@ pub enum DispatchError {
         "no output is kept for this run: hark keeps the output of the newest {0} runs it started (the New run form, hark run --detach); a run started from a terminal printed there"
     )]
     NoOutput(u64),
-    #[error("cannot make the run's directory: {0}")]
-    RunDir(#[from] SocketError),
+    #[error("the intake file {} is not an absolute path", .0.display())]
+    RelativeIntake(PathBuf),
+    #[error("a dispatched run cannot take {0}")]
+    NotHere(&'static str),
     #[error("{what}: {source}")]
     Io {
         what: &'static str,
@@ -316,11 +339,11 @@ impl From<DispatchError> for WireError {
             | DispatchError::NotADirectory(_)
             | DispatchError::Timeout(_)
             | DispatchError::Intake(_)
+            | DispatchError::NotHere(_)
+            | DispatchError::RelativeIntake(_)
             | DispatchError::NotARunId(_) => ErrorCode::Invalid,
             DispatchError::NoOutput(_) => ErrorCode::NotPending,
-            DispatchError::NoRuntime | DispatchError::RunDir(_) | DispatchError::Io { .. } => {
-                ErrorCode::Unavailable
-            }
+            DispatchError::NoRuntime | DispatchError::Io { .. } => ErrorCode::Unavailable,
         };
         WireError::new(code, e.to_string())
     }
