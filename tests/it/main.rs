@@ -54,6 +54,9 @@
 //! - `docs`: not a run but a reading: every relative link and anchor of the
 //!   README, the book (`docs/src`), `BENCHMARKS.md` and `CONTRIBUTING.md`
 //!   resolves, and the README and `BENCHMARKS.md` stay short.
+//! - `reference`: not a run but a reading: the book's CLI, configuration
+//!   and environment references are what the code generates now
+//!   (`HARK_UPDATE_REFERENCE=1 … -- reference` writes them).
 //! - `layout`: not a run but a reading: every product crate's sources keep
 //!   the layout (typed errors, short functions and files, no module cycle;
 //!   the core prints nothing).
@@ -93,6 +96,7 @@ mod listings;
 mod nats_server;
 mod opencode;
 mod parking;
+mod reference;
 mod run;
 mod ssh;
 mod store;
