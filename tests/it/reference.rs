@@ -151,6 +151,58 @@ fn environment_page() -> String {
     page
 }
 
+/// Every `"HARK_…"` string in the product code (not its tests), with the
+/// file it is in.
+fn hark_variables_named() -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut dirs: Vec<_> = ["src", "crates", "app/src", "src-tauri/src"]
+        .iter()
+        .map(|d| root().join(d))
+        .collect();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() && name != "tests" && name != "target" {
+                dirs.push(path);
+            } else if name.ends_with(".rs") && name != "tests.rs" {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = text.split("#[cfg(test)]").next().unwrap();
+                for (at, _) in code.match_indices("\"HARK_") {
+                    let var: String = code[at + 1..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                        .collect();
+                    found.push((
+                        var,
+                        path.strip_prefix(root()).unwrap().display().to_string(),
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_hark_variable_the_code_names_is_in_env_rs() {
+    let page = environment_page();
+    let named = hark_variables_named();
+    assert!(
+        named.iter().any(|(var, _)| var == "HARK_SOCKET"),
+        "the scan finds env.rs's own: {named:?}"
+    );
+    let missing: Vec<String> = named
+        .iter()
+        .filter(|(var, _)| !page.contains(&format!("| `{var}` |")))
+        .map(|(var, file)| format!("{var} ({file})"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "name these in crates/hark-core/src/env.rs, with a doc comment, and use the constant: {missing:?}"
+    );
+}
+
 #[test]
 fn the_cli_reference_is_what_clap_prints() {
     let page = cli_page();

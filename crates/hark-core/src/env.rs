@@ -39,6 +39,11 @@ pub const LOG: &str = "HARK_LOG";
 /// `json` makes the desktop app log (and trace) as JSON lines.
 pub const LOG_FORMAT: &str = "HARK_LOG_FORMAT";
 
+/// Set by the desktop app in the environment of a window process it starts
+/// ahead of time: the process waits until its channel has something before
+/// it builds a window (Linux).
+pub const WINDOW_DORMANT: &str = "HARK_WINDOW_DORMANT";
+
 /// A variable's value, when it is set and not empty.
 pub fn var_os(name: &str) -> Option<std::ffi::OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())
