@@ -58,8 +58,8 @@
 //!   and environment references are what the code generates now
 //!   (`HARK_UPDATE_REFERENCE=1 … -- reference` writes them).
 //! - `layout`: not a run but a reading: every product crate's sources keep
-//!   the layout (typed errors, short functions and files, no module cycle;
-//!   the core prints nothing).
+//!   the layout (typed errors, short files, no module cycle), and clippy's
+//!   lints hold the rest (short functions; the core prints nothing).
 //! - `web`: the web surface's HTTP API against `hark serve --web`: pairing
 //!   and its rate limit, sessions and CSRF, replies through the one
 //!   registry, the SSE stream resumed with `Last-Event-ID`.
