@@ -1,7 +1,10 @@
-//! The commands the window's page calls, passed on by the window process.
-//! They convert and delegate to the core; errors cross as `{code, message}`.
-//! They are listed once, in [`crate::ipc_commands`]: the window's capability
-//! (its `build.rs`) and the names the page calls them by come from that list.
+//! The commands the window's page calls, passed on by the window process:
+//! each call is parsed into one [`Request`] (its command and typed
+//! arguments), run by delegating to the core, and its errors cross as
+//! `{code, message}` ([`IpcError`], the wire's codes). Their names are
+//! listed once more, in [`crate::ipc_commands`], for the window's
+//! capability (its `build.rs`, which cannot name this crate's types) and
+//! the names the page calls them by; a test checks the two agree.
 
 use hark_core::bridge::views::{
     DeviceRef, DeviceView, InboxView, ItemState, ItemView, RunView, SessionView, View,
@@ -12,8 +15,7 @@ use hark_core::daemon::operator;
 use hark_core::model::ids::{DeviceId, ItemId, RunId, SessionId};
 use hark_core::model::item::{Outcome, Surface};
 use hark_core::model::run::RunStatus;
-use hark_core::registry::{ReplyError, StoreHealth};
-use serde::de::DeserializeOwned;
+use hark_core::registry::{NotAVerdict, ReplyError, StoreHealth};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
@@ -23,18 +25,26 @@ use crate::shell::Shell;
 
 /// An error as the UI sees it: a stable code to branch on, a message to show.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS, thiserror::Error)]
-#[error("{code}: {message}")]
+#[error("{}: {message}", code_name(*.code))]
 pub struct IpcError {
-    pub code: String,
+    /// One of the wire's codes. The page's own errors (the web page's
+    /// `unreachable`, `app_only`…) add codes of their own, so the page
+    /// types it as a string.
+    #[ts(type = "string")]
+    pub code: ErrorCode,
     pub message: String,
+}
+
+/// A code as it crosses: `not_pending`.
+fn code_name(code: ErrorCode) -> String {
+    serde_json::to_value(code)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 impl IpcError {
     fn new(code: ErrorCode, message: impl Into<String>) -> IpcError {
-        let code = serde_json::to_value(code)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_else(|| "unavailable".into());
         IpcError {
             code,
             message: message.into(),
@@ -64,131 +74,103 @@ impl From<ReplyError> for IpcError {
     }
 }
 
-/// Runs the page's call `command` with its arguments (as the page names
-/// them, camelCase) and returns what the page's promise resolves with.
-/// The window process passes every call on: the names it may call are
-/// those of [`crate::ipc_commands`] (its capability grants no other).
-pub async fn call(app: &App, command: &str, args: Value) -> Result<Value, IpcError> {
-    fn args_of<T: DeserializeOwned>(command: &str, args: Value) -> Result<T, IpcError> {
-        serde_json::from_value(args)
-            .map_err(|e| IpcError::new(ErrorCode::Invalid, format!("{command}'s arguments: {e}")))
+impl From<NotAVerdict> for IpcError {
+    fn from(e: NotAVerdict) -> Self {
+        WireError::from(e).into()
     }
+}
+
+/// A call of the page: the command, as the page names it (one of
+/// [`crate::ipc_commands`]: the window's capability grants no other; a
+/// test checks the two lists agree), with its arguments (camelCase).
+#[derive(Debug, Deserialize)]
+#[serde(
+    tag = "command",
+    content = "args",
+    rename_all = "snake_case",
+    deny_unknown_fields
+)]
+pub enum Request {
+    /// The inbox; `pendingOnly` (the modal's): without history, runs and sessions.
+    #[serde(rename_all = "camelCase")]
+    Inbox { pending_only: Option<bool> },
+    /// A reply to a pending item.
+    Reply { id: ItemId, reply: WireReply },
+    /// A verdict on an approval, by the label of the option picked.
+    Verdict { id: ItemId, label: String },
+    /// Drop a settled item from the history.
+    Dismiss { id: ItemId },
+    /// Open the modal on a pending item.
+    OpenItem { id: ItemId },
+    /// The modal has drawn the item's options.
+    Shown { id: ItemId },
+    /// Start a run of the configured agent.
+    Dispatch { request: DispatchRequest },
+    /// A run's output so far.
+    RunOutput { id: String },
+    /// Agents' texts as sanitized HTML.
+    Markdown { texts: Vec<String> },
+    /// The operator's word on the tray's Quit.
+    Quit { confirmed: bool },
+}
+
+impl Request {
+    /// The call `command` with `args`, as the window process passes it on.
+    pub fn parse(command: &str, args: Value) -> Result<Request, IpcError> {
+        let call = serde_json::json!({ "command": command, "args": args });
+        serde_json::from_value(call)
+            .map_err(|e| IpcError::new(ErrorCode::Invalid, format!("the call {command:?}: {e}")))
+    }
+}
+
+/// Runs the page's call `command` with its arguments and returns what the
+/// page's promise resolves with.
+pub async fn call(app: &App, command: &str, args: Value) -> Result<Value, IpcError> {
+    run(app, Request::parse(command, args)?).await
+}
+
+/// Runs one request of the page.
+async fn run(app: &App, request: Request) -> Result<Value, IpcError> {
     fn done<T: Serialize>(value: T) -> Result<Value, IpcError> {
         serde_json::to_value(value)
             .map_err(|e| IpcError::new(ErrorCode::Unavailable, e.to_string()))
     }
     let shell = &app.shell;
-    match command {
-        "inbox" => {
-            let Inbox { pending_only } = args_of(command, args)?;
-            done(inbox(app, pending_only.unwrap_or(false))?)
+    match request {
+        Request::Inbox { pending_only } => done(inbox(app, pending_only.unwrap_or(false))?),
+        Request::Reply { id, reply } => done(
+            shell
+                .registry
+                .reply(id, reply.into(), Surface::Desktop)
+                .await?,
+        ),
+        Request::Verdict { id, label } => {
+            let reply = hark_core::registry::Reply::verdict(&label)?;
+            done(shell.registry.reply(id, reply, Surface::Desktop).await?)
         }
-        "reply" => {
-            let Reply { id, reply } = args_of(command, args)?;
-            done(
-                shell
-                    .registry
-                    .reply(id, reply.into(), Surface::Desktop)
-                    .await?,
-            )
-        }
-        "verdict" => {
-            let Verdict { id, label } = args_of(command, args)?;
-            done(verdict(shell, id, &label).await?)
-        }
-        "dismiss" => {
-            let Id { id } = args_of(command, args)?;
-            done(dismiss(shell, id)?)
-        }
-        "open_item" => {
-            let Id { id } = args_of(command, args)?;
-            done(open_item(app, id)?)
-        }
-        "quit" => {
-            let Quit { confirmed } = args_of(command, args)?;
+        Request::Dismiss { id } => done(dismiss(shell, id)?),
+        Request::OpenItem { id } => done(open_item(app, id)?),
+        Request::Quit { confirmed } => {
             quit(app, confirmed);
             done(())
         }
-        "dispatch" => {
-            let Dispatch { mut request } = args_of(command, args)?;
+        Request::Dispatch { mut request } => {
             // The page names neither the program to run nor its environment:
             // the run starts the configured agent.
             request.options.agent = None;
             request.env = None;
             done(shell.dispatcher.start(request)?)
         }
-        "markdown" => {
-            let Markdown { texts } = args_of(command, args)?;
-            done(
-                hark_web::markdown::render_all(&texts)
-                    .map_err(|e| IpcError::new(ErrorCode::Invalid, e.to_string()))?,
-            )
-        }
-        "run_output" => {
-            let RunOutput { id } = args_of(command, args)?;
-            done(shell.dispatcher.output(&id)?)
-        }
-        "shown" => {
-            let Id { id } = args_of(command, args)?;
+        Request::Markdown { texts } => done(
+            hark_web::markdown::render_all(&texts)
+                .map_err(|e| IpcError::new(ErrorCode::Invalid, e.to_string()))?,
+        ),
+        Request::RunOutput { id } => done(shell.dispatcher.output(&id)?),
+        Request::Shown { id } => {
             shown(shell, id);
             done(())
         }
-        other => Err(IpcError::new(
-            ErrorCode::Invalid,
-            format!("{other:?} is not a command of the app"),
-        )),
     }
-}
-
-/// The arguments of each command, as the page names them.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Inbox {
-    pending_only: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Reply {
-    id: ItemId,
-    reply: WireReply,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Verdict {
-    id: ItemId,
-    label: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Id {
-    id: ItemId,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Quit {
-    confirmed: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Dispatch {
-    request: DispatchRequest,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Markdown {
-    texts: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RunOutput {
-    id: String,
 }
 
 /// The inbox; with `pending_only` (the modal's) without history, runs and
@@ -203,21 +185,6 @@ fn inbox(app: &App, pending_only: bool) -> Result<InboxView, IpcError> {
     view.do_not_disturb = shell.do_not_disturb();
     view.quit_asked = shell.quit_asked();
     Ok(view)
-}
-
-/// A verdict on a write-mode approval, by the option the operator picked
-/// in the modal (the label-to-verdict mapping stays in the core).
-async fn verdict(shell: &Shell, id: ItemId, label: &str) -> Result<Outcome, IpcError> {
-    let reply = match hark_core::model::approval::Approval::verdict_of(label) {
-        Some(verdict) => hark_core::registry::Reply::from(verdict),
-        None => {
-            return Err(IpcError::new(
-                ErrorCode::Invalid,
-                format!("{label:?} is not one of the approval's options"),
-            ));
-        }
-    };
-    Ok(shell.registry.reply(id, reply, Surface::Desktop).await?)
 }
 
 fn dismiss(shell: &Shell, id: ItemId) -> Result<(), IpcError> {
@@ -373,6 +340,70 @@ mod tests {
             committed == fresh,
             "ui/src/{file} is out of date: run `HARK_WRITE_BINDINGS=1 cargo test -p hark-app typescript`"
         );
+    }
+
+    use super::{IpcError, Request};
+    use hark_core::bridge::wire::ErrorCode;
+    use serde_json::json;
+
+    /// The commands a request can be are those the capability lists
+    /// (`crate::ipc_commands`), no fewer and no more: serde names every
+    /// variant when it refuses an unknown one.
+    #[test]
+    fn the_requests_are_the_listed_commands() {
+        let refused = Request::parse("no_such_command", json!({})).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::Invalid);
+        let (_, expected) = refused
+            .message
+            .split_once("expected one of ")
+            .unwrap_or_else(|| panic!("serde lists the variants: {}", refused.message));
+        let mut variants: Vec<&str> = expected.split(", ").map(|v| v.trim_matches('`')).collect();
+        let mut listed = crate::ipc_commands::IPC_COMMANDS.to_vec();
+        variants.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(variants, listed);
+        for command in crate::ipc_commands::IPC_COMMANDS {
+            let error = Request::parse(command, json!({"no_such_field": 1})).unwrap_err();
+            assert!(
+                !error.message.contains("unknown variant"),
+                "{command}: {}",
+                error.message
+            );
+        }
+    }
+
+    #[test]
+    fn a_call_s_arguments_are_typed_and_nothing_else_is_taken() {
+        let inbox = Request::parse("inbox", json!({"pendingOnly": true})).unwrap();
+        assert!(matches!(
+            inbox,
+            Request::Inbox {
+                pending_only: Some(true)
+            }
+        ));
+        let inbox = Request::parse("inbox", json!({})).unwrap();
+        assert!(matches!(inbox, Request::Inbox { pending_only: None }));
+        for (command, args) in [
+            ("inbox", json!({"pending_only": true})),
+            ("quit", json!({})),
+            ("quit", json!({"confirmed": "yes"})),
+            ("verdict", json!({"id": "not an id", "label": "Allow"})),
+            ("dismiss", json!({"id": 1, "extra": 2})),
+        ] {
+            let error = Request::parse(command, args.clone()).unwrap_err();
+            assert_eq!(error.code, ErrorCode::Invalid, "{command} {args}");
+            assert!(error.message.contains(command), "{}", error.message);
+        }
+    }
+
+    #[test]
+    fn an_error_crosses_as_its_code_and_message() {
+        let error = IpcError::new(ErrorCode::NotPending, "gone");
+        assert_eq!(
+            serde_json::to_value(&error).unwrap(),
+            json!({"code": "not_pending", "message": "gone"})
+        );
+        assert_eq!(error.to_string(), "not_pending: gone");
     }
 
     #[test]

@@ -3,8 +3,9 @@
 // invoke handler and for the names the page calls them by
 // (`ui/src/ipc-names.js`). Only items here: `include!` takes no `//!` docs.
 
-/// Calls `$then!(inbox, reply, …)` with every command of [`crate::ipc`]
-/// the page may call.
+/// Calls `$then!(inbox, reply, …)` with every command the page may call:
+/// the variants of [`crate::ipc::Request`], by their names (a test there
+/// checks they agree).
 macro_rules! with_ipc_commands {
     ($then:ident) => {
         $then!(

@@ -6,7 +6,8 @@
 //! which scripts the model's call of `mcp_operator_ask` and logs every
 //! request, so the functionResponse the CLI sent back can be read
 //! (docs/src/agents/gemini.md). Without either binary, each test says SKIPPED
-//! and passes.
+//! and passes (in CI and under the test command it fails:
+//! `hark_harness::skip`).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -1,12 +1,18 @@
 //! The workspace's product code keeps its layout: every crate of it
 //! (`crates/*`, the `hark` binary in `src`, the app in `app/src`, its window in `src-tauri/src`;
-//! not the tests, benches or fake agents) has typed errors, functions and
-//! files a reader takes in, and top-level modules that form no cycle; and
-//! the core prints nothing. These read the sources themselves (parsed with
-//! syn, so a function's length and a type are what the compiler sees), so
-//! a change that breaks the layout fails here, whatever its platform:
-//! every file is read, compiled here or not (the macOS and Windows
-//! notification backends too).
+//! not the tests, benches or fake agents) has typed errors, files a reader
+//! takes in, and top-level modules that form no cycle. These read the
+//! sources themselves (parsed with syn, so a type is what the compiler
+//! sees), so a change that breaks the layout fails here, whatever its
+//! platform: every file is read, compiled here or not (the macOS and
+//! Windows notification backends too).
+//!
+//! What the compiler can check is left to it (clippy, in the workspace's
+//! lints): a function's length (`too_many_lines`, 100 lines of code,
+//! `clippy.toml`) and that the core prints nothing (`print_stdout`,
+//! `print_stderr`, denied in `hark-core`'s `lib.rs`; `dbg_macro`). The test
+//! command runs clippy for Linux and, for those lints, for macOS and
+//! Windows, so the other platforms' files are held to them too.
 //!
 //! It lives here, not in the core's tests: it reads every crate of the
 //! workspace, which no one crate's own tests should reach into.
@@ -19,9 +25,6 @@ use syn::visit::{self, Visit};
 
 /// The longest a source file may grow.
 const MAX_FILE_LINES: usize = 600;
-
-/// The longest a function may grow, from its `fn` to its closing brace.
-const MAX_FN_LINES: usize = 100;
 
 /// The workspace's root (the `hark` package's own directory).
 fn root() -> &'static Path {
@@ -131,11 +134,10 @@ fn line(span: Span) -> usize {
     span.start().line
 }
 
-/// What one file's product code breaks: functions too long, and results
-/// whose error is a bare `String`.
+/// What one file's product code breaks: results whose error is a bare
+/// `String`.
 #[derive(Debug, Default)]
 struct Findings {
-    long_fns: Vec<String>,
     string_errors: Vec<String>,
 }
 
@@ -143,19 +145,6 @@ struct Findings {
 struct Scan<'a> {
     file: &'a str,
     found: &'a mut Findings,
-}
-
-impl Scan<'_> {
-    fn function(&mut self, sig: &syn::Signature, body: &syn::Block) {
-        let (start, end) = (line(sig.fn_token.span), line(body.brace_token.span.close()));
-        let lines = end - start + 1;
-        if lines > MAX_FN_LINES {
-            self.found.long_fns.push(format!(
-                "{}:{start}: fn {}: {lines} lines",
-                self.file, sig.ident
-            ));
-        }
-    }
 }
 
 impl<'ast> Visit<'ast> for Scan<'_> {
@@ -173,23 +162,14 @@ impl<'ast> Visit<'ast> for Scan<'_> {
 
     fn visit_item_fn(&mut self, node: &'ast syn::ItemFn) {
         if !is_test(&node.attrs) {
-            self.function(&node.sig, &node.block);
             visit::visit_item_fn(self, node);
         }
     }
 
     fn visit_impl_item_fn(&mut self, node: &'ast syn::ImplItemFn) {
         if !is_test(&node.attrs) {
-            self.function(&node.sig, &node.block);
             visit::visit_impl_item_fn(self, node);
         }
-    }
-
-    fn visit_trait_item_fn(&mut self, node: &'ast syn::TraitItemFn) {
-        if let Some(body) = &node.default {
-            self.function(&node.sig, body);
-        }
-        visit::visit_trait_item_fn(self, node);
     }
 
     /// `Result<T, String>`, wherever a type is written: signatures,
@@ -285,15 +265,6 @@ fn no_result_has_a_bare_string_for_its_error() {
 }
 
 #[test]
-fn no_function_outgrows_a_reader() {
-    let found = scan().long_fns;
-    assert!(
-        found.is_empty(),
-        "over {MAX_FN_LINES} lines: split into named steps: {found:#?}"
-    );
-}
-
-#[test]
 fn no_source_file_outgrows_a_reader() {
     let long: Vec<String> = all_sources()
         .iter()
@@ -371,21 +342,43 @@ fn no_crate_has_top_level_modules_that_form_a_cycle() {
     assert!(cycles.is_empty(), "module cycles: {cycles:#?}");
 }
 
+/// What the layout leaves to the compiler stays asked of it: clippy's
+/// `too_many_lines` at 100 for every product crate, and `print_stdout`,
+/// `print_stderr` denied in the core.
 #[test]
-fn the_core_prints_nothing() {
-    let core = product_crates()
-        .into_iter()
-        .find(|c| c.name == "hark-core")
-        .unwrap();
-    let printing: Vec<String> = sources(&core.src)
-        .iter()
-        .flat_map(|(path, text)| {
-            let code = product_code(path, text);
-            ["print!(", "println!(", "eprint!(", "eprintln!(", "dbg!("]
-                .into_iter()
-                .filter(move |m| code.contains(m))
-                .map(move |m| format!("{}: {m}", shown(path)))
-        })
-        .collect();
-    assert!(printing.is_empty(), "the core prints: {printing:#?}");
+fn the_compiler_holds_function_length_and_the_core_s_silence() {
+    let read = |path: &str| std::fs::read_to_string(root().join(path)).unwrap();
+    let manifest: toml::Table = read("Cargo.toml").parse().unwrap();
+    let clippy = &manifest["workspace"]["lints"]["clippy"];
+    assert_eq!(
+        clippy.get("too_many_lines").and_then(|l| l.as_str()),
+        Some("warn"),
+        "[workspace.lints.clippy] too_many_lines"
+    );
+    let config: toml::Table = read("clippy.toml").parse().unwrap();
+    assert_eq!(
+        config
+            .get("too-many-lines-threshold")
+            .and_then(|t| t.as_integer()),
+        Some(100),
+        "clippy.toml's too-many-lines-threshold"
+    );
+    for krate in product_crates() {
+        let manifest: toml::Table = std::fs::read_to_string(krate.src.with_file_name("Cargo.toml"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let lints = manifest.get("lints").and_then(|l| l.get("workspace"));
+        assert_eq!(
+            lints.and_then(|w| w.as_bool()),
+            Some(true),
+            "{} takes the workspace's lints ([lints] workspace = true)",
+            krate.name
+        );
+    }
+    let core = read("crates/hark-core/src/lib.rs");
+    assert!(
+        core.contains("#![deny(clippy::print_stdout, clippy::print_stderr)]"),
+        "hark-core's lib.rs denies clippy::print_stdout and clippy::print_stderr"
+    );
 }

@@ -23,8 +23,9 @@ pub struct Tmpfs {
 }
 
 impl Tmpfs {
-    /// Mounts 400 KB on `dir`; `None`, said on stderr, where mounting is
-    /// not permitted.
+    /// Mounts 400 KB on `dir`; `None`, said as SKIPPED, where mounting is
+    /// not permitted (a failure in CI and under the test command, which
+    /// run as root: `hark_harness::skip`).
     pub fn mount(dir: &Path) -> Option<Tmpfs> {
         std::fs::create_dir_all(dir).unwrap();
         let mounted = Command::new("mount")
@@ -36,14 +37,14 @@ impl Tmpfs {
                 dir: dir.to_owned(),
             }),
             Ok(out) => {
-                eprintln!(
-                    "SKIPPED: cannot mount a tmpfs to fill (run as root): {}",
+                hark_harness::skip(&format!(
+                    "cannot mount a tmpfs to fill (run as root): {}",
                     String::from_utf8_lossy(&out.stderr).trim()
-                );
+                ));
                 None
             }
             Err(e) => {
-                eprintln!("SKIPPED: cannot run mount: {e}");
+                hark_harness::skip(&format!("cannot run mount: {e}"));
                 None
             }
         }

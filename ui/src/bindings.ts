@@ -276,7 +276,13 @@ export type Issue = {
  */
 path: string, message: string, };
 
-export type IpcError = { code: string, message: string, };
+export type IpcError = { 
+/**
+ * One of the wire's codes. The page's own errors (the web page's
+ * `unreachable`, `app_only`…) add codes of their own, so the page
+ * types it as a string.
+ */
+code: string, message: string, };
 
 export type View = "modal" | "inbox";
 

@@ -60,7 +60,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::gate::policy::Policy;
 use crate::model::validate::Rules;
@@ -72,7 +72,8 @@ pub use urls::{Host, HttpUrl, HubUrls, Origin, Url, UrlError, WebOrigin};
 /// The default bounded wait (SPEC §4).
 pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(300);
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// The keys at the config file's top level, and its tables.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// How long the operator has to answer, in seconds.
@@ -103,6 +104,7 @@ pub struct Config {
     /// How the desktop app announces a new item.
     pub notifications: Notifications,
     /// What the write-mode gate lets pass, asks about, and asks every time.
+    #[serde(skip_serializing)]
     pub approvals: Policy,
     /// What a question of a run hark dispatched does when nobody answers
     /// within the bounded wait: park the agent until you do, or let it
@@ -129,7 +131,7 @@ impl Hub {
 }
 
 /// The `[hub]` part of the config.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Hub {
     /// The NATS server(s): `nats://host:4222`, `tls://…`, comma-separated,
@@ -159,16 +161,18 @@ pub struct Hub {
 }
 
 /// The `[push]` part of the config.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Push {
+    /// The ntfy server to publish to (`ntfy = { server = "https://ntfy.sh" }`).
     pub ntfy: Ntfy,
+    /// How much of an item a push carries.
     #[serde(default)]
     pub detail: PushDetail,
 }
 
 /// An ntfy server and topic to publish to.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Ntfy {
     /// The server's root (`https://ntfy.sh`, or a self-hosted one).
@@ -212,7 +216,7 @@ impl Ntfy {
 }
 
 /// How much of an item a push carries.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PushDetail {
     /// Who asks (the agent, the project, the session), nothing the agent
@@ -225,7 +229,7 @@ pub enum PushDetail {
 }
 
 /// The `[web]` part of the config.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Web {
     /// Where it listens: loopback unless TLS is configured.
@@ -234,6 +238,7 @@ pub struct Web {
     /// A PEM certificate chain and its key: with both, it serves HTTPS.
     #[serde(default)]
     pub tls_cert: Option<PathBuf>,
+    /// The private key of `tls_cert` (PEM).
     #[serde(default)]
     pub tls_key: Option<PathBuf>,
     /// Origins it is reached under through a reverse proxy
@@ -256,7 +261,7 @@ impl Web {
 }
 
 /// The `[confine]` part of the config.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Confine {
     /// Confine what hark starts (`hark run --no-confine` turns it off for
@@ -283,7 +288,7 @@ impl Default for Confine {
 
 /// What happens to a dispatched run's question nobody answers in time.
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum OnTimeout {
@@ -297,18 +302,20 @@ pub enum OnTimeout {
 }
 
 /// The desktop window's colours.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Theme {
     /// The desktop's light or dark preference (`prefers-color-scheme`).
     #[default]
     System,
+    /// Light, whatever the desktop prefers.
     Light,
+    /// Dark, whatever the desktop prefers.
     Dark,
 }
 
 /// How the desktop app announces a new item.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Notifications {
     /// Start with do-not-disturb on: no notification and no modal popping
@@ -333,11 +340,14 @@ impl Default for Notifications {
 }
 
 /// The freedesktop notification urgency levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Urgency {
+    /// Shown quietly (some servers only list it).
     Low,
+    /// As any other application's notification.
     Normal,
+    /// Stays on screen until dismissed, on most servers.
     Critical,
 }
 

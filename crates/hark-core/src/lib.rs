@@ -44,6 +44,10 @@
 //! nothing of sockets, the `store` nothing of frames, the `bridge` nothing of
 //! the daemon.
 
+// The core prints nothing: what it has to say goes to its callers as
+// values, or to the log as trace events (the surfaces decide where).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod agent;
 pub mod autostart;
 pub mod bridge;

@@ -19,7 +19,6 @@ use axum::routing::{delete, get, post};
 use hark_core::bridge::views::{DeviceView, ItemView};
 use hark_core::bridge::wire::{ErrorCode, ServerFrame, WireError, WireReply};
 use hark_core::daemon::operator;
-use hark_core::model::approval::Approval;
 use hark_core::model::ids::{DeviceId, ItemId};
 use hark_core::model::item::{ItemFilter, Outcome, Surface};
 use hark_core::pairing;
@@ -271,14 +270,8 @@ async fn verdict(
 ) -> Answer<Outcome> {
     let id = item_id(&id)?;
     let asked: VerdictBody = body(&bytes)?;
-    let Some(verdict) = Approval::verdict_of(&asked.label) else {
-        return Err(WireError::new(
-            ErrorCode::Invalid,
-            format!("{:?} is not one of the approval's options", asked.label),
-        )
-        .into());
-    };
-    replied(&web, &authed, id, Reply::from(verdict)).await
+    let reply = Reply::verdict(&asked.label).map_err(WireError::from)?;
+    replied(&web, &authed, id, reply).await
 }
 
 #[derive(Debug, Deserialize)]

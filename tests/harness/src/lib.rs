@@ -20,6 +20,8 @@
 //! - `browser`: headless Chromium as a phone (390×844, touch) under
 //!   chromedriver, driven through WebDriver; taps, axe-core, screenshots.
 //! - `report`: an error with its causes, as a benchmark or a test prints it.
+//! - `skip`: a test that cannot run here says SKIPPED, or fails in CI and
+//!   under the test command.
 //!
 //! Each module that can fail has its own error enum (`SandboxError`,
 //! `WaitError`, `ProcessError`, `DaemonError`, `DesktopError`,
@@ -36,6 +38,7 @@ pub mod nats;
 pub mod process;
 pub mod report;
 pub mod sandbox;
+pub mod skip;
 pub mod sshd;
 
 pub use browser::{Browser, BrowserError};
@@ -46,3 +49,4 @@ pub use nats::{NatsCluster, NatsError, NatsOptions, NatsServer, NatsUser, Permis
 pub use process::ProcessError;
 pub use report::Report;
 pub use sandbox::{Sandbox, SandboxError, scratch};
+pub use skip::skip;

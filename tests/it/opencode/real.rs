@@ -3,7 +3,8 @@
 //! Completions API (`bench/mock-openai-chat/mock_chat.py`), which scripts
 //! the model's call of `operator_ask` and logs every request, so the tool
 //! result OpenCode sent back to the model can be read. Without either,
-//! each test says SKIPPED and passes.
+//! each test says SKIPPED and passes (in CI and under the test command it
+//! fails: `hark_harness::skip`).
 
 use std::path::Path;
 use std::process::{Output, Stdio};

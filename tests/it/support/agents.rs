@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// The real CLI `bin` (`claude`, `opencode`, `gemini`): the one `var`
-/// names, else the installed one; `None`, said as SKIPPED, without either.
+/// names, else the installed one; without either, `None`, said as SKIPPED
+/// (a failure in CI and under the test command: `hark_harness::skip`).
 pub fn real_agent(bin: &str, var: &str) -> Option<PathBuf> {
     let installed = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/agents/node_modules/.bin")
@@ -19,7 +20,9 @@ pub fn real_agent(bin: &str, var: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| installed.exists().then_some(installed));
     if found.is_none() {
-        eprintln!("SKIPPED: no {bin} (scripts/setup --tests installs it; or {var})");
+        hark_harness::skip(&format!(
+            "no {bin} (scripts/setup --tests installs it; or {var})"
+        ));
     }
     found
 }

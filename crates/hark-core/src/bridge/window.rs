@@ -23,7 +23,7 @@ pub const VIEW_CHANGED: &str = "view-changed";
 /// Set in a window process's environment when the app starts it ahead of
 /// time: it waits until its channel has something before it builds a
 /// window (Linux).
-pub const AHEAD_ENV: &str = "HARK_WINDOW_DORMANT";
+pub const AHEAD_ENV: &str = crate::env::WINDOW_DORMANT;
 
 /// From the app to its window process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -469,6 +469,12 @@ impl ErrorCode {
     }
 }
 
+impl From<crate::registry::NotAVerdict> for WireError {
+    fn from(e: crate::registry::NotAVerdict) -> Self {
+        WireError::new(ErrorCode::Invalid, e.to_string())
+    }
+}
+
 impl From<crate::registry::ReplyError> for WireError {
     fn from(e: crate::registry::ReplyError) -> Self {
         use crate::registry::ReplyError;

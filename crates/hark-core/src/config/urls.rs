@@ -209,3 +209,17 @@ impl fmt::Display for HubUrls {
         Ok(())
     }
 }
+
+/// Each is written back as the text it was read from (the config
+/// reference's defaults serialise the config whole).
+macro_rules! serialized_as_text {
+    ($($ty:ty),*) => {$(
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(self)
+            }
+        }
+    )*};
+}
+
+serialized_as_text!(HttpUrl, WebOrigin, HubUrls);

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::operands::Operands;
 
 /// One read-only command and what it may carry.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommandRule {
     /// The command's words: `sort`, or `git log` (git's global options

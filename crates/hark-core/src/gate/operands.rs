@@ -12,7 +12,7 @@ use super::commands::Arguments;
 use super::{awk, sed};
 
 /// How a rule reads its command's operands (`operands = "sed"`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Operands {
     /// Any words.

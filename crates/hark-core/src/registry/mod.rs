@@ -141,6 +141,15 @@ impl Reply {
         Approval::verdict_of(label).map(Reply::from)
     }
 
+    /// The verdict on an approval whose option labelled `label` the
+    /// operator picked, as the app's modal and the web page send it (the
+    /// label-to-verdict mapping is [`Approval::verdict_of`]).
+    pub fn verdict(label: &str) -> Result<Reply, NotAVerdict> {
+        Approval::verdict_of(label)
+            .map(Reply::from)
+            .ok_or_else(|| NotAVerdict(label.to_owned()))
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Reply::Answer(_) => "answer",
@@ -172,6 +181,11 @@ pub enum Event {
     /// A web device was paired or revoked (a revoked one's open streams end).
     DevicesChanged,
 }
+
+/// A label that is none of an approval's options (see [`Reply::verdict`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not one of the approval's options")]
+pub struct NotAVerdict(pub String);
 
 /// Why a reply was refused. The item is left as it was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -415,3 +415,25 @@ async fn mirrored_items_are_recorded_in_one_write_or_held_together_until_the_sto
         assert!(store.get(id).unwrap().expect("recorded").mirrored);
     }
 }
+
+#[test]
+fn a_verdict_is_read_from_its_option_s_label_and_any_other_label_refused() {
+    use crate::model::approval::{Approval, Scope, Verdict};
+    for verdict in [
+        Verdict::Allow(Scope::Turn),
+        Verdict::Allow(Scope::Action),
+        Verdict::Allow(Scope::Session),
+        Verdict::Deny,
+    ] {
+        let label = Approval::label_of(verdict);
+        assert_eq!(Reply::verdict(label), Ok(Reply::from(verdict)), "{label}");
+    }
+    let refused = Reply::verdict("Sure").unwrap_err();
+    assert_eq!(refused, NotAVerdict("Sure".to_owned()));
+    let wire = crate::bridge::wire::WireError::from(refused);
+    assert_eq!(wire.code, crate::bridge::wire::ErrorCode::Invalid);
+    assert_eq!(
+        wire.message,
+        "\"Sure\" is not one of the approval's options"
+    );
+}
