@@ -20,8 +20,19 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
-    match commands::run(cli.command.unwrap_or(cli::Command::App(Default::default()))) {
+    // The agent's MCP server, spawned per agent and sub-agent, skips
+    // building the whole command line's parser in its plain forms
+    // (`mcp-operator-ask [--approvals]`; issue 41).
+    let command = match hark_mcp::start::plain_operator_ask(std::env::args_os().skip(1)) {
+        Some(approvals) => cli::Command::McpOperatorAsk(cli::McpArgs {
+            approvals,
+            hub: None,
+        }),
+        None => cli::Cli::parse()
+            .command
+            .unwrap_or(cli::Command::App(Default::default())),
+    };
+    match commands::run(command) {
         Ok(status) => status.into(),
         Err(failed) => {
             eprintln!("hark: {failed}");

@@ -12,21 +12,29 @@ use crate::cli::{AgentKindArg, HookArgs, HookEvent, McpArgs, McpConfigArgs};
 use crate::commands::{Failed, this_hark};
 use crate::exit::ExitStatus;
 
-/// Serves MCP on stdin/stdout until the agent closes it.
+/// Serves MCP on stdin/stdout until the agent closes it. Without `--hub`
+/// it starts the lean way ([`hark_mcp::start`]), as `hark-ask` does.
 pub fn operator_ask(args: McpArgs) -> Result<ExitStatus, Failed> {
     hark_core::trace::init_logging(LogFormat::Text, LevelFilter::WARN);
+    let Some(url) = args.hub else {
+        use hark_mcp::start::{StartError, agent_settings, serve_agent};
+        agent_settings(args.approvals)
+            .and_then(serve_agent)
+            .map_err(|e| match e {
+                StartError::Config(e) => Failed::Config(e),
+                StartError::Socket(e) => Failed::Socket(e),
+                StartError::Runtime(e) => Failed::Runtime(e),
+                StartError::Mcp(e) => Failed::Mcp(e),
+            })?;
+        return Ok(ExitStatus::Success);
+    };
     let config = Config::load()?;
     let settings = hark_mcp::McpSettings::from_env(&config, args.approvals)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(Failed::Runtime)?;
-    match args.hub {
-        Some(url) => runtime.block_on(crate::commands::hub::serve_agent(url, settings))?,
-        None => runtime
-            .block_on(hark_mcp::OperatorServer::new(settings).serve_stdio())
-            .map_err(Failed::Mcp)?,
-    }
+    runtime.block_on(crate::commands::hub::serve_agent(url, settings))?;
     Ok(ExitStatus::Success)
 }
 
@@ -161,6 +169,8 @@ fn answered_here() -> impl std::future::Future<Output = ()> {
 /// `--park-hook`) the `--settings` that add its park hook.
 pub fn config(args: McpConfigArgs) -> Result<ExitStatus, Failed> {
     let hark = this_hark()?;
+    // The server's own binary when it is installed beside this `hark`.
+    let ask = hark_mcp::start::ask_server(&hark);
     eprintln!(
         "note: an agent you start yourself is not confined: its tools can reach hark's socket, store and config, and its questions are labelled \"not confined\"; `hark run --wrap -- YOUR COMMAND` starts it confined"
     );
@@ -179,7 +189,7 @@ pub fn config(args: McpConfigArgs) -> Result<ExitStatus, Failed> {
             );
             return Ok(ExitStatus::Refused);
         }
-        let found = clients::config(client, &hark, Config::load()?.ask_timeout());
+        let found = clients::config(client, &ask, Config::load()?.ask_timeout());
         print!("{}", found.text);
         if !found.text.ends_with('\n') {
             println!();
@@ -200,7 +210,7 @@ pub fn config(args: McpConfigArgs) -> Result<ExitStatus, Failed> {
             return Ok(ExitStatus::Refused);
         }
         let config = Config::load()?;
-        for word in hark_core::agent::codex::overrides(&hark, config.ask_timeout()) {
+        for word in hark_core::agent::codex::overrides(&ask, config.ask_timeout()) {
             println!("-c");
             println!("{word}");
         }
@@ -220,7 +230,7 @@ pub fn config(args: McpConfigArgs) -> Result<ExitStatus, Failed> {
     }
     println!(
         "{}",
-        hark_core::agent::mcp_config(&hark, Default::default(), false)
+        hark_core::agent::mcp_config(&ask, Default::default(), false)
     );
     Ok(ExitStatus::Success)
 }

@@ -613,7 +613,7 @@ fn hark_ask_times_out_with_exit_3() {
 }
 
 #[test]
-fn mcp_config_names_this_hark() {
+fn mcp_config_names_this_harks_server_binary() {
     let out = hark(&sandbox(), &["mcp-config"]);
     assert!(out.status.success());
     let config: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -623,7 +623,7 @@ fn mcp_config_names_this_hark() {
     assert!(command.is_absolute());
     assert_eq!(
         command.canonicalize().unwrap(),
-        bin_dir().join("hark").canonicalize().unwrap()
+        bin_dir().join("hark-ask").canonicalize().unwrap()
     );
 }
 
@@ -631,7 +631,8 @@ fn mcp_config_names_this_hark() {
 fn mcp_config_for_the_other_clients_names_this_hark_and_says_where_it_goes() {
     let sandbox = sandbox();
     std::fs::write(sandbox.config(), "ask_timeout_secs = 120\n").unwrap();
-    let this_hark = bin_dir().join("hark").canonicalize().unwrap();
+    // `hark-ask`, the server's own binary, built beside `hark`.
+    let this_hark = bin_dir().join("hark-ask").canonicalize().unwrap();
     let command = |value: &Value| {
         std::path::Path::new(value.as_str().unwrap())
             .canonicalize()
@@ -706,7 +707,7 @@ fn mcp_config_for_codex_gives_exec_its_overrides_with_the_cut_above_the_wait() {
     let command = overrides["mcp_servers.operator.command"].trim_matches('"');
     assert_eq!(
         std::path::Path::new(command).canonicalize().unwrap(),
-        bin_dir().join("hark").canonicalize().unwrap()
+        bin_dir().join("hark-ask").canonicalize().unwrap()
     );
     assert_eq!(
         overrides["mcp_servers.operator.args"],

@@ -103,7 +103,7 @@ fn an_attached_codex_gets_the_bridge_in_its_overrides_and_the_operators_answer()
     let operator = &run["config"]["mcp_servers"]["operator"];
     assert_eq!(
         operator["command"],
-        bin_dir().join("hark").to_str().unwrap()
+        bin_dir().join("hark-ask").to_str().unwrap()
     );
     assert_eq!(operator["args"], json!(["mcp-operator-ask"]));
     assert_eq!(operator["default_tools_approval_mode"], "approve");
@@ -313,7 +313,7 @@ fn wrap_merges_into_the_users_codex_exec_line() {
     );
     assert_eq!(
         run["config"]["mcp_servers"]["operator"]["command"],
-        bin_dir().join("hark").to_str().unwrap(),
+        bin_dir().join("hark-ask").to_str().unwrap(),
         "the user's operator server is replaced"
     );
     assert_eq!(run["sandbox"], "read-only");

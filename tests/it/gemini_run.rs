@@ -135,7 +135,7 @@ fn an_attached_gemini_gets_the_trusted_server_in_its_home_and_the_operators_answ
     let operator = &settings["mcpServers"]["operator"];
     assert_eq!(
         operator["command"],
-        bin_dir().join("hark").to_str().unwrap()
+        bin_dir().join("hark-ask").to_str().unwrap()
     );
     assert_eq!(operator["args"], json!(["mcp-operator-ask"]));
     assert_eq!(operator["trust"], true);

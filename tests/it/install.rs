@@ -150,6 +150,10 @@ fn the_deb_installs_hark_the_app_its_icon_and_menu_entry_and_the_installed_hark_
         "the app sits beside hark"
     );
     assert!(
+        root.path().join("usr/bin/hark-ask").exists(),
+        "the agent's server sits beside hark"
+    );
+    assert!(
         root.path()
             .join("usr/share/icons/hicolor/128x128/apps/dev.hark.app.png")
             .exists()
@@ -255,6 +259,7 @@ fn the_appimage_runs_hark_with_its_arguments_and_names_itself_not_its_mount() {
     for file in [
         "AppRun",
         "usr/bin/hark",
+        "usr/bin/hark-ask",
         "usr/bin/hark-app",
         "usr/bin/hark-window",
         "dev.hark.app.png",

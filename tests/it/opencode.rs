@@ -126,7 +126,10 @@ fn an_attached_opencode_gets_the_server_in_its_config_and_the_operators_answer()
     let operator = &config["mcp"]["operator"];
     assert_eq!(
         operator["command"],
-        json!([bin_dir().join("hark").to_str().unwrap(), "mcp-operator-ask"])
+        json!([
+            bin_dir().join("hark-ask").to_str().unwrap(),
+            "mcp-operator-ask"
+        ])
     );
     assert_eq!(operator["type"], "local");
     // Above hark's wait, so OpenCode never cuts a question first.

@@ -9,6 +9,8 @@ pub enum ArgsError {
     MissingValue { flag: String },
     #[error("{flag} takes a whole number, got {value:?}")]
     NotANumber { flag: String, value: String },
+    #[error("{flag} takes a positive number (a ratio such as 1.3), got {value:?}")]
+    NotARatio { flag: String, value: String },
     #[error("unknown argument {flag:?}\n{usage}")]
     Unknown { flag: String, usage: &'static str },
     #[error("{flag} must be at least {min}, got {got}")]
@@ -84,6 +86,20 @@ impl Args {
             flag: flag.name.clone(),
             value,
         })
+    }
+}
+
+impl Args {
+    /// The flag's value as a positive ratio (`1.3`).
+    pub fn ratio(&mut self, flag: &Flag) -> Result<f64, ArgsError> {
+        let value = self.value(flag)?;
+        match value.parse::<f64>() {
+            Ok(ratio) if ratio.is_finite() && ratio > 0.0 => Ok(ratio),
+            _ => Err(ArgsError::NotARatio {
+                flag: flag.name.clone(),
+                value,
+            }),
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 //! interleaved run by run (alternating which goes first), so drift in the
 //! machine's load hits both alike.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -53,6 +53,35 @@ pub struct Subject {
     pub args: Vec<String>,
     /// Where its stderr goes, for the report when something fails.
     pub stderr_log: PathBuf,
+}
+
+/// The server agents are pointed at (`hark-ask` beside `hark`, else
+/// `hark`; with `via_hark`, `hark`), as the cold start runs it, and where
+/// the bare server is. The stderr log is set in the sandbox.
+pub fn subjects(bin_dir: &Path, via_hark: bool) -> (Subject, PathBuf) {
+    let ask = bin_dir.join("hark-ask");
+    let (label, program) = if ask.is_file() && !via_hark {
+        ("hark-ask mcp-operator-ask", ask)
+    } else {
+        ("hark mcp-operator-ask", bin_dir.join("hark"))
+    };
+    let server = Subject {
+        label,
+        program,
+        args: vec!["mcp-operator-ask".into()],
+        stderr_log: PathBuf::from("cold-hark.stderr"),
+    };
+    (server, bin_dir.join("bare-ask-server"))
+}
+
+/// The bare server, as the cold start runs it.
+pub fn bare_subject(sandbox: &Sandbox, bare: PathBuf) -> Subject {
+    Subject {
+        label: "bare-ask-server",
+        program: bare,
+        args: Vec::new(),
+        stderr_log: sandbox.path("cold-bare.stderr"),
+    }
 }
 
 /// One measured run.

@@ -1,8 +1,10 @@
 //! `hark-bench`: measures `hark mcp-operator-ask` against its promises.
 //!
 //! 1. Cold start: spawn → `initialize` response and spawn → `tools/list`
-//!    response, against `bare-ask-server` (the least an rmcp stdio server
+//!    response of the server agents are pointed at (`hark-ask`, else
+//!    `hark`), against `bare-ask-server` (the least an rmcp stdio server
 //!    with one tool can be); peak RSS; nothing but JSON-RPC on stdout.
+//!    `--guard RATIO`: that alone, as the test command's regression guard.
 //! 2. Round trip: sequential `tools/call ask` through `hark serve
 //!    --prompter script:…`, which answers at once.
 //!
@@ -23,8 +25,8 @@
 //! operators' daemons on one nats-server, many idle agent-only hosts
 //! connected, a burst of asks answered from another daemon, against the
 //! same asks on one daemon with no hub, and the same again on the same
-//! daemons (see [`hub`]); the exit code is 1
-//! when an ask was lost, answered wrong or answered twice.
+//! daemons (see [`hub`]); the exit code is 1 when an ask was lost, answered
+//! wrong or answered twice.
 //!
 //! It prints a table, PASS/MISS against the targets, and one final JSON line.
 //! The exit code is 1 when something was wrong (a failed run, a wrong answer,
@@ -35,7 +37,8 @@
 //! - this file: the options, the default run (cold start, round trip, the
 //!   targets and the report) and the crate's `Error`, printed with its
 //!   causes in one place, `main`.
-//! - `cold`, `roundtrip`: the two measurements; `rpc` drives a child MCP
+//! - `cold`, `roundtrip`: the two measurements (`guard`: the cold start's
+//!   `--guard`); `rpc` drives a child MCP
 //!   server over its pipes; `logs` is where a child's stderr goes and the
 //!   end of it shown under an error.
 //! - `inbox`: the `--inbox` mode, a folder of its own.
@@ -45,6 +48,7 @@
 
 mod cold;
 mod confine;
+mod guard;
 mod hooks;
 mod hub;
 mod inbox;
@@ -70,8 +74,8 @@ use crate::inbox::InboxError;
 use crate::roundtrip::RoundTripError;
 
 /// Cold start: hark's medians may be at most this many times bare's.
-const TARGET_COLD_RATIO: f64 = 1.5;
-/// Peak RSS of `hark mcp-operator-ask`, in MB (10^6 bytes).
+const TARGET_COLD_RATIO: f64 = 1.1;
+/// Peak RSS of the agent's server, in MB (10^6 bytes).
 const TARGET_RSS_MB: f64 = 10.0;
 /// Round trip p99, in ms.
 const TARGET_P99_MS: f64 = 5.0;
@@ -83,7 +87,8 @@ const HUB_IDLE: usize = 1000;
 const HUB_ASKS: usize = 100;
 
 const USAGE: &str = "\
-usage: hark-bench [--runs N] [--calls N] [--bin-dir DIR]
+usage: hark-bench [--runs N] [--calls N] [--bin-dir DIR] [--via-hark]
+       hark-bench --guard RATIO [--runs N] [--bin-dir DIR] [--via-hark]
        hark-bench --inbox [--clients N] [--items-per-client N] [--bin-dir DIR]
        hark-bench --confine [--runs N] [--bin-dir DIR]
        hark-bench --hooks [--runs N] [--bin-dir DIR]
@@ -92,6 +97,11 @@ usage: hark-bench [--runs N] [--calls N] [--bin-dir DIR]
   --runs N       cold-start runs per server, interleaved (default 30, at least 20)
   --calls N      sequential ask calls in the round trip (default 500)
   --bin-dir DIR  where `hark` and `bare-ask-server` are (default: this executable's directory)
+  --via-hark     time `hark mcp-operator-ask`, not `hark-ask` (what agents are pointed at)
+
+  --guard RATIO  only the cold start, as the test command's regression guard: up to 3
+                 rounds of N interleaved runs (default 20); fails unless a round's
+                 medians are within RATIO of the bare server's
 
   --inbox               only the inbox under load: N clients (`hark mcp-operator-ask`)
                         each ask M questions at once, all answered with `hark answer`
@@ -126,6 +136,8 @@ struct Options {
     clients: usize,
     items_per_client: usize,
     hub_plan: hub::Plan,
+    guard: Option<f64>,
+    via_hark: bool,
 }
 
 /// Why the benchmark could not run to the end.
@@ -172,6 +184,8 @@ fn parse_args() -> Result<Options, ArgsError> {
     let mut idle = HUB_IDLE;
     let mut idle_processes = None;
     let mut asks = HUB_ASKS;
+    let mut guard = None;
+    let mut via_hark = false;
     let mut args = Args::from_env();
     while let Some(flag) = args.next_flag() {
         match flag.name.as_str() {
@@ -187,6 +201,8 @@ fn parse_args() -> Result<Options, ArgsError> {
             "--idle" => idle = args.number(&flag)?,
             "--idle-processes" => idle_processes = Some(args.number(&flag)?),
             "--asks" => asks = args.number(&flag)?,
+            "--guard" => guard = Some(args.ratio(&flag)?),
+            "--via-hark" if flag.inline.is_none() => via_hark = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -198,7 +214,11 @@ fn parse_args() -> Result<Options, ArgsError> {
         runs: at_least(
             "--runs",
             MIN_RUNS,
-            runs.unwrap_or(if confine { CONFINE_RUNS } else { 30 }),
+            runs.unwrap_or(match (confine, guard) {
+                (true, _) => CONFINE_RUNS,
+                (false, Some(_)) => MIN_RUNS,
+                (false, None) => 30,
+            }),
         )?,
         calls: at_least("--calls", 1, calls)?,
         bin_dir: bin_dir(given_bin_dir)?,
@@ -213,12 +233,16 @@ fn parse_args() -> Result<Options, ArgsError> {
             idle_processes: idle_processes.unwrap_or(idle),
             asks: at_least("--asks", 1, asks)?,
         },
+        guard,
+        via_hark,
     })
 }
 
 fn main() -> ExitCode {
     let result = parse_args().map_err(Error::from).and_then(|options| {
-        if options.inbox {
+        if let Some(limit) = options.guard {
+            run_guard(&options, limit)
+        } else if options.inbox {
             run_inbox(&options)
         } else if options.confine {
             run_confine(&options)
@@ -258,13 +282,12 @@ fn prepare(options: &Options, binaries: &[&Path], build: &'static str) -> Result
 /// Runs the cold start and the round trip and prints the report;
 /// `Ok(false)` when something measured was wrong.
 fn run(options: &Options) -> Result<bool, Error> {
-    let hark = options.bin_dir.join("hark");
-    let bare = options.bin_dir.join("bare-ask-server");
-    let sandbox = prepare(options, &[&hark, &bare], "--workspace")?;
+    let (server, bare) = cold::subjects(&options.bin_dir, options.via_hark);
+    let sandbox = prepare(options, &[&server.program, &bare], "--workspace")?;
 
     // (a) Cold start. Both run in the sandbox: hark finds no config, and
     // nothing listens on its socket.
-    let cold = ColdStart::measure(&sandbox, hark, bare, options.runs)?;
+    let cold = ColdStart::measure(&sandbox, server, bare, options.runs)?;
     cold.print(options.runs);
 
     // (b) Round trip.
@@ -291,9 +314,20 @@ fn run(options: &Options) -> Result<bool, Error> {
     Ok(sound)
 }
 
+/// `--guard RATIO`: the cold start alone, as a regression guard.
+fn run_guard(options: &Options, limit: f64) -> Result<bool, Error> {
+    let (mut server, bare) = cold::subjects(&options.bin_dir, options.via_hark);
+    let sandbox = prepare(options, &[&server.program, &bare], "--workspace")?;
+    server.stderr_log = sandbox.path("cold-hark.stderr");
+    let bare = cold::bare_subject(&sandbox, bare);
+    Ok(guard::run(&sandbox, &server, &bare, options.runs, limit)?)
+}
+
 /// Both servers' cold starts, summarized.
 #[derive(Debug)]
 struct ColdStart {
+    /// The server timed (`hark-ask mcp-operator-ask` or `hark mcp-operator-ask`).
+    label: &'static str,
     hark: cold::Results,
     bare: cold::Results,
     hark_init: Summary,
@@ -312,22 +346,12 @@ struct ColdStart {
 impl ColdStart {
     fn measure(
         sandbox: &Sandbox,
-        hark: PathBuf,
+        mut hark_subject: cold::Subject,
         bare: PathBuf,
         runs: usize,
     ) -> Result<ColdStart, Error> {
-        let hark_subject = cold::Subject {
-            label: "hark mcp-operator-ask",
-            program: hark,
-            args: vec!["mcp-operator-ask".into()],
-            stderr_log: sandbox.path("cold-hark.stderr"),
-        };
-        let bare_subject = cold::Subject {
-            label: "bare-ask-server",
-            program: bare,
-            args: Vec::new(),
-            stderr_log: sandbox.path("cold-bare.stderr"),
-        };
+        hark_subject.stderr_log = sandbox.path("cold-hark.stderr");
+        let bare_subject = cold::bare_subject(sandbox, bare);
         let (h, b) = cold::measure(sandbox, &hark_subject, &bare_subject, runs)?;
         let (hark_init, hark_list, bare_init, bare_list) = match (
             h.initialize(),
@@ -340,6 +364,7 @@ impl ColdStart {
         };
         let mb = |kib: Option<u64>| kib.map(|k| k as f64 * 1024.0 / 1e6);
         Ok(ColdStart {
+            label: hark_subject.label,
             ratio_init: hark_init.p50 / bare_init.p50,
             ratio_list: hark_list.p50 / bare_list.p50,
             hark_rss: mb(h.peak_rss_kib),
@@ -361,7 +386,7 @@ impl ColdStart {
         );
         println!(
             "  {:<26} {:>30} {:>30} {:>10}",
-            "", "hark mcp-operator-ask", "bare-ask-server", "hark/bare"
+            "", self.label, "bare-ask-server", "hark/bare"
         );
         println!(
             "  {:<26} {:>30} {:>30} {:>9.2}x",
@@ -417,6 +442,7 @@ impl ColdStart {
         json!({
             "runs": runs,
             "warmup_runs": cold::WARMUP_RUNS,
+            "server": self.label,
             "hark": server(&self.hark, self.hark_init, self.hark_list, self.hark_rss),
             "bare": server(&self.bare, self.bare_init, self.bare_list, self.bare_rss),
             "ratio_initialize_median": round3(self.ratio_init),
@@ -495,7 +521,7 @@ impl Targets {
             self.cold_ok,
         );
         target(
-            format!("peak RSS of hark mcp-operator-ask ≤ {TARGET_RSS_MB} MB"),
+            format!("peak RSS of {} ≤ {TARGET_RSS_MB} MB", cold.label),
             megabytes(cold.hark_rss),
             self.rss_ok,
         );

@@ -35,6 +35,7 @@ use hark_core::{env, trace};
 pub mod elicitation;
 pub mod hook;
 pub mod permission;
+pub mod start;
 pub mod studio;
 
 /// The MCP server's name: the agent sees the tool as `mcp__operator__ask`.
@@ -79,8 +80,11 @@ pub struct McpSettings {
     pub asker: Asker,
     /// Whether the `approve` tool is served (a read-only dispatch).
     pub approvals: bool,
-    /// What the write-mode gate lets pass without asking.
-    pub policy: Policy,
+    /// What the write-mode gate lets pass without asking; `None` is its
+    /// defaults, built only when a step is classified here (they are a
+    /// 26 KB TOML table, and most servers never classify one: see
+    /// [`start`]).
+    pub policy: Option<Policy>,
 }
 
 /// The `operator` MCP server.
@@ -239,7 +243,15 @@ impl OperatorServer {
             Ok(Started::Pending(call)) => call,
             Ok(Started::Decided { allow, .. }) => return verdict(allow, DENIED),
             Err(ClientError::Unreachable { .. }) => {
-                return match self.settings.policy.classify(tool_name, &input) {
+                let defaults;
+                let policy = match &self.settings.policy {
+                    Some(policy) => policy,
+                    None => {
+                        defaults = Policy::default();
+                        &defaults
+                    }
+                };
+                return match policy.classify(tool_name, &input) {
                     Class::ReadOnly => verdict(true, ""),
                     Class::Write(approval) => {
                         let session = self.settings.session_id.as_str();
@@ -520,6 +532,16 @@ impl McpSettings {
         config: &hark_core::config::Config,
         approvals: bool,
     ) -> Result<McpSettings, hark_core::bridge::socket::SocketError> {
+        McpSettings::from_env_with(config.rules(), Some(config.approvals.clone()), approvals)
+    }
+
+    /// [`McpSettings::from_env`] with the config's rules and policy given
+    /// (`None`: the gate's defaults, built when first needed).
+    pub(crate) fn from_env_with(
+        rules: Rules,
+        policy: Option<Policy>,
+        approvals: bool,
+    ) -> Result<McpSettings, hark_core::bridge::socket::SocketError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let socket = match var(env::ASK_SOCK) {
             Some(path) => PathBuf::from(path),
@@ -535,14 +557,14 @@ impl McpSettings {
                 .and_then(|s| s.parse::<f64>().ok())
                 .filter(|s| s.is_finite() && *s > 0.0)
                 .map(Duration::from_secs_f64),
-            rules: config.rules(),
+            rules,
             progress_interval: var(env::PROGRESS_INTERVAL_MS)
                 .and_then(|s| s.parse().ok())
                 .filter(|ms| *ms > 0)
                 .map(Duration::from_millis)
                 .unwrap_or(DEFAULT_PROGRESS_INTERVAL),
             approvals,
-            policy: config.approvals.clone(),
+            policy,
             asker: Asker {
                 pid: Some(parent),
                 cwd: std::env::current_dir()

@@ -91,7 +91,7 @@ fn settings(socket: &Path) -> McpSettings {
             ..Asker::default()
         },
         approvals: false,
-        policy: Policy::default(),
+        policy: Some(Policy::default()),
     }
 }
 

@@ -72,7 +72,9 @@ impl Setup {
         let user_configs = wrapped.as_ref().map_or(&[][..], |u| &u.mcp_configs[..]);
         let servers = agent::existing_servers(user_configs)?;
         let hark = std::env::current_exe().map_err(RunError::ThisHark)?;
-        let config_json = hark_core::agent::mcp_config(&hark, servers, plan.read_only).to_string();
+        // The agent's server: `hark-ask` when it is installed beside `hark`.
+        let ask = hark_mcp::start::ask_server(&hark);
+        let config_json = hark_core::agent::mcp_config(&ask, servers, plan.read_only).to_string();
         // What the agent's side of hark reads of the config, in the run's
         // own directory: the operator's file is hidden from the agent.
         let agent_part = Config::agent_part()?;
@@ -331,7 +333,8 @@ fn attachment(
     parks: bool,
 ) -> Attached {
     Attached {
-        hark: hark.to_owned(),
+        // `hark-ask` when it is installed beside this `hark`.
+        hark: hark_mcp::start::ask_server(hark),
         socket: relay.socket.clone(),
         mcp_config,
         session_id: session.clone(),
