@@ -62,7 +62,7 @@ pub enum Failed {
     #[error(transparent)]
     Hub(#[from] hark_hub::HubError),
     #[error(transparent)]
-    Daemon(#[from] hark_daemon::AssembleError),
+    Daemon(hark_daemon::AssembleError),
     #[error(transparent)]
     AgentDaemon(#[from] hub::AgentDaemonError),
     #[error(transparent)]
@@ -72,6 +72,17 @@ pub enum Failed {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+/// The core's refusals as the core's, with their hints (a full disk, a
+/// daemon already serving); the surfaces' as they are.
+impl From<hark_daemon::AssembleError> for Failed {
+    fn from(e: hark_daemon::AssembleError) -> Failed {
+        match e {
+            hark_daemon::AssembleError::Serve(e) => Failed::Serve(e),
+            other => Failed::Daemon(other),
+        }
+    }
 }
 
 impl Failed {

@@ -216,8 +216,8 @@ fn the_deb_installs_hark_the_app_its_icon_and_menu_entry_and_the_installed_hark_
     let config: serde_json::Value = serde_json::from_str(&run(&["mcp-config"])).unwrap();
     assert_eq!(
         config["mcpServers"]["operator"]["command"],
-        installed.to_str().unwrap(),
-        "the installed hark names itself"
+        installed.with_file_name("hark-ask").to_str().unwrap(),
+        "the installed hark names the hark-ask installed beside it"
     );
 }
 
