@@ -10,6 +10,7 @@
 //! verdict is refused. `HARK_TEST_CODEX` names another `codex`.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::real::{PATIENCE, Tui};
 use crate::support::*;
@@ -112,22 +113,38 @@ fn the_real_codexs_prompts_are_answered_from_hark_or_its_terminal() {
         let daemon = serve_in(&sandbox, script, &[]);
         let tui = Tui::spawn(&sandbox, &codex, &project, &[], &format!("codex-{case}"));
         let _daemons = Daemons(home.clone());
-        // A new hook is trusted once, on Codex's own screen.
+        // A new hook is trusted once, on Codex's own screen. Keys are sent
+        // for what the screen shows, a second apart at most: a terminal UI
+        // busy starting takes them late, and a flood lands elsewhere.
+        let mut pressed = Instant::now() - Duration::from_secs(1);
+        let mut press = |keys: &[&str]| {
+            if pressed.elapsed() >= Duration::from_secs(1) {
+                tui.keys(keys);
+                pressed = Instant::now();
+            }
+        };
         tui.wait_for("the hooks' review", |p| {
             p.contains("Trust all and continue")
         });
         tui.until("its prompt, the hook trusted", || {
             let pane = tui.pane();
             if pane.contains("Trust all and continue") {
-                tui.keys(&["2", "Enter"]);
+                press(&["2", "Enter"]);
             }
             pane.contains("Ask Codex to do anything").then_some(())
         });
-        tui.keys(&["go"]);
-        // The first Enter may go to the paste the prompt's text looked like.
         tui.until("the prompt sent to the model", || {
-            tui.keys(&["Enter"]);
-            (!mock.bodies().is_empty()).then_some(())
+            if !mock.bodies().is_empty() {
+                return Some(());
+            }
+            let pane = tui.pane();
+            if pane.contains("› go") {
+                // The first Enter may go to the paste the text looked like.
+                press(&["Enter"]);
+            } else if pane.contains("Ask Codex to do anything") {
+                press(&["go"]);
+            }
+            None
         });
         let asked = daemon.log.wait_event("operator.question.asked", &[]);
         let id = asked["question_id"].as_str().unwrap().to_owned();

@@ -535,11 +535,11 @@ impl Registry {
             // manufactures an answer from silence.
             let (deadline, due) = due;
             if self.park(due).is_none() {
-                let after_ms = self
-                    .lock()
-                    .pending
-                    .get(&due)
-                    .map_or(0, |entry| millis(entry.opened.elapsed()));
+                // The bounded wait it was given, which is what it timed out
+                // after; not the moment a busy machine woke the timer.
+                let after_ms = self.lock().pending.get(&due).map_or(0, |entry| {
+                    millis(deadline.saturating_duration_since(entry.opened))
+                });
                 if !self.conclude(due, Outcome::TimedOut { after_ms }) {
                     // Not pending here: its deadline is stale.
                     self.lock().expirations.remove(&(deadline, due));
