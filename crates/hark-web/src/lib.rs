@@ -267,15 +267,15 @@ async fn serve_plain(
         let _ = stopped_tx.send(());
     };
     let server = axum::serve(listener, app).with_graceful_shutdown(stop);
-    let drained = async {
-        if stopped_rx.await.is_err() {
-            std::future::pending::<()>().await;
-        }
-        tokio::time::sleep(DRAIN).await;
-    };
+    let mut server = std::pin::pin!(std::future::IntoFuture::into_future(server));
+    // Until asked to stop; then the drain, with its deadline.
     tokio::select! {
-        served = server => served,
-        () = drained => {
+        served = &mut server => return served,
+        Ok(()) = stopped_rx => {}
+    }
+    match tokio::time::timeout(DRAIN, server).await {
+        Ok(served) => served,
+        Err(_) => {
             tracing::warn!("the web surface's last requests did not end in {DRAIN:?}");
             Ok(())
         }
