@@ -26,6 +26,12 @@ use async_nats::jetstream::{self, kv};
 
 pub use mirror::Serving;
 
+/// Logged each time the client is (again) connected to the hub, with
+/// `connections`, the count so far: the second is the first reconnection.
+pub const CONNECTED: &str = "hub.connected";
+/// Logged when the client loses the hub; it reconnects by itself.
+pub const DISCONNECTED: &str = "hub.disconnected";
+
 /// Whose credential the hub is reached with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -186,8 +192,14 @@ impl Hub {
             .event_callback(move |event| {
                 let connections = connections.clone();
                 async move {
-                    if matches!(event, async_nats::Event::Connected) {
-                        connections.send_modify(|n| *n += 1);
+                    match event {
+                        async_nats::Event::Connected => {
+                            connections.send_modify(|n| *n += 1);
+                            let connections = *connections.borrow();
+                            tracing::info!(connections, "{CONNECTED}");
+                        }
+                        async_nats::Event::Disconnected => tracing::warn!("{DISCONNECTED}"),
+                        _ => {}
                     }
                 }
             })

@@ -6,9 +6,25 @@ use serde_json::Value;
 use super::team::{Operator, Team, answer_on};
 use crate::support::{Sandbox, ask, db, questions, text};
 
-/// How many times an answer is tried while the hub comes back: each try is
-/// a real request, bounded by the hub's own timeout.
-const TRIES: usize = 20;
+/// Tries `answer` until `taken` says a try was taken, for as long as a
+/// test waits for an event: once the client is back, the hub's stream may
+/// still be electing its leader, and each try is a real request bounded by
+/// the hub's own timeout. Returns every try's stderr if none was taken.
+fn until_taken(
+    mut answer: impl FnMut() -> std::process::Output,
+    taken: impl Fn(&std::process::Output) -> bool,
+) -> Result<(), Vec<String>> {
+    let deadline = std::time::Instant::now() + hark_harness::PATIENCE;
+    let mut said = Vec::new();
+    while std::time::Instant::now() < deadline {
+        let out = answer();
+        if taken(&out) {
+            return Ok(());
+        }
+        said.push(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Err(said)
+}
 
 /// The server is killed and restarted while an agent waits: the item and
 /// the wait survive, and the answer given after the restart arrives.
@@ -33,18 +49,25 @@ async fn a_server_restart_mid_wait_still_delivers_the_answer() {
     team.server()
         .restart()
         .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+    alpha.reconnected();
     // A reply whose acknowledgement the reconnecting client never got has
     // an unknown outcome: it is reported as still pending, and may have
-    // been committed all the same — then the next try says so.
-    let mut tries = (0..TRIES).map(|_| answer_on(&alpha.sandbox, &id, "SQLite"));
-    let taken = tries.find(|out| {
-        out.status.success()
-            || String::from_utf8_lossy(&out.stderr).contains("(answered by alice on alpha)")
-    });
-    assert!(
-        taken.is_some(),
-        "the answer was never taken after the restart"
+    // been committed all the same (the refused one above, sent when the
+    // client reconnected) — then the next try says the item is settled,
+    // and the agent's answer below says by which reply.
+    let taken = until_taken(
+        || answer_on(&alpha.sandbox, &id, "SQLite"),
+        |out| {
+            out.status.success() || String::from_utf8_lossy(&out.stderr).contains("already settled")
+        },
     );
+    if let Err(said) = taken {
+        panic!(
+            "the answer was never taken after the restart; the tries said:\n{}\nalpha's log:\n{}",
+            said.join(""),
+            alpha.daemon.log.tail(40)
+        );
+    }
     let result = asking.await.unwrap();
     let got: Value = serde_json::from_str(&text(&result)).unwrap();
     assert_eq!(got["answers"]["Which database?"], "SQLite");
@@ -101,21 +124,19 @@ async fn a_cluster_losing_its_quorum_mid_answer_never_answers_twice() {
     }
     team.decisions_settled().await;
     // Neither committed: the next reply decides.
-    let mut said = Vec::new();
-    let taken = (0..TRIES)
-        .map(|_| answer_on(&alpha.sandbox, &id, "SQLite"))
-        .find(|out| {
-            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-            let taken = out.status.success() || stderr.contains("already settled");
-            said.push(stderr);
-            taken
-        });
-    assert!(
-        taken.is_some(),
-        "no reply was ever taken after the quorum came back; the replies said:\n{}\nalpha's log:\n{}",
-        said.join(""),
-        alpha.daemon.log.tail(40)
+    let taken = until_taken(
+        || answer_on(&alpha.sandbox, &id, "SQLite"),
+        |out| {
+            out.status.success() || String::from_utf8_lossy(&out.stderr).contains("already settled")
+        },
     );
+    if let Err(said) = taken {
+        panic!(
+            "no reply was ever taken after the quorum came back; the replies said:\n{}\nalpha's log:\n{}",
+            said.join(""),
+            alpha.daemon.log.tail(40)
+        );
+    }
 
     let got: Value = serde_json::from_str(&text(&asking.await.unwrap())).unwrap();
     let winner = got["answers"]["Which database?"]

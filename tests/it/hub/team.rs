@@ -325,6 +325,17 @@ impl Operator {
         asked["question_id"].as_str().unwrap().to_owned()
     }
 
+    /// Waits until this daemon's hub client has connected again after
+    /// losing the server (its second `hub.connected`).
+    pub fn reconnected(&self) {
+        self.daemon
+            .log
+            .wait_event_from(0, hark_hub::CONNECTED, hark_harness::PATIENCE, |e| {
+                e["connections"].as_u64() >= Some(2)
+            })
+            .unwrap_or_else(|e| panic!("{}", hark_harness::Report(&e)));
+    }
+
     /// The item `id` once it settled here, as the inbox shows it.
     pub fn settled(&self, id: &str) -> Value {
         self.daemon
