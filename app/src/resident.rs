@@ -5,12 +5,12 @@
 //! - The heap's free pages (glibc's `malloc_trim`, which also returns free
 //!   pages inside the heap): what the window's work here freed goes back,
 //!   rather than staying resident all day.
-//! - The clean pages of its own program that it mapped at start or while
-//!   the window was up ([`hark_core::platform::pages`]): ~11 MB of this
+//! - The clean pages of its program and libraries that it mapped at start
+//!   or while the window was up ([`hark_core::platform::pages`]): this
 //!   process's code and read-only data, most of them mapped around the few
 //!   functions start-up ran once. What runs again faults back from the page
-//!   cache. Only the program's own mappings: this process has other
-//!   threads, and the program is never unmapped under them.
+//!   cache. Only what the loader loaded, with its list held: this process
+//!   has other threads, and none can unload a library under the drop.
 
 /// Gives back what this process holds but does not use while idle.
 pub fn give_back() {
@@ -22,11 +22,8 @@ pub fn give_back() {
         unsafe {
             libc::malloc_trim(0);
         }
-        if let Ok(program) = std::fs::read_link("/proc/self/exe") {
-            let dropped = hark_core::platform::pages::drop_clean(
-                hark_core::platform::pages::Mappings::Of(&program),
-            );
-            tracing::debug!(dropped_kib = dropped / 1024, "idle: pages given back");
-        }
+        let dropped =
+            hark_core::platform::pages::drop_clean(hark_core::platform::pages::Mappings::Loaded);
+        tracing::debug!(dropped_kib = dropped / 1024, "idle: pages given back");
     }
 }

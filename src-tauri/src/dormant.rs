@@ -2,10 +2,11 @@
 //! while nothing is shown, so that when something is, the ~170 libraries
 //! WebKit brings are loaded, relocated and initialised already (measured:
 //! most of the ~125 ms the process took before WebKit's own processes
-//! started). It waits on its channel before it builds anything; while it
-//! waits it gives back its clean file pages (they stay in the page cache
-//! and fault back when it wakes), so it costs the idle app only what the
-//! loader wrote (~10 MB).
+//! started), and GTK and Tauri are set up (~20 ms more). It waits on its
+//! channel before it builds the window (whose webview starts WebKit's
+//! processes); while it waits it gives back its libraries' clean pages
+//! (they stay in the page cache and fault back when it wakes), so it costs
+//! the idle app only what the loader and GTK wrote.
 
 use hark_core::platform::pages::{self, Mappings};
 use rustix::event::{PollFd, PollFlags, Timespec};
@@ -24,10 +25,9 @@ pub enum Woken {
 pub fn wait() -> Woken {
     let stdin = std::io::stdin();
     if !ready(&stdin, Some(&Timespec::default())) {
-        // Nothing here unmaps a file while it waits (its one other thread,
-        // JavaScriptCore's, started by a library's constructor, handles
-        // only its own anonymous memory): every mapping.
-        let dropped = pages::drop_clean(Mappings::All);
+        // GTK is up and may have threads of its own: what the loader
+        // loaded, with its list held.
+        let dropped = pages::drop_clean(Mappings::Loaded);
         tracing::debug!(
             dropped_kib = dropped / 1024,
             "window process: waiting to be needed"

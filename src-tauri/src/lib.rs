@@ -64,12 +64,6 @@ fn theme_from_args() -> Result<Option<(tauri::Theme, &'static str)>, WindowError
 pub fn run() -> ExitCode {
     init_logging(LogFormat::from_env(), LevelFilter::INFO);
     tracing::debug!("window process: main");
-    #[cfg(target_os = "linux")]
-    if std::env::var_os(hark_core::bridge::window::AHEAD_ENV).is_some()
-        && dormant::wait() == dormant::Woken::LetGo
-    {
-        return ExitCode::SUCCESS;
-    }
     match theme_from_args().and_then(|theme| run_window(Channel::to_the_app(), theme)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -90,6 +84,15 @@ fn run_window(
             true
         })
         .setup(move |app| {
+            // Started ahead: GTK and Tauri are up (~20 ms of a show, done
+            // while nothing waits); the window waits until it is needed.
+            #[cfg(target_os = "linux")]
+            if std::env::var_os(hark_core::bridge::window::AHEAD_ENV).is_some()
+                && dormant::wait() == dormant::Woken::LetGo
+            {
+                // Let go before it built anything: nothing to close.
+                std::process::exit(0);
+            }
             tracing::debug!("window process: setting up");
             build(app.handle(), theme, &channel)?;
             channel.follow(app.handle().clone());

@@ -16,25 +16,41 @@ use std::path::Path;
 /// Which of the process's clean file mappings to drop.
 #[derive(Debug, Clone, Copy)]
 pub enum Mappings<'a> {
-    /// Every one. Only for a process in which nothing unmaps a file while
-    /// this runs (so nothing else can be mapped into a range between the
-    /// read of `smaps` and the drop): one that runs nothing but a wait.
-    All,
     /// Those of this one file: for a process with other threads, the
     /// program itself (`/proc/self/exe`), which is never unmapped while it
     /// runs, so no other thread can map anything else into its ranges
     /// between the read of `smaps` and the drop.
     Of(&'a Path),
+    /// Those of the program and every library loaded, with the loader's
+    /// list of them held (glibc): safe beside other threads, for no
+    /// library can be unloaded, nor anything mapped in its place, until
+    /// the drop is done. Elsewhere, as [`Mappings::Of`] the program.
+    Loaded,
 }
 
 /// Drops the chosen clean, unwritable file mappings from this process's
 /// page tables; the bytes dropped (0 when `smaps` cannot be read).
 pub fn drop_clean(which: Mappings) -> usize {
+    match which {
+        Mappings::Loaded => loaded::held(|objects| drop_clean_within(which, Some(objects))),
+        _ => drop_clean_within(which, None),
+    }
+}
+
+/// Drops `which`'s clean mappings; with `objects`, only those that lie
+/// within one of these address ranges.
+fn drop_clean_within(which: Mappings, objects: Option<&[(usize, usize)]>) -> usize {
     let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
         return 0;
     };
+    let within = |(start, end): (usize, usize)| {
+        objects.is_none_or(|objects| objects.iter().any(|&(s, e)| s <= start && end <= e))
+    };
     let mut dropped = 0;
-    for (start, end) in clean_file_mappings(&smaps, which) {
+    for (start, end) in clean_file_mappings(&smaps, which)
+        .into_iter()
+        .filter(|&range| within(range))
+    {
         let len = end - start;
         // SAFETY: the range is one of this process's own mappings, of a
         // file, not writable and with no dirty page, and (by `Mappings`)
@@ -49,6 +65,91 @@ pub fn drop_clean(which: Mappings) -> usize {
         }
     }
     dropped
+}
+
+/// The loaded objects, held loaded.
+mod loaded {
+    /// Runs `f` with the address ranges of the program and every library
+    /// loaded (each from its first to its last segment), while none of
+    /// them can be unloaded: glibc's `dl_iterate_phdr` holds the loader's
+    /// lock across its callbacks, and `dlclose` takes the object off the
+    /// list under that lock before it unmaps it (the lock is recursive,
+    /// so the list is read again inside). Elsewhere, only the program's
+    /// own mapping, which is never unmapped.
+    #[cfg(target_env = "gnu")]
+    pub fn held<F: FnOnce(&[(usize, usize)]) -> usize>(f: F) -> usize {
+        use std::ffi::{c_int, c_void};
+
+        #[allow(unsafe_code)]
+        unsafe extern "C" fn collect(
+            info: *mut libc::dl_phdr_info,
+            _size: libc::size_t,
+            data: *mut c_void,
+        ) -> c_int {
+            // SAFETY: `data` is the Vec below and `info` the loader's,
+            // valid for this call; its headers are `dlpi_phnum` long.
+            #[allow(unsafe_code)]
+            unsafe {
+                let ranges = &mut *data.cast::<Vec<(usize, usize)>>();
+                let info = &*info;
+                let headers =
+                    std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum));
+                let loads = headers.iter().filter(|h| h.p_type == libc::PT_LOAD);
+                let base = info.dlpi_addr as usize;
+                let start = loads.clone().map(|h| base + h.p_vaddr as usize).min();
+                let end = loads.map(|h| base + (h.p_vaddr + h.p_memsz) as usize).max();
+                if let (Some(start), Some(end)) = (start, end) {
+                    ranges.push((start, end));
+                }
+            }
+            0
+        }
+
+        struct Held<F> {
+            f: Option<F>,
+            dropped: usize,
+        }
+
+        #[allow(unsafe_code)]
+        unsafe extern "C" fn first<F: FnOnce(&[(usize, usize)]) -> usize>(
+            _info: *mut libc::dl_phdr_info,
+            _size: libc::size_t,
+            data: *mut c_void,
+        ) -> c_int {
+            let mut ranges: Vec<(usize, usize)> = Vec::new();
+            // SAFETY: `data` is the `Held` below; the nested call runs
+            // `collect` on the list this thread holds (the lock is
+            // recursive).
+            #[allow(unsafe_code)]
+            unsafe {
+                let held = &mut *data.cast::<Held<F>>();
+                libc::dl_iterate_phdr(Some(collect), (&raw mut ranges).cast());
+                if let Some(f) = held.f.take() {
+                    held.dropped = f(&ranges);
+                }
+            }
+            1
+        }
+
+        let mut held = Held {
+            f: Some(f),
+            dropped: 0,
+        };
+        // SAFETY: `first` only reads the loader's list and runs `f`.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::dl_iterate_phdr(Some(first::<F>), (&raw mut held).cast());
+        }
+        held.dropped
+    }
+
+    #[cfg(not(target_env = "gnu"))]
+    pub fn held(_: impl FnOnce(&[(usize, usize)]) -> usize) -> usize {
+        match std::fs::read_link("/proc/self/exe") {
+            Ok(program) => super::drop_clean_within(super::Mappings::Of(&program), None),
+            Err(_) => 0,
+        }
+    }
 }
 
 /// The address ranges of `smaps`'s mappings of a file (of the one file
@@ -96,7 +197,7 @@ fn mapping(line: &str, which: Mappings) -> Option<Option<(usize, usize)>> {
     let path = path.trim();
     let chosen = path.starts_with('/')
         && match which {
-            Mappings::All => true,
+            Mappings::Loaded => true,
             Mappings::Of(file) => Path::new(path) == file,
         };
     Some((chosen && !perms.contains('w')).then_some((start, end)))
@@ -130,7 +231,7 @@ Anonymous:             0 kB
     #[test]
     fn only_unwritable_file_mappings_with_no_page_of_their_own_are_dropped() {
         assert_eq!(
-            clean_file_mappings(SMAPS, Mappings::All),
+            clean_file_mappings(SMAPS, Mappings::Loaded),
             [
                 (0x5600000000, 0x5600001000),
                 (0x5600001000, 0x5600003000),
@@ -158,7 +259,7 @@ Anonymous:             0 kB
         let mut ours = false;
         let mut kib = 0;
         for line in smaps.lines() {
-            if let Some(range) = mapping(line, Mappings::All) {
+            if let Some(range) = mapping(line, Mappings::Loaded) {
                 ours = range.is_some() && line.trim_end().ends_with(file.to_str().unwrap());
             } else if ours && let Some(rss) = line.strip_prefix("Rss:") {
                 kib += rss
@@ -170,6 +271,52 @@ Anonymous:             0 kB
             }
         }
         kib
+    }
+
+    /// Beside other threads, only what the loader loaded is dropped: a
+    /// file another part of the process mapped (and could unmap, and map
+    /// something else in its place) is left as it is.
+    #[test]
+    fn loaded_objects_are_given_back_and_no_other_file_mapping() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, &[7u8; 64 * 1024]).unwrap();
+        // SAFETY: a fresh read-only private mapping of a file this test
+        // owns, unmapped below.
+        #[allow(unsafe_code)]
+        let mapped = unsafe {
+            rustix::mm::mmap(
+                std::ptr::null_mut(),
+                64 * 1024,
+                rustix::mm::ProtFlags::READ,
+                rustix::mm::MapFlags::PRIVATE,
+                file.as_file(),
+                0,
+            )
+        }
+        .unwrap();
+        // SAFETY: within the mapping just made.
+        #[allow(unsafe_code)]
+        let sum: u64 = (0..16)
+            .map(|page| u64::from(unsafe { *mapped.cast::<u8>().add(page * 4096) }))
+            .sum();
+        assert_eq!(sum, 16 * 7);
+        let ours = file.path().to_owned();
+        assert!(resident_kib(&ours) > 0, "the file's pages were read");
+
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let before = resident_kib(&exe);
+        let dropped = drop_clean(Mappings::Loaded);
+        assert!(
+            dropped > 0,
+            "the loaded objects' clean mappings were dropped"
+        );
+        assert!(resident_kib(&exe) < before, "the program's among them");
+        assert!(resident_kib(&ours) > 0, "the file mapped apart was left");
+        // SAFETY: the mapping made above, used no more.
+        #[allow(unsafe_code)]
+        unsafe {
+            rustix::mm::munmap(mapped, 64 * 1024).unwrap();
+        }
     }
 
     #[test]
@@ -184,7 +331,7 @@ Anonymous:             0 kB
         let after = resident_kib(&exe);
         assert!(after < before, "resident {before} kB, then {after} kB");
         assert_eq!(
-            clean_file_mappings(SMAPS, Mappings::All).len(),
+            clean_file_mappings(SMAPS, Mappings::Loaded).len(),
             3,
             "the parser still runs"
         );
