@@ -28,7 +28,7 @@ pub fn wait() -> Woken {
         // GTK is up and may have threads of its own: what the loader
         // loaded, with its list held.
         let dropped = pages::drop_clean(Mappings::Loaded);
-        tracing::debug!(
+        tracing::info!(
             dropped_kib = dropped / 1024,
             "window process: waiting to be needed"
         );

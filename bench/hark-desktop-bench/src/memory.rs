@@ -18,6 +18,19 @@ use crate::smaps::Breakdown;
 /// The bounded wait of the items held pending: longer than any run.
 const HOLD_SECS: u64 = 3600;
 
+/// How many times the window is released and shown again: each first
+/// modal after a release is one sample of a figure the machine's moment
+/// swings by a hundred milliseconds.
+pub const RELEASES: usize = 5;
+
+/// How long a release may take once nothing is pending (the bench's
+/// `window_release_secs`, and then some).
+const RELEASE_PATIENCE: Duration = Duration::from_secs(60);
+
+/// What the window process started ahead logs once it waits, its pages
+/// given back (`hark-window`'s `dormant`).
+const WAITING_AHEAD: &str = "window process: waiting to be needed";
+
 /// The tree sampled at one point, as soon as the app showed it and once quiet.
 #[derive(Debug, Clone)]
 pub struct Point {
@@ -39,9 +52,18 @@ pub struct Results {
     pub one_waited_for: &'static str,
     /// Where hark-app's memory is at `after`, by mapping.
     pub after_breakdown: Breakdown,
-    /// Ask → `modal.shown` for the first ask after the window was released
-    /// (the window, and WebKit's processes, built again), ms.
-    pub modal_after_idle_ms: f64,
+    /// Ask → `modal.shown` for the first ask after each release of the
+    /// window (the window, and WebKit's processes, built again), ms.
+    pub modal_after_release_ms: Vec<f64>,
+}
+
+impl Results {
+    /// The median of [`Results::modal_after_release_ms`].
+    pub fn modal_after_release_median_ms(&self) -> f64 {
+        let mut sorted = self.modal_after_release_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
+    }
 }
 
 fn point(desktop: &Desktop, ticks_per_s: u64, pending: usize) -> Point {
@@ -54,6 +76,12 @@ fn point(desktop: &Desktop, ticks_per_s: u64, pending: usize) -> Point {
         quiet: TreeSample::take(desktop.app_pid),
         quiet_after,
     }
+}
+
+/// Matches a log event of the item `id`.
+fn of(id: &str) -> impl Fn(&serde_json::Value) -> bool + use<> {
+    let id = id.to_owned();
+    move |v: &serde_json::Value| v["question_id"] == id.as_str()
 }
 
 /// hark-app's memory by mapping once the app is quiet.
@@ -73,10 +101,6 @@ pub fn measure(
     let socket = desktop.sandbox().socket();
     let from = desktop.log.len();
     let first = Ask::start(&socket, "Pending item 1?", HOLD_SECS, PATIENCE)?;
-    let of = |id: &str| {
-        let id = id.to_owned();
-        move |v: &serde_json::Value| v["question_id"] == id.as_str()
-    };
     let one_waited_for = if modal_logs {
         desktop.event(from, "modal.shown", PATIENCE, of(&first.id))?;
         "modal.shown"
@@ -108,28 +132,52 @@ pub fn measure(
     drop(held);
     desktop.event(from, "tray.updated", PATIENCE, |v| v["pending"] == 0)?;
     // Nothing pending and the window gone: the app as it idles all day.
-    desktop.event(from, "window released", PATIENCE, |_| true)?;
+    let released = desktop.event(from, "window released", PATIENCE, |_| true)?;
     let after = point(desktop, ticks_per_s, 0);
     let after_breakdown = Breakdown::of(desktop.app_pid);
-
-    // The first question after idle: the window is built again.
-    let from = desktop.log.len();
-    let woken = Ask::start(&socket, "After idle?", HOLD_SECS, PATIENCE)?;
-    let shown = desktop.event(from, "modal.shown", PATIENCE, of(&woken.id))?;
-    let modal_after_idle_ms = shown
-        .at()
-        .duration_since(woken.sent)
-        .unwrap_or_default()
-        .as_secs_f64()
-        * 1000.0;
-    drop(woken);
-    desktop.event(from, "tray.updated", PATIENCE, |v| v["pending"] == 0)?;
+    let modal_after_release_ms = after_releases(desktop, &socket, released.index)?;
     Ok(Results {
         one,
         many,
         after,
         after_breakdown,
         one_waited_for,
-        modal_after_idle_ms,
+        modal_after_release_ms,
     })
+}
+
+/// Ask → `modal.shown` for the first ask after each of [`RELEASES`]
+/// releases of the window (the window built again, and WebKit's processes
+/// started, by the process waiting ahead), ms. Each ask waits until that
+/// process waits (its pages given back), as a question coming after an
+/// idle minute finds it; the first follows the release at log line
+/// `released`.
+fn after_releases(
+    desktop: &Desktop,
+    socket: &std::path::Path,
+    mut released: usize,
+) -> Result<Vec<f64>, Error> {
+    let mut samples = Vec::with_capacity(RELEASES);
+    for round in 0..RELEASES {
+        desktop.event(released, WAITING_AHEAD, PATIENCE, |_| true)?;
+        let from = desktop.log.len();
+        let woken = Ask::start(socket, "After a release?", HOLD_SECS, PATIENCE)?;
+        let shown = desktop.event(from, "modal.shown", PATIENCE, of(&woken.id))?;
+        samples.push(
+            shown
+                .at()
+                .duration_since(woken.sent)
+                .unwrap_or_default()
+                .as_secs_f64()
+                * 1000.0,
+        );
+        drop(woken);
+        desktop.event(from, "tray.updated", PATIENCE, |v| v["pending"] == 0)?;
+        if round + 1 < RELEASES {
+            released = desktop
+                .event(from, "window released", RELEASE_PATIENCE, |_| true)?
+                .index;
+        }
+    }
+    Ok(samples)
 }

@@ -11,13 +11,16 @@ use crate::procs::{TreeSample, mb};
 const TARGET_NOTIFY_MS: f64 = 50.0;
 /// Ask → the modal showing the options, median, ms.
 const TARGET_MODAL_MS: f64 = 300.0;
+/// Ask → the modal, the first after the window was released, median of
+/// the run's releases, ms (issue 41).
+const TARGET_MODAL_AFTER_RELEASE_MS: f64 = 150.0;
 /// Idle CPU of the whole app, % of one core.
 const TARGET_IDLE_PERCENT: f64 = 1.0;
 /// Resident memory of the whole app with the window shown, MB (10^6 bytes).
 const TARGET_RSS_MB: f64 = 240.0;
 /// The whole app with nothing pending and no window (before any, and
-/// after it was released), MB.
-const TARGET_IDLE_RSS_MB: f64 = 60.0;
+/// after it was released), MB (issue 41).
+const TARGET_IDLE_RSS_MB: f64 = 45.0;
 /// What the asks may leave behind once the window is released: idle after
 /// them against idle before any question, MB.
 const TARGET_IDLE_GROWTH_MB: f64 = 5.0;
@@ -88,7 +91,8 @@ impl Targets {
             quiet_growth_pct,
             idle_rss,
             fresh_rss,
-            modal_after_idle_ok: mem.modal_after_idle_ms <= TARGET_MODAL_MS,
+            modal_after_idle_ok: mem.modal_after_release_median_ms()
+                <= TARGET_MODAL_AFTER_RELEASE_MS,
             notify_ok: m.notify.p50 <= TARGET_NOTIFY_MS,
             modal_ok: m.modal.is_some_and(|m| m.p50 <= TARGET_MODAL_MS),
             idle_ok: m.idle.percent <= TARGET_IDLE_PERCENT,
@@ -134,8 +138,20 @@ impl Targets {
             self.rss_ok,
         );
         target(
-            format!("ask → modal, the first ask after the window went, ≤ {TARGET_MODAL_MS} ms"),
-            format!("{:.1} ms", m.mem.modal_after_idle_ms),
+            format!(
+                "ask → modal, the first ask after the window went, median of {}, ≤ {TARGET_MODAL_AFTER_RELEASE_MS} ms",
+                m.mem.modal_after_release_ms.len()
+            ),
+            format!(
+                "{:.1} ms ({})",
+                m.mem.modal_after_release_median_ms(),
+                m.mem
+                    .modal_after_release_ms
+                    .iter()
+                    .map(|ms| format!("{ms:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             self.modal_after_idle_ok,
         );
         target(
@@ -173,7 +189,7 @@ impl Targets {
             "ask_to_modal_median_ms_max": { "target": TARGET_MODAL_MS, "value": m.modal.map(|m| round3(m.p50)), "pass": self.modal_ok },
             "idle_cpu_percent_max": { "target": TARGET_IDLE_PERCENT, "value": round3(m.idle.percent), "pass": self.idle_ok },
             "memory_mb_max": { "measure": self.measure, "target": TARGET_RSS_MB, "value": round3(self.peak_rss), "pass": self.rss_ok },
-            "modal_after_idle_ms_max": { "target": TARGET_MODAL_MS, "value": round3(m.mem.modal_after_idle_ms), "pass": self.modal_after_idle_ok },
+            "modal_after_idle_ms_max": { "target": TARGET_MODAL_AFTER_RELEASE_MS, "value": round3(m.mem.modal_after_release_median_ms()), "samples": m.mem.modal_after_release_ms.iter().map(|ms| round3(*ms)).collect::<Vec<_>>(), "pass": self.modal_after_idle_ok },
             "idle_memory_mb_max": { "measure": self.measure, "target": TARGET_IDLE_RSS_MB, "value": round3(self.idle_rss), "pass": self.idle_rss_ok },
             "fresh_idle_memory_mb_max": { "measure": self.measure, "target": TARGET_IDLE_RSS_MB, "value": round3(self.fresh_rss), "pass": self.fresh_rss_ok },
             "idle_growth_mb_max": { "measure": self.measure, "target": TARGET_IDLE_GROWTH_MB, "value": round3(self.idle_rss - self.fresh_rss), "pass": self.idle_growth_ok },
