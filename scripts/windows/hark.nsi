@@ -1,7 +1,8 @@
 ; hark's Windows installer, for NSIS 3 (Debian's `makensis`); built by
 ; `scripts/package --windows`, which passes the defines:
 ;
-;   makensis -DVERSION=0.1.0 -DHARK=path/to/hark.exe [-DAPP=path/to/hark-app.exe]
+;   makensis -DVERSION=0.1.0 -DHARK=path/to/hark.exe [-DASK=path/to/hark-ask.exe]
+;            [-DAPP=path/to/hark-app.exe]
 ;            [-DWINDOW=path/to/hark-window.exe]
 ;            -DOUTFILE=path/to/hark-0.1.0-x64-setup.exe scripts/windows/hark.nsi
 ;
@@ -10,7 +11,9 @@
 ; Tauri's NSIS default): hark's pipe, store, config and the Run key that
 ; starts the app at login are all this user's, so nothing of it belongs in
 ; Program Files or needs an administrator. It installs:
-; - hark.exe, the CLI, and with -DAPP hark-app.exe, the desktop app, side
+; - hark.exe, the CLI, with -DASK hark-ask.exe beside it (the agent's MCP
+;   server in a program of its own, which `hark run` and `hark mcp-config`
+;   point agents at when it is there), and with -DAPP hark-app.exe, the desktop app, side
 ;   by side as `hark app` expects (with -DWINDOW hark-window.exe, the
 ;   window process the app starts, beside them);
 ; - with the app, a Start-menu shortcut (hark.lnk) to it carrying the app's
@@ -98,6 +101,9 @@ Section "hark"
   SetShellVarContext current
   SetOutPath "$INSTDIR"
   File "/oname=hark.exe" "${HARK}"
+!ifdef ASK
+  File "/oname=hark-ask.exe" "${ASK}"
+!endif
 !ifdef APP
   File "/oname=hark-app.exe" "${APP}"
 !endif
@@ -286,6 +292,7 @@ Section "Uninstall"
   ClearErrors
   Delete "$INSTDIR\hark-app.exe"
   Delete "$INSTDIR\hark-window.exe"
+  Delete "$INSTDIR\hark-ask.exe"
   Delete "$INSTDIR\hark.exe"
   ${If} ${Errors}
     MessageBox MB_OK|MB_ICONSTOP "hark is running: quit the app (and any hark serve) and uninstall again." /SD IDOK

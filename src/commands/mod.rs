@@ -191,7 +191,7 @@ impl Drop for CommandRuntime {
 /// entry names (the AppImage, run from one: `platform::lasting_hark`).
 pub fn this_hark() -> Result<PathBuf, Failed> {
     let hark = std::env::current_exe().map_err(Failed::ThisHark)?;
-    let hark = hark.canonicalize().unwrap_or(hark);
+    let hark = dunce::canonicalize(&hark).unwrap_or(hark);
     Ok(hark_core::platform::lasting_hark(hark))
 }
 

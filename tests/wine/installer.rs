@@ -78,7 +78,7 @@ const SHELL_LINK_CLSID: [u8; 16] = [
     0x01, 0x14, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0xC0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x46,
 ];
 
-/// `hark-…-setup.exe /S` puts hark.exe and the app in
+/// `hark-…-setup.exe /S` puts hark.exe, hark-ask.exe and the app in
 /// %LOCALAPPDATA%\Programs\hark, a Start-menu shortcut to the app (its
 /// AppUserModelID handed to the link's property store and committed), the
 /// directory on the user's PATH, and an uninstaller in the Uninstall key;
@@ -120,6 +120,8 @@ fn the_installer_puts_hark_in_place_and_its_uninstaller_takes_it_away() {
 
     let hark = std::fs::read(dir.join("hark.exe")).expect("hark.exe is installed");
     assert!(hark == std::fs::read(wine.bin.join("hark.exe")).unwrap());
+    let ask = std::fs::read(dir.join("hark-ask.exe")).expect("hark-ask.exe is installed beside it");
+    assert!(ask == std::fs::read(wine.bin.join("hark-ask.exe")).unwrap());
     let installed_app = std::fs::read(dir.join("hark-app.exe")).expect("the app is installed");
     assert!(installed_app == std::fs::read(&app).unwrap());
     assert!(
@@ -136,6 +138,20 @@ fn the_installer_puts_hark_in_place_and_its_uninstaller_takes_it_away() {
     assert_eq!(
         stdout(&version).trim(),
         format!("hark {}", env!("CARGO_PKG_VERSION"))
+    );
+    // Agents are pointed at the small server installed beside it.
+    let config = wine_output(
+        &wine,
+        &format!(r"{dir_win}\hark.exe"),
+        &["mcp-config"],
+        "-all",
+    );
+    assert!(config.status.success(), "{}", stderr(&config));
+    let config: serde_json::Value = serde_json::from_str(stdout(&config).trim()).unwrap();
+    assert_eq!(
+        config["mcpServers"]["operator"]["command"].as_str(),
+        Some(format!(r"{dir_win}\hark-ask.exe").as_str()),
+        "{config}"
     );
 
     shortcut_checks(&wine, &dir_win, &start_menu);
