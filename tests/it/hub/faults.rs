@@ -6,24 +6,28 @@ use serde_json::Value;
 use super::team::{Operator, Team, answer_on};
 use crate::support::{Sandbox, ask, db, questions, text};
 
-/// Tries `answer` until `taken` says a try was taken, for as long as a
-/// test waits for an event: once the client is back, the hub's stream may
-/// still be electing its leader, and each try is a real request bounded by
-/// the hub's own timeout. Returns every try's stderr if none was taken.
-fn until_taken(
-    mut answer: impl FnMut() -> std::process::Output,
-    taken: impl Fn(&std::process::Output) -> bool,
-) -> Result<(), Vec<String>> {
+/// Answers `id` with `pick` on `operator` until a try is taken (it
+/// succeeds, or says the item is already settled: an earlier try whose
+/// outcome was unknown was committed after all), for as long as a test
+/// waits for an event: once the client is back, the hub's stream may still
+/// be electing its leader, and each try is a real request bounded by the
+/// hub's own timeout. `after` says what the tries followed, for the panic.
+fn taken_after(operator: &Operator, id: &str, pick: &str, after: &str) {
     let deadline = std::time::Instant::now() + hark_harness::PATIENCE;
     let mut said = Vec::new();
     while std::time::Instant::now() < deadline {
-        let out = answer();
-        if taken(&out) {
-            return Ok(());
+        let out = answer_on(&operator.sandbox, id, pick);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if out.status.success() || stderr.contains("already settled") {
+            return;
         }
-        said.push(String::from_utf8_lossy(&out.stderr).into_owned());
+        said.push(stderr);
     }
-    Err(said)
+    panic!(
+        "no reply was taken after {after}; the tries said:\n{}\nthe operator's log:\n{}",
+        said.join(""),
+        operator.daemon.log.tail(40)
+    );
 }
 
 /// The server is killed and restarted while an agent waits: the item and
@@ -55,19 +59,7 @@ async fn a_server_restart_mid_wait_still_delivers_the_answer() {
     // been committed all the same (the refused one above, sent when the
     // client reconnected) — then the next try says the item is settled,
     // and the agent's answer below says by which reply.
-    let taken = until_taken(
-        || answer_on(&alpha.sandbox, &id, "SQLite"),
-        |out| {
-            out.status.success() || String::from_utf8_lossy(&out.stderr).contains("already settled")
-        },
-    );
-    if let Err(said) = taken {
-        panic!(
-            "the answer was never taken after the restart; the tries said:\n{}\nalpha's log:\n{}",
-            said.join(""),
-            alpha.daemon.log.tail(40)
-        );
-    }
+    taken_after(&alpha, &id, "SQLite", "the restart");
     let result = asking.await.unwrap();
     let got: Value = serde_json::from_str(&text(&result)).unwrap();
     assert_eq!(got["answers"]["Which database?"], "SQLite");
@@ -124,19 +116,7 @@ async fn a_cluster_losing_its_quorum_mid_answer_never_answers_twice() {
     }
     team.decisions_settled().await;
     // Neither committed: the next reply decides.
-    let taken = until_taken(
-        || answer_on(&alpha.sandbox, &id, "SQLite"),
-        |out| {
-            out.status.success() || String::from_utf8_lossy(&out.stderr).contains("already settled")
-        },
-    );
-    if let Err(said) = taken {
-        panic!(
-            "no reply was ever taken after the quorum came back; the replies said:\n{}\nalpha's log:\n{}",
-            said.join(""),
-            alpha.daemon.log.tail(40)
-        );
-    }
+    taken_after(&alpha, &id, "SQLite", "the quorum came back");
 
     let got: Value = serde_json::from_str(&text(&asking.await.unwrap())).unwrap();
     let winner = got["answers"]["Which database?"]
