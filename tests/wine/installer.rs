@@ -128,26 +128,13 @@ fn the_installer_puts_hark_in_place_and_its_uninstaller_takes_it_away() {
         dir.join("uninstall.exe").is_file(),
         "the uninstaller is there"
     );
-    let version = wine_output(
-        &wine,
-        &format!(r"{dir_win}\hark.exe"),
-        &["--version"],
-        "-all",
-    );
-    assert!(version.status.success(), "{}", stderr(&version));
     assert_eq!(
-        stdout(&version).trim(),
+        installed_hark(&wine, &dir_win, &["--version"]).trim(),
         format!("hark {}", env!("CARGO_PKG_VERSION"))
     );
     // Agents are pointed at the small server installed beside it.
-    let config = wine_output(
-        &wine,
-        &format!(r"{dir_win}\hark.exe"),
-        &["mcp-config"],
-        "-all",
-    );
-    assert!(config.status.success(), "{}", stderr(&config));
-    let config: serde_json::Value = serde_json::from_str(stdout(&config).trim()).unwrap();
+    let config = installed_hark(&wine, &dir_win, &["mcp-config"]);
+    let config: serde_json::Value = serde_json::from_str(config.trim()).unwrap();
     assert_eq!(
         config["mcpServers"]["operator"]["command"].as_str(),
         Some(format!(r"{dir_win}\hark-ask.exe").as_str()),
@@ -191,6 +178,13 @@ fn the_installer_puts_hark_in_place_and_its_uninstaller_takes_it_away() {
         !path.split(';').any(|p| p == dir_win),
         "{dir_win} off the PATH: {path}"
     );
+}
+
+/// What the installed `hark.exe ARGS` printed, once it succeeded.
+fn installed_hark(wine: &Wine, dir_win: &str, args: &[&str]) -> String {
+    let out = wine_output(wine, &format!(r"{dir_win}\hark.exe"), args, "-all");
+    assert!(out.status.success(), "hark.exe {args:?}: {}", stderr(&out));
+    stdout(&out)
 }
 
 /// The Start-menu shortcut is a shell link to the installed app, and

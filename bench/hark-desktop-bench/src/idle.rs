@@ -20,7 +20,7 @@ pub const QUIET_PERCENT: f64 = 2.0;
 pub const QUIET_PATIENCE: Duration = Duration::from_secs(30);
 /// How long the window may take to be released after the last ask (the
 /// bench's `window_release_secs` and then some).
-const RELEASE_PATIENCE: Duration = Duration::from_secs(60);
+pub const RELEASE_PATIENCE: Duration = Duration::from_secs(60);
 /// Threads listed in the report, the busiest first.
 const THREADS_SHOWN: usize = 8;
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::asker::Ask;
 use crate::desktop::Desktop;
 use crate::error::Error;
-use crate::idle::{QUIET_PATIENCE, QUIET_PERCENT};
+use crate::idle::{QUIET_PATIENCE, QUIET_PERCENT, RELEASE_PATIENCE};
 use crate::latency::PATIENCE;
 use crate::procs::{self, TreeSample};
 use crate::smaps::Breakdown;
@@ -22,10 +22,6 @@ const HOLD_SECS: u64 = 3600;
 /// modal after a release is one sample of a figure the machine's moment
 /// swings by a hundred milliseconds.
 pub const RELEASES: usize = 5;
-
-/// How long a release may take once nothing is pending (the bench's
-/// `window_release_secs`, and then some).
-const RELEASE_PATIENCE: Duration = Duration::from_secs(60);
 
 /// What the window process started ahead logs once it waits, its pages
 /// given back (`hark-window`'s `dormant`).

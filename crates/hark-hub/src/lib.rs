@@ -195,8 +195,8 @@ impl Hub {
                     match event {
                         async_nats::Event::Connected => {
                             connections.send_modify(|n| *n += 1);
-                            let connections = *connections.borrow();
-                            tracing::info!(connections, "{CONNECTED}");
+                            let count = *connections.borrow();
+                            tracing::info!(connections = count, "{CONNECTED}");
                         }
                         async_nats::Event::Disconnected => tracing::warn!("{DISCONNECTED}"),
                         _ => {}

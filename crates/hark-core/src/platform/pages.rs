@@ -197,6 +197,8 @@ fn mapping(line: &str, which: Mappings) -> Option<Option<(usize, usize)>> {
     let path = path.trim();
     let chosen = path.starts_with('/')
         && match which {
+            // Any file here; those outside the loaded objects are left
+            // out by `drop_clean_within`.
             Mappings::Loaded => true,
             Mappings::Of(file) => Path::new(path) == file,
         };
