@@ -18,10 +18,14 @@
 //!
 //! # Layout
 //! - [`channel`]: the pipes to the app, and the page's calls in flight.
+//! - [`dormant`]: waiting, started ahead, until the window is needed.
+//! - [`preload`]: WebKit's processes started faster.
 
 pub mod channel;
 #[cfg(target_os = "linux")]
 pub mod dormant;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub mod preload;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -62,8 +66,16 @@ fn theme_from_args() -> Result<Option<(tauri::Theme, &'static str)>, WindowError
 
 /// Runs the window until the app lets it go.
 pub fn run() -> ExitCode {
+    // SAFETY: first thing in `main`, before any other thread exists.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[allow(unsafe_code)]
+    let preloaded = unsafe { preload::for_webkit() };
     init_logging(LogFormat::from_env(), LevelFilter::INFO);
     tracing::debug!("window process: main");
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if let Some(path) = preloaded {
+        tracing::debug!(path = %path.display(), "window process: WebKit's processes preload");
+    }
     match theme_from_args().and_then(|theme| run_window(Channel::to_the_app(), theme)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -146,7 +146,7 @@ async fn race(desktop: &Desktop, web: &Paired, session: &str, lead: Duration) ->
         .client
         .execute_async(
             "const [id, n, answer, at, done] = arguments;
-             const invoke = window.__TAURI__.core.invoke;
+             const invoke = window.__TAURI_INTERNALS__.invoke;
              const early = Date.now() < at;
              setTimeout(() => {
                document.getElementById('submit').click();

@@ -372,6 +372,16 @@ async fn a_window_nobody_sees_is_released_with_its_process_and_webkits_after_eac
             1,
             "{round}: WebKit's network process: {network:?}"
         );
+        // Both find flite's voice first (`hark-window`'s `preload`)
+        // where WebKit links it, as it does here.
+        let voice = mapped(window, VOICE);
+        for pid in [web[0], network[0]] {
+            assert_eq!(
+                preloaded(pid).first(),
+                voice.as_ref(),
+                "{round}: {pid} preloads the voice the window process loaded"
+            );
+        }
         answer(&sandbox, &id, "SQLite");
         let out = asker.wait_with_output().unwrap();
         assert!(
@@ -390,6 +400,32 @@ async fn a_window_nobody_sees_is_released_with_its_process_and_webkits_after_eac
         assert_eq!(waiting_ahead(app.id()), ahead);
     }
     app.stop();
+}
+
+/// flite's voice whose symbols WebKit's processes look up most.
+const VOICE: &str = "libflite_cmu_time_awb.so";
+
+/// The path of the file `pid` maps whose name starts with `name`.
+fn mapped(pid: u32, name: &str) -> Option<String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    maps.lines()
+        .filter_map(|l| l.find('/').map(|at| l[at..].to_owned()))
+        .find(|path| path.rsplit('/').next().is_some_and(|f| f.starts_with(name)))
+}
+
+/// What `pid` preloads, in order (`LD_PRELOAD` in its environment).
+fn preloaded(pid: u32) -> Vec<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    environ
+        .split(|&b| b == 0)
+        .find_map(|v| v.strip_prefix(b"LD_PRELOAD="))
+        .map(|v| {
+            String::from_utf8_lossy(v)
+                .split(':')
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The mappings of `pid` that are writable and executable at once.

@@ -7,11 +7,21 @@ import { commands, events } from './ipc-names.js';
 /** @typedef {import('./ipc-web.js').Transport} Transport */
 
 /**
- * The transport over Tauri's global API (`withGlobalTauri`).
- * @param {TauriGlobal} tauri @returns {Transport}
+ * The transport over Tauri's IPC as every page of the app has it
+ * (`__TAURI_INTERNALS__`), without Tauri's global API (`withGlobalTauri`,
+ * a 41 KB script every page start would evaluate, for the two calls below).
+ * @param {TauriInternals} tauri @returns {Transport}
  */
 export function tauriTransport(tauri) {
-  const { invoke } = tauri.core;
+  /** @type {TauriInternals['invoke']} */
+  const invoke = (command, args) => tauri.invoke(command, args);
+  /**
+   * What the global API's `event.listen` does: the event plugin calls
+   * `handler` with each event of that name, emitted to any target.
+   * @param {import('./ipc-names.js').AppEvent} event @param {(event: { payload: any }) => void} handler
+   */
+  const listen = (event, handler) =>
+    tauri.invoke('plugin:event|listen', { event, target: { kind: 'Any' }, handler: tauri.transformCallback(handler) });
   return {
     kind: 'tauri',
     // The app has every command; its window switches views itself.
@@ -27,10 +37,10 @@ export function tauriTransport(tauri) {
     markdown: (texts) => invoke(commands.markdown, { texts }),
     runOutput: (id) => invoke(commands.run_output, { id }),
     onViewChanged: (fn) => {
-      tauri.event.listen(events.VIEW_CHANGED, (/** @type {{payload: import('./bindings').View}} */ e) => fn(e.payload));
+      listen(events.VIEW_CHANGED, (/** @type {{payload: import('./bindings').View}} */ e) => fn(e.payload));
     },
     onInboxChanged: (fn) => {
-      tauri.event.listen(events.INBOX_CHANGED, () => fn());
+      listen(events.INBOX_CHANGED, () => fn());
     },
     // The paired browsers are listed by `hark web devices`.
     devices: () => Promise.reject({ code: 'web_only', message: 'hark web devices lists the paired devices' }),

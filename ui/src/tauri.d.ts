@@ -1,16 +1,15 @@
-// The part of Tauri's global API (`withGlobalTauri` in tauri.conf.json) that
-// the page uses. Types only: the page loads no TypeScript.
+// The part of Tauri's IPC that every page of the app gets (the internals
+// its global API is built on) that the page uses. Types only: the page loads
+// no TypeScript.
 
-interface TauriGlobal {
-  core: {
-    invoke<T>(command: import('./ipc-names.js').Command, args?: { [name: string]: unknown }): Promise<T>;
-  };
-  event: {
-    listen<T>(event: import('./ipc-names.js').AppEvent, handler: (event: { payload: T }) => void): Promise<() => void>;
-  };
+interface TauriInternals {
+  // A command of the app's, or a plugin's (`plugin:event|listen`).
+  invoke<T>(command: import('./ipc-names.js').Command | `plugin:${string}`, args?: { [name: string]: unknown }): Promise<T>;
+  // A callback's id, for Tauri to call it with each message.
+  transformCallback(callback: (message: any) => void, once?: boolean): number;
 }
 
 interface Window {
   // Absent in a browser, where the page talks HTTP (ipc-web.js).
-  __TAURI__?: TauriGlobal;
+  __TAURI_INTERNALS__?: TauriInternals;
 }

@@ -7,12 +7,12 @@ import { webTransport } from './ipc-web.js';
 /** @typedef {import('./ipc-web.js').Transport} Transport */
 
 /**
- * The app's transport when Tauri injected its API (`withGlobalTauri`), else
- * the browser's.
+ * The app's transport when Tauri injected its IPC (`__TAURI_INTERNALS__`),
+ * else the browser's.
  * @param {Window & typeof globalThis} global @returns {Transport}
  */
 export function choose(global) {
-  if (global.__TAURI__) return tauriTransport(global.__TAURI__);
+  if (global.__TAURI_INTERNALS__) return tauriTransport(global.__TAURI_INTERNALS__);
   return webTransport({
     fetch: global.fetch.bind(global),
     storage: global.localStorage,

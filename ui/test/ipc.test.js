@@ -70,17 +70,25 @@ function eventStream() {
 
 test('the app gets the Tauri transport, a browser the web one', async () => {
   const invoked = [];
+  const callbacks = [];
   const tauri = {
-    core: { invoke: async (command, args) => { invoked.push([command, args]); return 'ok'; } },
-    event: { listen: async () => () => {} },
+    invoke: async (command, args) => { invoked.push([command, args]); return 'ok'; },
+    transformCallback: (fn) => callbacks.push(fn) - 1,
   };
-  const app = choose(/** @type {any} */ ({ __TAURI__: tauri }));
+  const app = choose(/** @type {any} */ ({ __TAURI_INTERNALS__: tauri }));
   assert.equal(app.kind, 'tauri');
   assert.equal(app.can.dispatch, true);
   assert.equal(app.can.navigate, false);
   await app.reply('i1', { action: 'skip' });
   await app.inbox(true);
   assert.deepEqual(invoked, [['reply', { id: 'i1', reply: { action: 'skip' } }], ['inbox', { pendingOnly: true }]]);
+  // An app event is listened to through the event plugin, and its payload
+  // reaches the page's handler.
+  const views = [];
+  app.onViewChanged((view) => views.push(view));
+  assert.deepEqual(invoked[2], ['plugin:event|listen', { event: 'view-changed', target: { kind: 'Any' }, handler: 0 }]);
+  callbacks[0]({ event: 'view-changed', payload: 'inbox' });
+  assert.deepEqual(views, ['inbox']);
 
   const page = choose(/** @type {any} */ ({
     fetch: async () => json(200, {}),
