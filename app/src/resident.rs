@@ -15,7 +15,10 @@
 /// How long the work around settling into idle goes on once it starts:
 /// at start, the tray registered with the desktop's watcher and its menu
 /// drawn; at a release, the tray and the notifications brought up to date
-/// (~0.1 s here).
+/// (~0.1 s here). Not the window process's telling it waits, tried: at
+/// start that comes ~0.1 s in, and an XEmbed tray draws the icon ~35 ms
+/// later, faulting ~14 MB of GTK's and cairo's pages back (`bench/desktop`
+/// idle before any question: 41.4 MB against 27.1).
 const SETTLES: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Gives back now, and again once that work has settled: measured
