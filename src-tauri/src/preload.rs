@@ -22,6 +22,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use hark_core::platform::pages;
+
 /// The library's file name, up to its version.
 const VOICE: &str = "libflite_cmu_time_awb.so";
 
@@ -45,20 +47,15 @@ pub unsafe fn for_webkit() -> Option<PathBuf> {
     Some(voice)
 }
 
-/// The path of the mapped file whose name starts with `name`, in the text
-/// of `/proc/self/maps` (where a path is the rest of its line, from its
-/// first `/`). A path with a colon or a space is left out: `LD_PRELOAD`
-/// cannot hold it.
+/// The path of the mapped file named `name` up to its version, in the
+/// text of `/proc/self/maps`. A path with a colon or a space is left out:
+/// `LD_PRELOAD` cannot hold it.
 fn loaded(maps: &str, name: &str) -> Option<PathBuf> {
     maps.lines()
-        .filter_map(|line| line.find('/').map(|at| &line[at..]))
-        .filter(|path| !path.contains([':', ' ']))
+        .filter_map(pages::mapped_path)
+        .filter(|path| path.starts_with('/') && !path.contains([':', ' ']))
+        .find(|path| pages::named_up_to_version(path, name))
         .map(PathBuf::from)
-        .find(|path| {
-            path.file_name()
-                .and_then(|f| f.to_str())
-                .is_some_and(|f| f.starts_with(name))
-        })
 }
 
 #[cfg(test)]

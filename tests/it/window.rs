@@ -405,12 +405,14 @@ async fn a_window_nobody_sees_is_released_with_its_process_and_webkits_after_eac
 /// flite's voice whose symbols WebKit's processes look up most.
 const VOICE: &str = "libflite_cmu_time_awb.so";
 
-/// The path of the file `pid` maps whose name starts with `name`.
+/// The path of the file `pid` maps that is named `name` up to its version.
 fn mapped(pid: u32, name: &str) -> Option<String> {
+    use hark_core::platform::pages::{mapped_path, named_up_to_version};
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
     maps.lines()
-        .filter_map(|l| l.find('/').map(|at| l[at..].to_owned()))
-        .find(|path| path.rsplit('/').next().is_some_and(|f| f.starts_with(name)))
+        .filter_map(mapped_path)
+        .find(|path| named_up_to_version(path, name))
+        .map(str::to_owned)
 }
 
 /// What `pid` preloads, in order (`LD_PRELOAD` in its environment).

@@ -188,13 +188,7 @@ fn mapping(line: &str, which: Mappings) -> Option<Option<(usize, usize)>> {
         usize::from_str_radix(end, 16).ok()?,
     );
     let perms = words.next()?;
-    // The path is what follows the fifth field, the inode (it may hold
-    // spaces); a field line has no such fields.
-    let mut path = line;
-    for _ in 0..5 {
-        path = path.trim_start().split_once(char::is_whitespace)?.1;
-    }
-    let path = path.trim();
+    let path = mapped_path(line)?;
     let chosen = path.starts_with('/')
         && match which {
             // Any file here; those outside the loaded objects are left
@@ -203,6 +197,25 @@ fn mapping(line: &str, which: Mappings) -> Option<Option<(usize, usize)>> {
             Mappings::Of(file) => Path::new(path) == file,
         };
     Some((chosen && !perms.contains('w')).then_some((start, end)))
+}
+
+/// The path of a mapping's line of `/proc/PID/maps` or `smaps`: what
+/// follows its fifth field, the inode (it may hold spaces, and a
+/// ` (deleted)`); `None` for a field line, which has no such fields.
+pub fn mapped_path(line: &str) -> Option<&str> {
+    let mut path = line;
+    for _ in 0..5 {
+        path = path.trim_start().split_once(char::is_whitespace)?.1;
+    }
+    Some(path.trim())
+}
+
+/// Whether the file at `path` is named `name` up to its version (a
+/// library's `libx.so` for `libx.so.1.2`).
+pub fn named_up_to_version(path: &str, name: &str) -> bool {
+    path.rsplit('/')
+        .next()
+        .is_some_and(|file| file.starts_with(name))
 }
 
 #[cfg(test)]
@@ -229,6 +242,17 @@ Anonymous:             0 kB
 7ffd000000-7ffd001000 r-xp 00000000 00:00 0                          [vdso]
 Anonymous:             0 kB
 ";
+
+    #[test]
+    fn a_mapping_line_gives_its_whole_path_and_a_field_line_none() {
+        let paths: Vec<_> = SMAPS.lines().filter_map(mapped_path).collect();
+        assert_eq!(paths[0], "/usr/bin/x");
+        assert!(paths.contains(&"/usr/lib/my lib.so"));
+        assert!(paths.contains(&"[vdso]"));
+        assert_eq!(mapped_path("Anonymous:             0 kB"), None);
+        assert!(named_up_to_version("/usr/lib/my lib.so", "my lib"));
+        assert!(!named_up_to_version("/usr/lib/my lib.so", "lib"));
+    }
 
     #[test]
     fn only_unwritable_file_mappings_with_no_page_of_their_own_are_dropped() {
