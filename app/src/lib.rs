@@ -233,7 +233,7 @@ fn run_app() -> Result<(), AppError> {
         },
     ));
     tray::refresh(&app, tray.as_ref());
-    resident::give_back_now_and_settled(runtime.handle());
+    resident::give_back_once_settled(runtime.handle());
     event_loop.run(move |event, _, control_flow| {
         *control_flow = ControlFlow::Wait;
         // The runtime and the session's name live as long as the loop.

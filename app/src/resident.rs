@@ -21,11 +21,11 @@
 /// idle before any question: 41.4 MB against 27.1).
 const SETTLES: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// Gives back now, and again once that work has settled: measured
+/// Gives back once that work has settled: one timer, not a poll. Measured
 /// (`bench/desktop`), the app holds 11 MB resident before any question
-/// where it held 24 with the first alone, and after a release the same.
-pub fn give_back_now_and_settled(runtime: &tokio::runtime::Handle) {
-    give_back();
+/// where a give-back at once held 24 (the settling work faults its pages
+/// back), and after a release the same.
+pub fn give_back_once_settled(runtime: &tokio::runtime::Handle) {
     runtime.spawn(async {
         tokio::time::sleep(SETTLES).await;
         give_back();
@@ -33,7 +33,7 @@ pub fn give_back_now_and_settled(runtime: &tokio::runtime::Handle) {
 }
 
 /// Gives back what this process holds but does not use while idle.
-pub fn give_back() {
+fn give_back() {
     #[cfg(target_os = "linux")]
     {
         #[cfg(target_env = "gnu")]
@@ -44,6 +44,6 @@ pub fn give_back() {
         }
         let dropped =
             hark_core::platform::pages::drop_clean(hark_core::platform::pages::Mappings::Loaded);
-        tracing::debug!(dropped_kib = dropped / 1024, "idle: pages given back");
+        tracing::info!(dropped_kib = dropped / 1024, "idle: pages given back");
     }
 }

@@ -291,7 +291,7 @@ fn start(app: &App, state: &mut State, ahead: bool) {
             tracing::warn!(?status, "window process ended by itself");
         } else {
             tracing::info!(?status, "window released");
-            crate::resident::give_back_now_and_settled(&tokio::runtime::Handle::current());
+            crate::resident::give_back_once_settled(&app.runtime);
             start_ahead(&app, &mut app.windows.state());
         }
     });

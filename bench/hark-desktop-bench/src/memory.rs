@@ -27,6 +27,10 @@ pub const RELEASES: usize = 5;
 /// given back (`hark-window`'s `dormant`).
 const WAITING_AHEAD: &str = "window process: waiting to be needed";
 
+/// What the app logs once it has settled into idle after a release, its
+/// own pages given back (`hark-app`'s `resident`).
+const GIVEN_BACK: &str = "idle: pages given back";
+
 /// The tree sampled at one point, as soon as the app showed it and once quiet.
 #[derive(Debug, Clone)]
 pub struct Point {
@@ -145,9 +149,9 @@ pub fn measure(
 /// Ask → `modal.shown` for the first ask after each of [`RELEASES`]
 /// releases of the window (the window built again, and WebKit's processes
 /// started, by the process waiting ahead), ms. Each ask waits until that
-/// process waits (its pages given back), as a question coming after an
-/// idle minute finds it; the first follows the release at log line
-/// `released`.
+/// process waits and the app has settled (both their pages given back), as
+/// a question coming after an idle minute finds them; the first follows
+/// the release at log line `released`.
 fn after_releases(
     desktop: &Desktop,
     socket: &std::path::Path,
@@ -156,6 +160,7 @@ fn after_releases(
     let mut samples = Vec::with_capacity(RELEASES);
     for round in 0..RELEASES {
         desktop.event(released, WAITING_AHEAD, PATIENCE, |_| true)?;
+        desktop.event(released, GIVEN_BACK, PATIENCE, |_| true)?;
         let from = desktop.log.len();
         let woken = Ask::start(socket, "After a release?", HOLD_SECS, PATIENCE)?;
         let shown = desktop.event(from, "modal.shown", PATIENCE, of(&woken.id))?;
